@@ -1,0 +1,1 @@
+//! Kubernetes API types (issue #2): being written.

@@ -1,0 +1,21 @@
+//! kube-gc: a standalone Kubernetes garbage collector on a hand-written controller runtime.
+//!
+//! The crate is layered; each layer only uses the ones above it in this list:
+//!
+//! - [`api`]: the Kubernetes object types kube-gc reads and writes (serde, written here).
+//! - [`client`]: talking to an API server: kubeconfig, authentication, REST verbs, watch streams.
+//! - [`runtime`]: the controller runtime: workqueue, reflector, cache, informer and worker loop.
+//! - [`controllers`]: the garbage-collection logic (TTL-after-finished, ownerReference GC).
+//! - [`sim`]: an in-process simulated API server that tests, benchmarks and the demo run against.
+//!   It speaks HTTP and JSON like a real kube-apiserver and shares no decoding code with
+//!   [`client`], so a misunderstanding on one side is not silently mirrored on the other.
+//! - [`cli`]: the `kube-gc` command line.
+//!
+//! `docs/architecture.md` walks through how data flows from the API server to a deletion.
+
+pub mod api;
+pub mod cli;
+pub mod client;
+pub mod controllers;
+pub mod runtime;
+pub mod sim;

@@ -1,0 +1,1 @@
+//! The workqueue (issue #3): not built yet.

@@ -1,0 +1,1 @@
+//! The simulated API server (issue #2): being written.
