@@ -491,6 +491,18 @@ mod tests {
     }
 
     #[test]
+    fn errors_can_cross_tasks_and_stay_small() {
+        fn assert_send_sync<T: Send + Sync + 'static>() {}
+        assert_send_sync::<Error>();
+        // The rare, large API error is boxed so every `Result<_, Error>` stays small.
+        assert!(
+            std::mem::size_of::<Error>() <= 64,
+            "{}",
+            std::mem::size_of::<Error>()
+        );
+    }
+
+    #[test]
     fn a_non_status_body_is_classified_by_code() {
         let err = error(502, &HeaderMap::new(), "<html>Bad Gateway</html>");
         assert_eq!(err.kind(), Some(ApiErrorKind::Other));

@@ -109,25 +109,14 @@ impl<T> WatchDecoder<T> {
     /// Takes the next complete line out of the buffer, without its newline.
     fn next_line(&mut self) -> Option<LineOrOverflow> {
         loop {
-            let unscanned = &self.buf[self.start + self.scanned..];
-            let Some(offset) = unscanned.iter().position(|&b| b == b'\n') else {
-                self.scanned = self.buf.len() - self.start;
-                if !self.skipping_long_line && self.scanned > self.max_line_bytes {
-                    self.skipping_long_line = true;
-                    return Some(LineOrOverflow::Overflow(snippet(&self.buf[self.start..])));
-                }
-                if self.skipping_long_line {
-                    // Nothing of the overlong line is needed any more.
-                    self.start = self.buf.len();
-                    self.scanned = 0;
-                }
-                return None;
+            let Some(end) = self.find_newline() else {
+                return self.on_incomplete_line();
             };
-            let end = self.start + self.scanned + offset;
             let line = self.start..end;
             self.start = end + 1;
             self.scanned = 0;
             if std::mem::take(&mut self.skipping_long_line) {
+                // The tail of a line already reported as too long.
                 continue;
             }
             if line.len() > self.max_line_bytes {
@@ -135,6 +124,34 @@ impl<T> WatchDecoder<T> {
             }
             return Some(LineOrOverflow::Line(line));
         }
+    }
+
+    /// The index of the newline ending the current line, scanning only bytes not scanned
+    /// before.
+    fn find_newline(&mut self) -> Option<usize> {
+        let from = self.start + self.scanned;
+        match self.buf[from..].iter().position(|&b| b == b'\n') {
+            Some(offset) => Some(from + offset),
+            None => {
+                self.scanned = self.buf.len() - self.start;
+                None
+            }
+        }
+    }
+
+    /// No complete line yet: report a line that has already outgrown the limit, or drop the
+    /// bytes of one already reported.
+    fn on_incomplete_line(&mut self) -> Option<LineOrOverflow> {
+        if self.skipping_long_line {
+            self.start = self.buf.len();
+            self.scanned = 0;
+            return None;
+        }
+        if self.scanned > self.max_line_bytes {
+            self.skipping_long_line = true;
+            return Some(LineOrOverflow::Overflow(snippet(&self.buf[self.start..])));
+        }
+        None
     }
 
     /// At end of stream: an error if an incomplete line is left over. The decoder is empty
@@ -280,6 +297,13 @@ mod tests {
         }
         out.extend(decoder.finish().map(Err));
         out
+    }
+
+    #[test]
+    fn the_stream_can_be_moved_across_tasks() {
+        fn assert_send<T: Send + Unpin>() {}
+        assert_send::<WatchStream<crate::api::Job>>();
+        assert_send::<WatchDecoder<Value>>();
     }
 
     #[test]
