@@ -44,9 +44,11 @@ where
     decoded
 }
 
-/// Every leaf of `ours` is present and equal in `theirs`.
+/// Every leaf of `ours` is present and equal in `theirs`, and none is `null` (a `null` in a
+/// request would clear the field on the server).
 fn assert_subset(ours: &Value, theirs: &Value, path: &str) {
     match (ours, theirs) {
+        (Value::Null, _) => panic!("{path}: we wrote null"),
         (Value::Object(o), Value::Object(t)) => {
             for (k, v) in o {
                 let sub = format!("{path}.{k}");

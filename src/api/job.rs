@@ -3,8 +3,9 @@
 //! Contract: a read-only projection. Only `spec.ttlSecondsAfterFinished` and the status fields
 //! that say whether and when the Job finished are kept; the pod template and everything else is
 //! skipped while decoding (that is most of a Job's bytes). Never send a decoded `Job` back in a
-//! PUT: it would drop the fields not kept. Condition `type` and `status` stay strings because a
-//! v1.28 server does not validate Job status, so any text can appear there.
+//! PUT: it would drop the fields not kept. Condition `type` and `status` stay strings, and may
+//! even be missing, because a v1.28 server does not validate Job status: one odd Job must not
+//! make a whole list undecodable.
 
 use serde::{Deserialize, Serialize};
 
@@ -71,9 +72,10 @@ pub struct JobStatus {
 #[serde(rename_all = "camelCase")]
 pub struct JobCondition {
     /// The condition type, e.g. [`JobCondition::COMPLETE`].
-    #[serde(rename = "type")]
+    #[serde(rename = "type", default)]
     pub type_: String,
     /// `True`, `False` or `Unknown`.
+    #[serde(default)]
     pub status: String,
     /// When `status` last changed; for a terminal condition, when the Job finished.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -140,6 +142,15 @@ mod tests {
         );
         let cond = failed.finished_condition().map(|c| c.type_.as_str());
         assert_eq!(cond, Some("Failed"));
+    }
+
+    #[test]
+    fn an_unvalidated_condition_still_decodes() {
+        let odd = job_with_conditions(
+            r#"[{"type":"Complete"},{"status":"True"},{"type":"Failed","status":"Maybe"}]"#,
+        );
+        assert_eq!(odd.status.conditions.len(), 3);
+        assert_eq!(odd.finished_condition(), None);
     }
 
     #[test]

@@ -25,6 +25,7 @@
 //! | `volcano.rs` | Volcano [`VolcanoJob`] (read-only projection) |
 //! | `lease.rs` | coordination.k8s.io/v1 [`Lease`] |
 //! | `event.rs` | core/v1 [`Event`], [`ObjectReference`] |
+//! | `defaults.rs` | private serde helpers for `null` and default values |
 
 mod defaults;
 mod delete;
