@@ -1,0 +1,370 @@
+//! Decoding a watch response body into [`WatchEvent`]s.
+//!
+//! A watch body is newline-delimited JSON: one `{"type":…,"object":…}` per line. The transport
+//! splits it into chunks anywhere — in the middle of a line, or with several lines in one
+//! chunk — so lines have to be reassembled before they are decoded.
+//!
+//! Two layers:
+//! - [`WatchDecoder`], a pure decoder with no I/O: [`push`](WatchDecoder::push) bytes in, take
+//!   events out with [`next_event`](WatchDecoder::next_event), and call
+//!   [`finish`](WatchDecoder::finish) at end of stream.
+//! - [`WatchStream`], a [`Stream`] adapter over any `Stream<Item = Result<Bytes, E>>` (such as
+//!   an HTTP response body) that yields `Result<WatchEvent<T>, Error>`.
+//!
+//! Contract:
+//! - Empty (or whitespace-only) lines are skipped; a trailing `\r` is tolerated.
+//! - A malformed line yields one [`Error::Decode`] item (with the start of the line for logs)
+//!   and decoding goes on with the next line: one bad event does not end the watch.
+//! - Bytes left without a final newline at end of stream yield [`Error::TruncatedLine`]: the
+//!   connection was cut mid-event, which must not pass silently.
+//! - A line longer than the limit ([`DEFAULT_MAX_LINE_BYTES`]) yields [`Error::LineTooLong`]
+//!   and is skipped up to its newline, so a broken server cannot make the buffer grow unbounded.
+//! - A transport error is yielded once and ends the stream.
+//! - Generic over the object type: a typed object, `serde_json::Value`, or
+//!   [`PartialObjectMetadata`](crate::api::PartialObjectMetadata).
+//!
+//! Cost: each byte is copied once into a reusable buffer and each line is decoded in place from
+//! it; the decoder itself allocates nothing per line.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
+use bytes::Bytes;
+use futures_util::Stream;
+use serde::de::DeserializeOwned;
+
+use super::error::{snippet, Error};
+use crate::api::WatchEvent;
+
+/// The default longest line accepted: far above the API server's ~3 MiB request limit, so only
+/// a broken stream reaches it.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
+
+/// Turns pushed bytes into watch events, one per complete line.
+pub struct WatchDecoder<T> {
+    /// Bytes received and not yet consumed; `buf[start..]` is the unconsumed part.
+    buf: Vec<u8>,
+    /// Where the next line starts.
+    start: usize,
+    /// How far past `start` is known to contain no newline, so a long line split over many
+    /// chunks is scanned only once.
+    scanned: usize,
+    /// Set after a too-long line was reported: drop bytes until its newline.
+    skipping_long_line: bool,
+    max_line_bytes: usize,
+    _events: PhantomData<fn() -> T>,
+}
+
+impl<T> fmt::Debug for WatchDecoder<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WatchDecoder")
+            .field("buffered_bytes", &(self.buf.len() - self.start))
+            .field("skipping_long_line", &self.skipping_long_line)
+            .field("max_line_bytes", &self.max_line_bytes)
+            .finish()
+    }
+}
+
+impl<T> Default for WatchDecoder<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> WatchDecoder<T> {
+    /// A decoder with the default line limit.
+    pub fn new() -> Self {
+        Self::with_max_line_bytes(DEFAULT_MAX_LINE_BYTES)
+    }
+
+    /// A decoder that rejects lines longer than `max_line_bytes`.
+    pub fn with_max_line_bytes(max_line_bytes: usize) -> Self {
+        WatchDecoder {
+            buf: Vec::new(),
+            start: 0,
+            scanned: 0,
+            skipping_long_line: false,
+            max_line_bytes,
+            _events: PhantomData,
+        }
+    }
+
+    /// Appends the next chunk of the body.
+    pub fn push(&mut self, chunk: &[u8]) {
+        // Reclaim consumed bytes before growing, so the buffer stays about one line long.
+        if self.start > 0 {
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
+        self.buf.extend_from_slice(chunk);
+    }
+
+    /// Whether bytes of an unfinished line are waiting for more input.
+    pub fn has_partial_line(&self) -> bool {
+        !self.skipping_long_line && !is_blank(&self.buf[self.start..])
+    }
+
+    /// Takes the next complete line out of the buffer, without its newline.
+    fn next_line(&mut self) -> Option<LineOrOverflow> {
+        loop {
+            let Some(end) = self.find_newline() else {
+                return self.on_incomplete_line();
+            };
+            let line = self.start..end;
+            self.start = end + 1;
+            self.scanned = 0;
+            if std::mem::take(&mut self.skipping_long_line) {
+                // The tail of a line already reported as too long.
+                continue;
+            }
+            if line.len() > self.max_line_bytes {
+                return Some(LineOrOverflow::Overflow(snippet(&self.buf[line])));
+            }
+            return Some(LineOrOverflow::Line(line));
+        }
+    }
+
+    /// The index of the newline ending the current line, scanning only bytes not scanned
+    /// before.
+    fn find_newline(&mut self) -> Option<usize> {
+        let from = self.start + self.scanned;
+        match self.buf[from..].iter().position(|&b| b == b'\n') {
+            Some(offset) => Some(from + offset),
+            None => {
+                self.scanned = self.buf.len() - self.start;
+                None
+            }
+        }
+    }
+
+    /// No complete line yet: report a line that has already outgrown the limit, or drop the
+    /// bytes of one already reported.
+    fn on_incomplete_line(&mut self) -> Option<LineOrOverflow> {
+        if self.skipping_long_line {
+            self.start = self.buf.len();
+            self.scanned = 0;
+            return None;
+        }
+        if self.scanned > self.max_line_bytes {
+            self.skipping_long_line = true;
+            return Some(LineOrOverflow::Overflow(snippet(&self.buf[self.start..])));
+        }
+        None
+    }
+
+    /// At end of stream: an error if an incomplete line is left over. The decoder is empty
+    /// afterwards.
+    pub fn finish(&mut self) -> Option<Error> {
+        let rest = &self.buf[self.start..];
+        let error = self.has_partial_line().then(|| Error::TruncatedLine {
+            len: rest.len(),
+            snippet: snippet(rest.trim_ascii()),
+        });
+        self.buf.clear();
+        self.start = 0;
+        self.scanned = 0;
+        self.skipping_long_line = false;
+        error
+    }
+}
+
+impl<T: DeserializeOwned> WatchDecoder<T> {
+    /// The next event (or decode error) from the complete lines received so far; `None` when
+    /// more input is needed.
+    pub fn next_event(&mut self) -> Option<Result<WatchEvent<T>, Error>> {
+        loop {
+            let line = match self.next_line()? {
+                LineOrOverflow::Line(range) => self.buf[range].trim_ascii(),
+                LineOrOverflow::Overflow(snippet) => {
+                    return Some(Err(Error::LineTooLong {
+                        limit: self.max_line_bytes,
+                        snippet,
+                    }))
+                }
+            };
+            if line.is_empty() {
+                continue;
+            }
+            return Some(
+                serde_json::from_slice(line).map_err(|e| Error::decode("watch event", line, e)),
+            );
+        }
+    }
+
+    /// Drains every event decodable from the input received so far.
+    pub fn drain(&mut self) -> impl Iterator<Item = Result<WatchEvent<T>, Error>> + '_ {
+        std::iter::from_fn(move || self.next_event())
+    }
+}
+
+/// A line's byte range in the buffer, or the report of a line that exceeded the limit.
+enum LineOrOverflow {
+    Line(std::ops::Range<usize>),
+    Overflow(String),
+}
+
+fn is_blank(bytes: &[u8]) -> bool {
+    bytes.iter().all(u8::is_ascii_whitespace)
+}
+
+/// A [`Stream`] of watch events decoded from a stream of body chunks.
+pub struct WatchStream<T> {
+    body: Pin<Box<dyn Stream<Item = Result<Bytes, Error>> + Send>>,
+    decoder: WatchDecoder<T>,
+    body_ended: bool,
+}
+
+impl<T> fmt::Debug for WatchStream<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WatchStream")
+            .field("decoder", &self.decoder)
+            .field("body_ended", &self.body_ended)
+            .finish()
+    }
+}
+
+impl<T> WatchStream<T> {
+    /// Decodes `body`, e.g. `reqwest::Response::bytes_stream()`. Transport errors are converted
+    /// into [`Error`].
+    pub fn new<S, E>(body: S) -> Self
+    where
+        S: Stream<Item = Result<Bytes, E>> + Send + 'static,
+        E: Into<Error> + 'static,
+    {
+        Self::with_decoder(body, WatchDecoder::new())
+    }
+
+    /// Like [`new`](Self::new), with a configured decoder.
+    pub fn with_decoder<S, E>(body: S, decoder: WatchDecoder<T>) -> Self
+    where
+        S: Stream<Item = Result<Bytes, E>> + Send + 'static,
+        E: Into<Error> + 'static,
+    {
+        use futures_util::TryStreamExt;
+        WatchStream {
+            body: Box::pin(body.map_err(Into::into)),
+            decoder,
+            body_ended: false,
+        }
+    }
+}
+
+impl<T: DeserializeOwned> Stream for WatchStream<T> {
+    type Item = Result<WatchEvent<T>, Error>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        // `WatchStream` holds nothing pinned in place (the body is boxed), so it is `Unpin`.
+        let this = self.get_mut();
+        loop {
+            if let Some(item) = this.decoder.next_event() {
+                return Poll::Ready(Some(item));
+            }
+            if this.body_ended {
+                return Poll::Ready(None);
+            }
+            match ready!(this.body.as_mut().poll_next(cx)) {
+                Some(Ok(chunk)) => this.decoder.push(&chunk),
+                Some(Err(error)) => {
+                    // The body is broken: report it once, then end.
+                    this.body_ended = true;
+                    this.decoder.finish();
+                    return Poll::Ready(Some(Err(error)));
+                }
+                None => {
+                    this.body_ended = true;
+                    if let Some(error) = this.decoder.finish() {
+                        return Poll::Ready(Some(Err(error)));
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    fn decode_all(chunks: &[&[u8]]) -> Vec<Result<WatchEvent<Value>, Error>> {
+        let mut decoder = WatchDecoder::new();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            decoder.push(chunk);
+            out.extend(decoder.drain());
+        }
+        out.extend(decoder.finish().map(Err));
+        out
+    }
+
+    #[test]
+    fn the_stream_can_be_moved_across_tasks() {
+        fn assert_send<T: Send + Unpin>() {}
+        assert_send::<WatchStream<crate::api::Job>>();
+        assert_send::<WatchDecoder<Value>>();
+    }
+
+    #[test]
+    fn split_lines_and_several_lines_per_chunk() {
+        let events = decode_all(&[
+            br#"{"type":"ADDED","object":{"a":1}}"#.as_slice(),
+            b"\n{\"type\":\"MODI",
+            b"FIED\",\"object\":{\"a\":2}}\n{\"type\":\"DELETED\",\"object\":{\"a\":3}}\n",
+        ]);
+        let kinds: Vec<_> = events
+            .iter()
+            .map(|e| e.as_ref().ok().map(|e| e.event_type()))
+            .collect();
+        use crate::api::EventType::*;
+        assert_eq!(kinds, [Some(Added), Some(Modified), Some(Deleted)]);
+    }
+
+    #[test]
+    fn blank_lines_and_crlf_are_tolerated() {
+        let events = decode_all(&[b"\n\r\n  \n{\"type\":\"ADDED\",\"object\":{}}\r\n\n"]);
+        assert_eq!(events.len(), 1);
+        assert!(events[0].is_ok());
+    }
+
+    #[test]
+    fn an_overlong_line_is_reported_once_and_skipped() {
+        let mut decoder = WatchDecoder::<Value>::with_max_line_bytes(32);
+        decoder.push(b"{\"type\":\"ADDED\",");
+        assert!(
+            decoder.next_event().is_none(),
+            "16 bytes are within the limit"
+        );
+        decoder.push(b"\"object\":{\"padding\":\"xxxxxxxxxxxxxxxx\"");
+        let first: Vec<_> = decoder.drain().collect();
+        assert!(matches!(
+            first.as_slice(),
+            [Err(Error::LineTooLong { limit: 32, .. })]
+        ));
+        // The rest of the long line is dropped; the short line after it decodes.
+        decoder.push(b"}}\n{\"type\":\"ADDED\",\"object\":1}\n");
+        let rest: Vec<_> = decoder.drain().collect();
+        assert!(
+            matches!(rest.as_slice(), [Ok(WatchEvent::Added(Value::Number(_)))]),
+            "{rest:?}"
+        );
+        assert!(decoder.finish().is_none());
+    }
+
+    #[test]
+    fn a_line_split_over_many_chunks_is_scanned_once() {
+        let line = br#"{"type":"ADDED","object":{"k":"0123456789012345678901234567890123456789"}}"#;
+        let mut decoder = WatchDecoder::<Value>::new();
+        for byte in line {
+            decoder.push(std::slice::from_ref(byte));
+            assert!(decoder.next_event().is_none());
+            assert_eq!(decoder.scanned, decoder.buf.len() - decoder.start);
+        }
+        decoder.push(b"\n");
+        assert!(matches!(
+            decoder.next_event(),
+            Some(Ok(WatchEvent::Added(_)))
+        ));
+    }
+}
