@@ -6,6 +6,10 @@ use std::fmt::Write;
 use super::tls::PemSource;
 use super::{ClientConfig, Origin};
 
+/// Width of the label column: the longest label, "Client certificate:", so every view aligns
+/// the same way whichever lines it has.
+const LABEL_WIDTH: usize = 19;
+
 /// Renders `config` as aligned `label: value` lines.
 pub fn describe(config: &ClientConfig) -> String {
     let mut lines: Vec<(&str, String)> = Vec::new();
@@ -46,16 +50,10 @@ pub fn describe(config: &ClientConfig) -> String {
     }
     lines.push(("Namespace", config.default_namespace.clone()));
 
-    let width = lines
-        .iter()
-        .map(|(label, _)| label.len())
-        .max()
-        .unwrap_or(0)
-        + 1;
     let mut text = String::new();
     for (label, value) in lines {
         // Writing to a String cannot fail.
-        let _ = writeln!(text, "{:<width$} {value}", format!("{label}:"));
+        let _ = writeln!(text, "{:<LABEL_WIDTH$} {value}", format!("{label}:"));
     }
     text
 }

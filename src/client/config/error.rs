@@ -52,6 +52,9 @@ pub enum FieldProblem {
     /// Required but absent or empty.
     #[error("is missing")]
     Missing,
+    /// One half of a pair (certificate and key) without the other.
+    #[error("is missing, but {0} is set and needs it")]
+    MissingPartner(&'static str),
     /// A `-data` field that is not base64.
     #[error("is not valid base64 ({0})")]
     Base64(#[from] base64::DecodeError),

@@ -4,7 +4,8 @@
 //!
 //! An extra key may contain characters that are not allowed in a header name (a `/` in
 //! `scopes.example.com/x`, say); like client-go, those bytes (and `%` itself) are percent-encoded,
-//! and the API server decodes them.
+//! and the API server decodes them. Lower-case hex digits are used because header names are
+//! case-insensitive and the `http` crate sends them lower-cased anyway.
 
 use std::collections::BTreeMap;
 
@@ -70,7 +71,7 @@ fn escape_header_key(key: &str) -> String {
         if byte.is_ascii_alphanumeric() || TOKEN_PUNCTUATION.contains(&byte) {
             escaped.push(char::from(byte));
         } else {
-            escaped.push_str(&format!("%{byte:02X}"));
+            escaped.push_str(&format!("%{byte:02x}"));
         }
     }
     escaped
@@ -113,10 +114,11 @@ mod tests {
     fn extra_keys_are_percent_encoded() {
         assert_eq!(
             escape_header_key("example.com/scope"),
-            "example.com%2Fscope"
+            "example.com%2fscope"
         );
         assert_eq!(escape_header_key("100%"), "100%25");
         assert_eq!(escape_header_key("a b"), "a%20b");
+        assert_eq!(escape_header_key("ü"), "%c3%bc");
     }
 
     #[test]

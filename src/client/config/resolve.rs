@@ -314,8 +314,13 @@ fn client_certificate(
     )?;
     let (cert, key) = match (cert, key) {
         (None, None) => return Ok((ClientCertSlot::default(), None)),
-        (Some(_), None) => return Err(fields.error("client-key", FieldProblem::Missing)),
-        (None, Some(_)) => return Err(fields.error("client-certificate", FieldProblem::Missing)),
+        (Some((_, _, cert_field)), None) => {
+            return Err(fields.error("client-key", FieldProblem::MissingPartner(cert_field)))
+        }
+        (None, Some((_, _, key_field))) => {
+            let problem = FieldProblem::MissingPartner(key_field);
+            return Err(fields.error("client-certificate", problem));
+        }
         (Some(cert), Some(key)) => (cert, key),
     };
     let (cert_pem, source, cert_field) = cert;
