@@ -329,10 +329,13 @@ fn client_certificate(
     let key_pem = Secret::new(key_pem);
     let key = tls::parse_private_key(key_pem.expose()).map_err(|p| fields.error(key_field, p))?;
     let certified = tls::certified_key(chain, key).map_err(|err| {
-        fields.error(
-            key_field,
-            FieldProblem::Invalid(format!("does not match {cert_field}: {err}")),
-        )
+        let problem = match err {
+            rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch) => {
+                format!("is not the private key of the certificate in {cert_field}")
+            }
+            other => format!("cannot be used with {cert_field}: {other}"),
+        };
+        fields.error(key_field, FieldProblem::Invalid(problem))
     })?;
     Ok((ClientCertSlot::with(certified), Some(source)))
 }

@@ -410,12 +410,13 @@ fn parse_credential(stdout: &[u8], api_version: &str) -> Result<ParsedCredential
     let output: ExecCredentialOutput =
         serde_json::from_slice(stdout).map_err(|err| format!("not JSON ({err})"))?;
     if output.kind.as_deref() != Some("ExecCredential") {
-        return Err(format!("kind is {:?}, not \"ExecCredential\"", output.kind));
+        let kind = quoted(output.kind.as_deref());
+        return Err(format!("kind is {kind}, not \"ExecCredential\""));
     }
     if output.api_version.as_deref() != Some(api_version) {
+        let found = quoted(output.api_version.as_deref());
         return Err(format!(
-            "apiVersion is {:?}, but the kubeconfig asks for \"{api_version}\"",
-            output.api_version
+            "apiVersion is {found}, but the kubeconfig asks for \"{api_version}\""
         ));
     }
     let status = output.status.ok_or("it has no status")?;
@@ -433,6 +434,10 @@ fn parse_credential(stdout: &[u8], api_version: &str) -> Result<ParsedCredential
         expires: status.expiration_timestamp,
         client_key,
     })
+}
+
+fn quoted(value: Option<&str>) -> String {
+    value.map_or_else(|| "missing".to_string(), |value| format!("\"{value}\""))
 }
 
 /// `clientCertificateData` / `clientKeyData` are PEM text (not base64, unlike the kubeconfig).
