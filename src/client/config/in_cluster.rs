@@ -4,7 +4,7 @@
 //! credentials are the pod's service account, mounted in one directory (normally
 //! `/var/run/secrets/kubernetes.io/serviceaccount`, injectable through [`Environment`]): `token`
 //! (a projected token that the kubelet rotates, so it is re-read, see
-//! [`TokenFile`](super::auth::TokenFile)), `ca.crt` (the cluster CA) and `namespace` (the pod's
+//! [`TokenFile`]), `ca.crt` (the cluster CA) and `namespace` (the pod's
 //! namespace, the default for namespaced requests; `POD_NAMESPACE` overrides it, as in client-go).
 
 use std::path::Path;

@@ -17,7 +17,7 @@ use super::auth::{Auth, ExecPlugin, TokenFile};
 use super::environment::Environment;
 use super::error::{ConfigError, Entry, FieldProblem};
 use super::impersonation::Impersonation;
-use super::kubeconfig::{AuthInfo, Cluster};
+use super::kubeconfig::{AuthInfo, Cluster, Context};
 use super::loader::{MergedKubeconfig, Sourced};
 use super::secret::Secret;
 use super::tls::{self, CertificateAuthority, ClientCertSlot, PemSource, TlsSettings};
@@ -33,60 +33,14 @@ pub fn from_kubeconfig(
     context: Option<&str>,
     env: &Environment,
 ) -> Result<ClientConfig, ConfigError> {
-    let files = merged.file_list();
-    let context_name = match context {
-        Some(name) => name.to_string(),
-        None => match &merged.current_context {
-            Some(current) => current.value.clone(),
-            None => return Err(ConfigError::NoCurrentContext { files }),
-        },
-    };
-    let context =
-        merged
-            .contexts
-            .get(&context_name)
-            .ok_or_else(|| ConfigError::ContextNotFound {
-                context: context_name.clone(),
-                files: files.clone(),
-            })?;
-    let cluster_name =
-        non_empty(context.value.cluster.as_deref()).ok_or_else(|| ConfigError::Field {
-            file: context.file.clone(),
-            entry: Entry::Context(context_name.clone()),
-            field: "cluster",
-            problem: FieldProblem::Missing,
-        })?;
-    let dangling = |kind, name: &str| ConfigError::DanglingReference {
-        context: context_name.clone(),
-        kind,
-        name: name.to_string(),
-        files: files.clone(),
-    };
-    let cluster = merged
-        .clusters
-        .get(cluster_name)
-        .ok_or_else(|| dangling("cluster", cluster_name))?;
-    let user_name = non_empty(context.value.user.as_deref());
-    let user = match user_name {
-        Some(name) => Some(
-            merged
-                .users
-                .get(name)
-                .ok_or_else(|| dangling("user", name))?,
-        ),
-        None => None,
-    };
-
-    let resolved = ResolvedCluster::new(cluster_name, cluster)?;
+    let chosen = Chosen::follow(merged, context)?;
+    let resolved = ResolvedCluster::new(chosen.cluster_name, chosen.cluster)?;
     let mut tls = resolved.tls;
-    let (auth, impersonation) = match (user_name, user) {
-        (Some(name), Some(user)) => {
-            let cluster_info = resolved.exec_cluster_info;
-            resolve_user(name, user, &mut tls, cluster_info, env)?
-        }
-        _ => (Auth::None, Impersonation::default()),
+    let (auth, impersonation) = match chosen.user {
+        Some((name, user)) => resolve_user(name, user, &mut tls, resolved.exec_cluster_info, env)?,
+        None => (Auth::None, Impersonation::default()),
     };
-    let default_namespace = non_empty(context.value.namespace.as_deref())
+    let default_namespace = non_empty(chosen.context.value.namespace.as_deref())
         .unwrap_or("default")
         .to_string();
     Ok(ClientConfig {
@@ -98,13 +52,76 @@ pub fn from_kubeconfig(
         impersonation,
         default_namespace,
         origin: Origin::Kubeconfig {
-            context: context_name.clone(),
-            cluster: cluster_name.to_string(),
-            user: user_name.map(String::from),
-            files: files.0,
+            context: chosen.context_name,
+            cluster: chosen.cluster_name.to_string(),
+            user: chosen.user.map(|(name, _)| name.to_string()),
+            files: merged.files.clone(),
         },
         system_roots: env.system_roots().clone(),
     })
+}
+
+/// The chosen context and the entries it names, all known to exist.
+struct Chosen<'a> {
+    context_name: String,
+    context: &'a Sourced<Context>,
+    cluster_name: &'a str,
+    cluster: &'a Sourced<Cluster>,
+    /// `None` for a context without a user: anonymous.
+    user: Option<(&'a str, &'a Sourced<AuthInfo>)>,
+}
+
+impl<'a> Chosen<'a> {
+    /// Picks `--context` or `current-context` and follows its references.
+    fn follow(merged: &'a MergedKubeconfig, context: Option<&str>) -> Result<Self, ConfigError> {
+        let files = merged.file_list();
+        let context_name = match (context, &merged.current_context) {
+            (Some(name), _) => name.to_string(),
+            (None, Some(current)) => current.value.clone(),
+            (None, None) => return Err(ConfigError::NoCurrentContext { files }),
+        };
+        let Some(context) = merged.contexts.get(&context_name) else {
+            return Err(ConfigError::ContextNotFound {
+                context: context_name,
+                files,
+            });
+        };
+        let Some(cluster_name) = non_empty(context.value.cluster.as_deref()) else {
+            return Err(ConfigError::Field {
+                file: context.file.clone(),
+                entry: Entry::Context(context_name),
+                field: "cluster",
+                problem: FieldProblem::Missing,
+            });
+        };
+        let dangling = |kind, name: &str| ConfigError::DanglingReference {
+            context: context_name.clone(),
+            kind,
+            name: name.to_string(),
+            files: files.clone(),
+        };
+        let cluster = merged
+            .clusters
+            .get(cluster_name)
+            .ok_or_else(|| dangling("cluster", cluster_name))?;
+        let user = match non_empty(context.value.user.as_deref()) {
+            None => None,
+            Some(name) => {
+                let user = merged
+                    .users
+                    .get(name)
+                    .ok_or_else(|| dangling("user", name))?;
+                Some((name, user))
+            }
+        };
+        Ok(Chosen {
+            context_name,
+            context,
+            cluster_name,
+            cluster,
+            user,
+        })
+    }
 }
 
 fn non_empty(value: Option<&str>) -> Option<&str> {
