@@ -43,6 +43,10 @@ fn references_to_missing_entries() {
         "no context chosen: {file} set no current-context and --context was not given",
     );
     assert_error("unknown-context", "context \"prod\" is not in {file}");
+    assert_error(
+        "duplicate-cluster",
+        "kubeconfig {file} defines cluster \"dev\" twice",
+    );
 }
 
 #[test]

@@ -102,6 +102,16 @@ pub enum ConfigError {
         /// What the parser said.
         source: ParseError,
     },
+    /// One file defines the same cluster, user or context name twice.
+    #[error("kubeconfig {path} defines {kind} \"{name}\" twice")]
+    DuplicateName {
+        /// The file.
+        path: PathBuf,
+        /// `cluster`, `user` or `context`.
+        kind: &'static str,
+        /// The repeated name.
+        name: String,
+    },
     /// Neither a kubeconfig nor an in-cluster service account was found.
     #[error(
         "no configuration found: no kubeconfig at {looked_at}, and KUBERNETES_SERVICE_HOST is \
