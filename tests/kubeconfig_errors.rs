@@ -72,6 +72,11 @@ fn unusable_cluster_fields() {
          certificate-authority; keep only one",
     );
     assert_error(
+        "bad-tls-server-name",
+        "cluster \"dev\" in {file}: tls-server-name \"api server!\" is not a valid DNS name or \
+         IP address",
+    );
+    assert_error(
         "bad-proxy",
         "cluster \"dev\" in {file}: proxy-url \"ftp://proxy:21\" has scheme ftp; only http, \
          https and socks5 are supported",
