@@ -394,7 +394,7 @@ fn config_view_shows_insecure_servers_proxies_and_exec_plugins() {
         context: Some("v1".into()),
     };
     let text = config_view(&options, &env).unwrap();
-    let plugin = fixture("exec").join("./plugin.sh");
+    let plugin = fixture("exec/plugin.sh");
     assert!(
         text.contains("TLS server name:    api.internal\n"),
         "{text}"

@@ -227,7 +227,9 @@ fn resolve(field: &mut Option<String>, dir: &Path) {
     if let Some(value) = field.as_mut() {
         let path = Path::new(value.as_str());
         if !value.is_empty() && path.is_relative() {
-            *value = dir.join(path).to_string_lossy().into_owned();
+            // Collecting the components drops "." segments: "dir/./x" reads better as "dir/x".
+            let joined: PathBuf = dir.join(path).components().collect();
+            *value = joined.to_string_lossy().into_owned();
         }
     }
 }
@@ -284,7 +286,7 @@ mod tests {
         assert_eq!(u.exec.as_ref().unwrap().command.as_deref(), Some("aws"));
         let v = users[1].user.as_ref().unwrap();
         let command = v.exec.as_ref().unwrap().command.as_deref();
-        assert_eq!(command, Some("/cfg/./bin/plugin"));
+        assert_eq!(command, Some("/cfg/bin/plugin"));
     }
 
     #[test]
