@@ -1,0 +1,103 @@
+//! Go-style duration strings, as kube-controller-manager's flags take them.
+//!
+//! `15s`, `1m30s`, `1.5h`, `300ms`, `2h45m`, `0`: a sequence of decimal numbers each followed by
+//! a unit (`ns`, `us`/`µs`, `ms`, `s`, `m`, `h`), the grammar of Go's `time.ParseDuration`.
+//! Operators paste flag values from kube-controller-manager manifests, so kube-gc accepts exactly
+//! that grammar rather than another crate's. Negative durations are refused: no kube-gc flag
+//! means anything by them.
+
+use std::time::Duration;
+
+/// Why a duration string was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid duration {input:?}: {reason} (expected Go syntax such as 30s, 1m30s, 1.5h, 300ms)")]
+pub struct DurationError {
+    input: String,
+    reason: &'static str,
+}
+
+/// Parses a Go-style duration string.
+pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
+    let fail = |reason| DurationError {
+        input: input.to_owned(),
+        reason,
+    };
+    let s = input.trim();
+    if s.is_empty() {
+        return Err(fail("empty"));
+    }
+    if s.starts_with('-') {
+        return Err(fail("negative durations are not allowed"));
+    }
+    let s = s.strip_prefix('+').unwrap_or(s);
+    // Go accepts a bare "0" without a unit, and nothing else without one.
+    if s == "0" {
+        return Ok(Duration::ZERO);
+    }
+    let mut rest = s;
+    let mut total_nanos: f64 = 0.0;
+    while !rest.is_empty() {
+        let number_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let (number, after) = rest.split_at(number_len);
+        if number.is_empty() || number == "." {
+            return Err(fail("expected a number"));
+        }
+        let value: f64 = number.parse().map_err(|_| fail("malformed number"))?;
+        let unit_len = after
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(after.len());
+        let (unit, next) = after.split_at(unit_len);
+        let nanos_per_unit = match unit {
+            "ns" => 1.0,
+            "us" | "µs" | "μs" => 1e3,
+            "ms" => 1e6,
+            "s" => 1e9,
+            "m" => 60e9,
+            "h" => 3600e9,
+            "" => return Err(fail("missing unit")),
+            _ => return Err(fail("unknown unit")),
+        };
+        total_nanos += value * nanos_per_unit;
+        rest = next;
+    }
+    // Go rejects durations beyond ~292 years (int64 nanoseconds); so do we.
+    if !total_nanos.is_finite() || total_nanos > i64::MAX as f64 {
+        return Err(fail("out of range"));
+    }
+    Ok(Duration::from_nanos(total_nanos.round() as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_go_forms() {
+        let cases = [
+            ("0", Duration::ZERO),
+            ("15s", Duration::from_secs(15)),
+            ("1m30s", Duration::from_secs(90)),
+            ("1.5h", Duration::from_secs(5400)),
+            ("300ms", Duration::from_millis(300)),
+            ("2h45m", Duration::from_secs(2 * 3600 + 45 * 60)),
+            ("10us", Duration::from_micros(10)),
+            ("10µs", Duration::from_micros(10)),
+            ("7ns", Duration::from_nanos(7)),
+            ("+5s", Duration::from_secs(5)),
+            (".5s", Duration::from_millis(500)),
+        ];
+        for (input, want) in cases {
+            assert_eq!(parse_duration(input), Ok(want), "{input}");
+        }
+    }
+
+    #[test]
+    fn refuses_what_go_refuses() {
+        for input in ["", "5", "s", "-5s", "5x", "1m30", "..5s", "1e3s", "9999999999h"] {
+            let err = parse_duration(input).expect_err(input);
+            assert!(err.to_string().contains("invalid duration"), "{err}");
+        }
+    }
+}

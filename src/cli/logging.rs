@@ -1,0 +1,53 @@
+//! Log output for the `kube-gc` binary.
+//!
+//! Verbosity follows klog's `-v` convention (0–1 info, 2–4 debug, 5+ trace) so operators can
+//! reuse their habits; `RUST_LOG`, when set, overrides it with tracing's filter syntax.
+//! `--logging-format json` switches to one JSON object per line.
+
+use clap::{Args, ValueEnum};
+use tracing_subscriber::EnvFilter;
+
+/// The two log formats component-base offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Logging flags shared by every subcommand.
+#[derive(Debug, Clone, Args)]
+pub struct LoggingArgs {
+    /// Log verbosity, as klog's -v: 0-1 info, 2-4 debug, 5 and above trace. RUST_LOG overrides it.
+    #[arg(short = 'v', long = "v", global = true, default_value_t = 0, value_name = "LEVEL")]
+    pub verbosity: u8,
+
+    /// Log format.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    pub logging_format: LogFormat,
+}
+
+impl LoggingArgs {
+    /// The tracing filter for this verbosity, unless `RUST_LOG` provides one.
+    fn filter(&self) -> EnvFilter {
+        let level = match self.verbosity {
+            0..=1 => "info",
+            2..=4 => "debug",
+            _ => "trace",
+        };
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level))
+    }
+
+    /// Installs the subscriber for the whole process. Called once, by [`crate::cli::main`].
+    pub fn install(&self) {
+        let builder = tracing_subscriber::fmt()
+            .with_env_filter(self.filter())
+            .with_writer(std::io::stderr);
+        // A second install (only possible in tests) fails harmlessly; the first one stays.
+        let _ = match self.logging_format {
+            LogFormat::Text => builder.try_init(),
+            LogFormat::Json => builder.json().flatten_event(true).try_init(),
+        };
+    }
+}

@@ -1,0 +1,230 @@
+//! `kube-gc sim`: run the simulated Kubernetes API server on its own.
+//!
+//! Starts [`crate::sim::SimServer`], writes a kubeconfig pointing at it, prints how to reach it
+//! and serves until Ctrl-C (or `--for` elapses). By default it holds a few sample objects — Jobs
+//! finished, running and without a TTL, and a Volcano Job — so that `kubectl get jobs -A` has
+//! something to show. The sim never garbage-collects anything itself.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use chrono::{SecondsFormat, Utc};
+use clap::Args;
+use serde_json::{json, Value};
+
+use super::duration::parse_duration;
+use crate::sim::resources::Gvr;
+use crate::sim::{SimConfig, SimError, SimServer};
+
+/// Flags of `kube-gc sim`.
+#[derive(Debug, Clone, Args)]
+pub struct SimArgs {
+    /// Address to listen on.
+    #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
+    pub bind_address: IpAddr,
+
+    /// Port to listen on; 0 picks a free one.
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+
+    /// Serve HTTPS (HTTP/1.1 and h2) with a freshly generated CA, written into the kubeconfig.
+    #[arg(long)]
+    pub tls: bool,
+
+    /// Require this bearer token on every request (written into the kubeconfig).
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
+
+    /// Where to write the kubeconfig for the server [default: <temp dir>/kube-gc-sim/kubeconfig].
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig_out: Option<PathBuf>,
+
+    /// Start with no sample objects (only the default namespaces).
+    #[arg(long)]
+    pub empty: bool,
+
+    /// Stop after this long (Go duration syntax: 30s, 5m); default: run until Ctrl-C.
+    #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration)]
+    pub run_for: Option<Duration>,
+}
+
+/// Why `kube-gc sim` stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum SimCommandError {
+    /// The server could not start.
+    #[error("cannot start the simulated API server")]
+    Start(#[source] SimError),
+    /// The kubeconfig could not be written.
+    #[error("cannot write the kubeconfig to {path}")]
+    Kubeconfig {
+        /// Where it was to be written.
+        path: PathBuf,
+        /// Why it failed.
+        #[source]
+        source: SimError,
+    },
+    /// The directory for the kubeconfig could not be created.
+    #[error("cannot create the directory {path}")]
+    KubeconfigDir {
+        /// The directory.
+        path: PathBuf,
+        /// Why it failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A sample object was refused by the server.
+    #[error("cannot create the sample objects")]
+    Samples(#[source] SimError),
+    /// Waiting for Ctrl-C failed.
+    #[error("cannot listen for Ctrl-C")]
+    Signal(#[source] std::io::Error),
+}
+
+/// Runs the server until Ctrl-C or `--for`.
+pub async fn run(args: SimArgs) -> Result<(), SimCommandError> {
+    let mut config = SimConfig::default().with_bind(SocketAddr::new(args.bind_address, args.port));
+    if args.tls {
+        config = config.with_tls();
+    }
+    if let Some(token) = &args.token {
+        config = config.with_token(token.clone());
+    }
+    let server = SimServer::start(config)
+        .await
+        .map_err(SimCommandError::Start)?;
+    let kubeconfig = args
+        .kubeconfig_out
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join("kube-gc-sim").join("kubeconfig"));
+    write_kubeconfig(&server, &kubeconfig)?;
+    if !args.empty {
+        create_samples(&server).map_err(SimCommandError::Samples)?;
+    }
+    print_banner(&server, &kubeconfig, args.run_for);
+
+    let outcome = wait_until_stopped(args.run_for).await;
+    server.shutdown().await;
+    outcome
+}
+
+fn write_kubeconfig(server: &SimServer, path: &Path) -> Result<(), SimCommandError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|source| SimCommandError::KubeconfigDir {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+    }
+    server
+        .write_kubeconfig(path)
+        .map_err(|source| SimCommandError::Kubeconfig {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+fn print_banner(server: &SimServer, kubeconfig: &Path, run_for: Option<Duration>) {
+    let kubeconfig = kubeconfig.display();
+    println!("kube-gc simulated API server listening on {}", server.url());
+    println!("kubeconfig written to {kubeconfig}");
+    println!();
+    println!("Try, from another terminal:");
+    println!("  kubectl --kubeconfig {kubeconfig} get jobs -A");
+    println!("  kubectl --kubeconfig {kubeconfig} get --raw '/apis/batch/v1/jobs?watch=1&timeoutSeconds=5'");
+    println!();
+    println!(
+        "This runs the simulated API server only: kube-gc's garbage-collection controllers are not \
+         built yet, so nothing here is ever deleted automatically."
+    );
+    match run_for {
+        Some(limit) => println!("Stopping after {limit:?} (or on Ctrl-C)."),
+        None => println!("Ctrl-C stops it."),
+    }
+}
+
+async fn wait_until_stopped(run_for: Option<Duration>) -> Result<(), SimCommandError> {
+    let deadline = async {
+        match run_for {
+            Some(limit) => tokio::time::sleep(limit).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        signal = tokio::signal::ctrl_c() => signal.map_err(SimCommandError::Signal),
+        () = deadline => Ok(()),
+    }
+}
+
+/// A handful of objects that show what kube-gc will act on: a finished Job whose TTL expires
+/// soon, a running Job, a finished Job without a TTL, and a completed Volcano Job.
+fn create_samples(server: &SimServer) -> Result<(), SimError> {
+    let jobs = Gvr::new("batch", "v1", "jobs");
+    let volcano_jobs = Gvr::new("batch.volcano.sh", "v1alpha1", "jobs");
+    let now = Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true);
+    server.create(
+        &Gvr::new("", "v1", "namespaces"),
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "demo"}}),
+    )?;
+
+    let finished = |condition: &str| {
+        json!({"conditions": [{"type": condition, "status": "True", "lastTransitionTime": now}]})
+    };
+    let samples = [
+        ("pi-finished-ttl-60", Some(60), Some(finished("Complete"))),
+        ("pi-failed-ttl-0", Some(0), Some(finished("Failed"))),
+        ("pi-running-ttl-60", Some(60), None),
+        ("pi-finished-no-ttl", None, Some(finished("Complete"))),
+    ];
+    for (name, ttl, status) in samples {
+        let created = server.create(&jobs, batch_job("demo", name, ttl))?;
+        if let Some(status) = status {
+            server.update_status(&jobs, with_status(created, status))?;
+        }
+    }
+
+    let vcjob = server.create(&volcano_jobs, volcano_job("demo", "vc-completed-ttl-60", 60))?;
+    let state = json!({"state": {"phase": "Completed", "lastTransitionTime": now}});
+    server.update_status(&volcano_jobs, with_status(vcjob, state))?;
+    Ok(())
+}
+
+fn with_status(mut object: Value, status: Value) -> Value {
+    object["status"] = status;
+    object
+}
+
+fn batch_job(namespace: &str, name: &str, ttl: Option<u32>) -> Value {
+    let mut job = json!({
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "template": {"spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "pi", "image": "perl:5.34.0",
+                                "command": ["perl", "-Mbignum=bpi", "-wle", "print bpi(2000)"]}]
+            }}
+        }
+    });
+    if let Some(ttl) = ttl {
+        job["spec"]["ttlSecondsAfterFinished"] = json!(ttl);
+    }
+    job
+}
+
+fn volcano_job(namespace: &str, name: &str, ttl: u32) -> Value {
+    json!({
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "ttlSecondsAfterFinished": ttl,
+            "minAvailable": 1,
+            "schedulerName": "volcano",
+            "tasks": [{"name": "worker", "replicas": 1, "template": {"spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "worker", "image": "busybox", "command": ["true"]}]
+            }}}]
+        }
+    })
+}
