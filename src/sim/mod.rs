@@ -1,1 +1,6 @@
 //! The simulated API server (issue #2): being written.
+//!
+//! Self-contained building blocks, each usable and tested on its own:
+//! - [`status`]: the `Status` bodies the real server answers errors with.
+
+pub mod status;
