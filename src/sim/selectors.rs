@@ -605,7 +605,7 @@ impl SelectableField {
         }
     }
 
-    fn read<'a>(self, object: &'a Value) -> &'a str {
+    fn read(self, object: &Value) -> &str {
         let key = match self {
             SelectableField::Name => "name",
             SelectableField::Namespace => "namespace",
