@@ -1,8 +1,30 @@
-//! The simulated API server (issue #2): being written.
+//! The simulated Kubernetes API server that tests, benchmarks and the demo run against.
 //!
-//! Self-contained building blocks, each usable and tested on its own:
+//! It speaks HTTP/1.1 (and HTTP/2 over TLS) and JSON like a v1.28 kube-apiserver, stores every
+//! object as `serde_json::Value`, and shares no code with [`crate::api`] or [`crate::client`]: it
+//! is the other side of the wire, and sharing decoding would mirror bugs instead of catching
+//! them.
+//!
+//! Layers, from the wire inwards:
+//! - [`server`]: `SimServer` — sockets, TLS, connections, lifecycle, the in-process API.
+//! - [`handlers`]: one HTTP request → one store operation → one response (router, discovery,
+//!   watch streaming, Status bodies for errors).
+//! - [`store`]: objects, the global resourceVersion, history, watchers; the rules of writes and
+//!   deletions.
+//! - Building blocks: [`resources`] (what is served), [`history`] (the change log),
+//!   [`filter`] (selectors applied to objects), [`object`] (metadata access), [`validation`],
+//!   [`clock`].
+//!
+//! Self-contained parts, each usable and tested on its own:
 //! - [`status`]: the `Status` bodies the real server answers errors with.
 //! - [`selectors`]: label and field selectors, parsed and matched like the real server.
 
+pub mod clock;
+pub mod filter;
+pub mod history;
+pub mod object;
+pub mod resources;
 pub mod selectors;
 pub mod status;
+pub mod store;
+pub mod validation;
