@@ -372,3 +372,6 @@ impl State {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
