@@ -2,9 +2,13 @@
 //!
 //! Self-contained building blocks, each usable and tested on its own:
 //! - [`status`]: the `Status` bodies the real server answers errors with.
-//! - [`patch`]: JSON merge patch, JSON patch and strategic merge patch on JSON values.
 //! - [`selectors`]: label and field selectors, parsed and matched like the real server.
+//! - [`patch`]: JSON merge patch, JSON patch and strategic merge patch on JSON values.
+//! - [`journal`]: a bounded log of the requests the server received, for tests to assert on.
+//! - [`faults`]: seeded, reproducible fault injection (errors, 429s, latency, watch cuts).
 
+pub mod faults;
+pub mod journal;
 pub mod patch;
 pub mod selectors;
 pub mod status;
