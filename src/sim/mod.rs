@@ -18,11 +18,17 @@
 //! Self-contained parts, each usable and tested on its own:
 //! - [`status`]: the `Status` bodies the real server answers errors with.
 //! - [`selectors`]: label and field selectors, parsed and matched like the real server.
+//! - [`patch`]: JSON merge patch, JSON patch and strategic merge patch on JSON values.
+//! - [`journal`]: a bounded log of the requests the server received, for tests to assert on.
+//! - [`faults`]: seeded, reproducible fault injection (errors, 429s, latency, watch cuts).
 
 pub mod clock;
+pub mod faults;
 pub mod filter;
 pub mod history;
+pub mod journal;
 pub mod object;
+pub mod patch;
 pub mod resources;
 pub mod selectors;
 pub mod status;

@@ -328,6 +328,60 @@ pub fn precondition_failed_rv(
     (StatusCode::CONFLICT, body)
 }
 
+/// 409 `Conflict` for an update (PUT or PATCH) whose body carries a `metadata.uid` different
+/// from the stored object's. Upstream fails the storage precondition and wraps the storage error
+/// verbatim, etcd key included: `Operation cannot be fulfilled on configmaps "x": StorageError:
+/// invalid object, Code: 4, Key: /registry/configmaps/ns/x, ResourceVersion: 0,
+/// AdditionalErrorMsg: Precondition failed: UID in precondition: <body uid>, UID in object meta:
+/// <stored uid>`. `namespace` is `None` for cluster-scoped resources.
+pub fn conflict_precondition_uid_update(
+    gr: &GroupResource,
+    namespace: Option<&str>,
+    name: &str,
+    precondition_uid: &str,
+    object_uid: &str,
+) -> (StatusCode, Value) {
+    let key = storage_key(gr, namespace, name);
+    let why = format!(
+        "StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: {precondition_uid}, UID in object meta: {object_uid}"
+    );
+    let body = conflict(&gr.group, &gr.resource, &gr.to_string(), name, &why);
+    (StatusCode::CONFLICT, body)
+}
+
+/// The etcd key kube-apiserver stores an object under: built-in resources (core group, the
+/// short built-in groups and `*.k8s.io`) as `/registry/<resource>/...`, custom resources as
+/// `/registry/<group>/<resource>/...`.
+fn storage_key(gr: &GroupResource, namespace: Option<&str>, name: &str) -> String {
+    const BUILT_IN_GROUPS: [&str; 5] = ["", "apps", "batch", "autoscaling", "policy"];
+    let built_in = BUILT_IN_GROUPS.contains(&gr.group.as_str()) || gr.group.ends_with(".k8s.io");
+    let mut key = String::from("/registry/");
+    if !built_in {
+        key.push_str(&gr.group);
+        key.push('/');
+    }
+    key.push_str(&gr.resource);
+    if let Some(namespace) = namespace {
+        key.push('/');
+        key.push_str(namespace);
+    }
+    key.push('/');
+    key.push_str(name);
+    key
+}
+
+/// 504 `Timeout` for a read at a resourceVersion newer than the server has (upstream's
+/// `NewTooLargeResourceVersionError`): the client should retry after a second.
+pub fn too_large_resource_version(requested: u64, current: u64) -> (StatusCode, Value) {
+    let code = StatusCode::GATEWAY_TIMEOUT;
+    let message = format!("Timeout: Too large resource version: {requested}, current: {current}");
+    let details = json!({
+        "causes": [{ "reason": "ResourceVersionTooLarge", "message": "Too large resource version" }],
+        "retryAfterSeconds": 1,
+    });
+    (code, failure(code, "Timeout", &message, Some(details)))
+}
+
 /// 422 `Invalid` with field causes: `ConfigMap "bad" is invalid: <causes>` (exchange 35).
 /// Several causes are listed as `[a, b]`, like Go's aggregated error.
 pub fn invalid(gk: &GroupKind, name: &str, causes: &[Cause]) -> (StatusCode, Value) {
@@ -639,6 +693,48 @@ mod tests {
         let (code, event) = captured("55-");
         assert_eq!(code, 200);
         assert_eq!(watch_error_event(status), event);
+    }
+
+    #[test]
+    fn update_uid_precondition_wraps_the_storage_error() {
+        let cm = GroupResource::new("", "configmaps");
+        let (code, body) = conflict_precondition_uid_update(&cm, Some("ns"), "x", "a", "b");
+        assert_eq!(code, StatusCode::CONFLICT);
+        assert_eq!(
+            body["message"],
+            "Operation cannot be fulfilled on configmaps \"x\": StorageError: invalid object, Code: 4, Key: /registry/configmaps/ns/x, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: a, UID in object meta: b"
+        );
+        assert_eq!(body["details"], json!({"name": "x", "kind": "configmaps"}));
+        let vcjobs = GroupResource::new("batch.volcano.sh", "jobs");
+        assert_eq!(
+            storage_key(&vcjobs, Some("ns"), "v"),
+            "/registry/batch.volcano.sh/jobs/ns/v"
+        );
+        assert_eq!(storage_key(&jobs(), Some("ns"), "j"), "/registry/jobs/ns/j");
+        let leases = GroupResource::new("coordination.k8s.io", "leases");
+        assert_eq!(
+            storage_key(&leases, Some("ns"), "l"),
+            "/registry/leases/ns/l"
+        );
+        let namespaces = GroupResource::new("", "namespaces");
+        assert_eq!(
+            storage_key(&namespaces, None, "ns"),
+            "/registry/namespaces/ns"
+        );
+    }
+
+    #[test]
+    fn too_large_resource_version_is_a_retryable_timeout() {
+        let (code, body) = too_large_resource_version(900, 557);
+        assert_eq!(code.as_u16(), 504);
+        assert_eq!(
+            body,
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": "Timeout: Too large resource version: 900, current: 557",
+                "reason": "Timeout", "code": 504,
+                "details": {"causes": [{"reason": "ResourceVersionTooLarge",
+                    "message": "Too large resource version"}], "retryAfterSeconds": 1}})
+        );
     }
 
     #[test]
