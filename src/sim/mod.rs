@@ -6,9 +6,11 @@
 //! - [`patch`]: JSON merge patch, JSON patch and strategic merge patch on JSON values.
 //! - [`journal`]: a bounded log of the requests the server received, for tests to assert on.
 //! - [`faults`]: seeded, reproducible fault injection (errors, 429s, latency, watch cuts).
+//! - [`tls`]: a throw-away CA and server certificate, and the rustls configuration using them.
 
 pub mod faults;
 pub mod journal;
 pub mod patch;
 pub mod selectors;
 pub mod status;
+pub mod tls;
