@@ -7,9 +7,11 @@
 //! - [`journal`]: a bounded log of the requests the server received, for tests to assert on.
 //! - [`faults`]: seeded, reproducible fault injection (errors, 429s, latency, watch cuts).
 //! - [`tls`]: a throw-away CA and server certificate, and the rustls configuration using them.
+//! - [`kubeconfig`]: kubeconfig files pointing a client at a simulated server.
 
 pub mod faults;
 pub mod journal;
+pub mod kubeconfig;
 pub mod patch;
 pub mod selectors;
 pub mod status;
