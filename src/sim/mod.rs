@@ -21,16 +21,20 @@
 //! - [`patch`]: JSON merge patch, JSON patch and strategic merge patch on JSON values.
 //! - [`journal`]: a bounded log of the requests the server received, for tests to assert on.
 //! - [`faults`]: seeded, reproducible fault injection (errors, 429s, latency, watch cuts).
+//! - [`tls`]: a throw-away CA and server certificate, and the rustls configuration using them.
+//! - [`kubeconfig`]: kubeconfig files pointing a client at a simulated server.
 
 pub mod clock;
 pub mod faults;
 pub mod filter;
 pub mod history;
 pub mod journal;
+pub mod kubeconfig;
 pub mod object;
 pub mod patch;
 pub mod resources;
 pub mod selectors;
 pub mod status;
 pub mod store;
+pub mod tls;
 pub mod validation;
