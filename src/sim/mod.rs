@@ -25,8 +25,10 @@
 //! - [`kubeconfig`]: kubeconfig files pointing a client at a simulated server.
 
 pub mod clock;
+pub mod config;
 pub mod faults;
 pub mod filter;
+pub mod handlers;
 pub mod history;
 pub mod journal;
 pub mod kubeconfig;
@@ -34,7 +36,13 @@ pub mod object;
 pub mod patch;
 pub mod resources;
 pub mod selectors;
+pub mod server;
 pub mod status;
 pub mod store;
 pub mod tls;
 pub mod validation;
+
+pub use config::SimConfig;
+pub use resources::Gvr;
+pub use server::{SimError, SimServer};
+pub use store::{DeleteOptions, DeleteOutcome, Propagation};

@@ -54,15 +54,9 @@ pub struct ResourceDef {
     pub categories: Vec<String>,
 }
 
-const ALL_VERBS: [&str; 8] = [
-    "create",
-    "delete",
-    "deletecollection",
-    "get",
-    "list",
-    "patch",
-    "update",
-    "watch",
+/// Every verb the simulated server implements (it has no `deletecollection`).
+const ALL_VERBS: [&str; 7] = [
+    "create", "delete", "get", "list", "patch", "update", "watch",
 ];
 
 impl ResourceDef {

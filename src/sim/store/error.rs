@@ -18,9 +18,6 @@ pub enum StoreError {
         /// The object's name.
         name: String,
     },
-    /// The namespace named in the request does not exist.
-    #[error("namespace {0} not found")]
-    NamespaceNotFound(String),
     /// An object with this name exists already.
     #[error("{name} already exists")]
     AlreadyExists {
@@ -42,6 +39,8 @@ pub enum StoreError {
     UidMismatch {
         /// The object's resource.
         resource: ResourceId,
+        /// The object's namespace (`None` when cluster-scoped).
+        namespace: Option<String>,
         /// The object's name.
         name: String,
         /// The uid the request carried.

@@ -367,6 +367,7 @@ fn check_preconditions(
         if uid != actual {
             return Err(StoreError::UidMismatch {
                 resource,
+                namespace: object::namespace(existing).map(str::to_string),
                 name: name.to_string(),
                 requested: uid.to_string(),
                 actual: actual.to_string(),
