@@ -1,8 +1,109 @@
 //! The `kube-gc` command line.
+//!
+//! `main` parses flags with clap, installs logging, builds a tokio runtime and runs one
+//! subcommand. Each subcommand lives in its own module and returns a [`CliError`]; only this
+//! module turns errors into exit codes, so every failure is printed the same way.
+
+mod config;
+mod duration;
+mod logging;
+mod sim;
 
 use std::process::ExitCode;
 
-/// Entry point of the binary.
+use clap::{Parser, Subcommand};
+
+pub use duration::{parse_duration, DurationError};
+pub use logging::{LogFormat, LoggingArgs};
+
+/// kube-gc: a standalone Kubernetes garbage collector.
+///
+/// Deletes finished Jobs and Volcano Jobs when their ttlSecondsAfterFinished expires and runs the
+/// ownerReference garbage collector, on a hand-written informer/workqueue runtime.
+#[derive(Debug, Parser)]
+#[command(name = "kube-gc", version, propagate_version = true)]
+pub struct Cli {
+    #[command(flatten)]
+    logging: LoggingArgs,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the simulated Kubernetes API server and print how to reach it (kubectl works too).
+    Sim(sim::SimArgs),
+    /// Inspect the connection configuration kube-gc would use.
+    #[command(subcommand)]
+    Config(config::ConfigCommand),
+}
+
+/// A subcommand's failure, printed by [`main`] before exiting non-zero.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// The async runtime could not be built.
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// The simulated API server failed.
+    #[error(transparent)]
+    Sim(#[from] sim::SimCommandError),
+    /// The kubeconfig or in-cluster configuration could not be loaded.
+    #[error(transparent)]
+    Config(#[from] crate::client::config::ConfigError),
+}
+
+/// Entry point of the binary: parse, log, run, map the outcome to an exit code.
 pub fn main() -> ExitCode {
-    ExitCode::SUCCESS
+    let cli = Cli::parse();
+    cli.logging.install();
+    match run(cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("kube-gc: {}", error_chain(&err));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(command: Command) -> Result<(), CliError> {
+    match command {
+        // Loading a configuration is blocking file I/O and needs no async runtime.
+        Command::Config(config_command) => config::run(&config_command)?,
+        Command::Sim(args) => async_runtime()?.block_on(sim::run(args))?,
+    }
+    Ok(())
+}
+
+fn async_runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(CliError::Runtime)
+}
+
+/// "outer: inner: innermost", so the cause of a failure is never hidden behind its context.
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
 }
