@@ -10,7 +10,9 @@ use std::time::Duration;
 
 /// Why a duration string was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid duration {input:?}: {reason} (expected Go syntax such as 30s, 1m30s, 1.5h, 300ms)")]
+#[error(
+    "invalid duration {input:?}: {reason} (expected Go syntax such as 30s, 1m30s, 1.5h, 300ms)"
+)]
 pub struct DurationError {
     input: String,
     reason: &'static str,
@@ -95,7 +97,17 @@ mod tests {
 
     #[test]
     fn refuses_what_go_refuses() {
-        for input in ["", "5", "s", "-5s", "5x", "1m30", "..5s", "1e3s", "9999999999h"] {
+        for input in [
+            "",
+            "5",
+            "s",
+            "-5s",
+            "5x",
+            "1m30",
+            "..5s",
+            "1e3s",
+            "9999999999h",
+        ] {
             let err = parse_duration(input).expect_err(input);
             assert!(err.to_string().contains("invalid duration"), "{err}");
         }

@@ -20,7 +20,13 @@ pub enum LogFormat {
 #[derive(Debug, Clone, Args)]
 pub struct LoggingArgs {
     /// Log verbosity, as klog's -v: 0-1 info, 2-4 debug, 5 and above trace. RUST_LOG overrides it.
-    #[arg(short = 'v', long = "v", global = true, default_value_t = 0, value_name = "LEVEL")]
+    #[arg(
+        short = 'v',
+        long = "v",
+        global = true,
+        default_value_t = 0,
+        value_name = "LEVEL"
+    )]
     pub verbosity: u8,
 
     /// Log format.

@@ -18,8 +18,10 @@ pub use logging::{LogFormat, LoggingArgs};
 
 /// kube-gc: a standalone Kubernetes garbage collector.
 ///
-/// Deletes finished Jobs and Volcano Jobs when their ttlSecondsAfterFinished expires and runs the
-/// ownerReference garbage collector, on a hand-written informer/workqueue runtime.
+/// kube-gc will delete finished Jobs and Volcano Jobs when their ttlSecondsAfterFinished expires
+/// and run the ownerReference garbage collector, on a hand-written informer/workqueue runtime.
+/// The controllers are not built yet; today it offers the simulated API server (`sim`) and the
+/// connection configuration check (`config view`).
 #[derive(Debug, Parser)]
 #[command(name = "kube-gc", version, propagate_version = true)]
 pub struct Cli {

@@ -166,9 +166,7 @@ fn create_samples(server: &SimServer) -> Result<(), SimError> {
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "demo"}}),
     )?;
 
-    let finished = |condition: &str| {
-        json!({"conditions": [{"type": condition, "status": "True", "lastTransitionTime": now}]})
-    };
+    let finished = |condition: &str| json!({"conditions": [{"type": condition, "status": "True", "lastTransitionTime": now}]});
     let samples = [
         ("pi-finished-ttl-60", Some(60), Some(finished("Complete"))),
         ("pi-failed-ttl-0", Some(0), Some(finished("Failed"))),
@@ -182,7 +180,10 @@ fn create_samples(server: &SimServer) -> Result<(), SimError> {
         }
     }
 
-    let vcjob = server.create(&volcano_jobs, volcano_job("demo", "vc-completed-ttl-60", 60))?;
+    let vcjob = server.create(
+        &volcano_jobs,
+        volcano_job("demo", "vc-completed-ttl-60", 60),
+    )?;
     let state = json!({"state": {"phase": "Completed", "lastTransitionTime": now}});
     server.update_status(&volcano_jobs, with_status(vcjob, state))?;
     Ok(())

@@ -1,0 +1,205 @@
+//! The `kube-gc` binary as a user runs it: help, `config view`, and `sim` driven by kubectl.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+fn kube_gc() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_kube-gc"))
+}
+
+fn fixture(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(path)
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn help_lists_the_subcommands() {
+    let out = kube_gc().arg("--help").output().expect("run kube-gc");
+    assert!(out.status.success());
+    let help = text(&out.stdout);
+    for needle in ["sim", "config", "--logging-format", "--v"] {
+        assert!(help.contains(needle), "help lacks {needle}:\n{help}");
+    }
+}
+
+#[test]
+fn config_view_describes_the_connection_without_secrets() {
+    let out = kube_gc()
+        .args(["config", "view", "--kubeconfig"])
+        .arg(fixture("kubeconfig/credentials.yaml"))
+        .args(["--context", "basic"])
+        .output()
+        .expect("run kube-gc");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let view = text(&out.stdout);
+    assert!(
+        view.contains("Server:             https://127.0.0.1:6443/"),
+        "{view}"
+    );
+    assert!(view.contains("basic auth as \"admin\""), "{view}");
+    let kubeconfig = std::fs::read_to_string(fixture("kubeconfig/credentials.yaml")).expect("read");
+    let password = kubeconfig
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("password:"))
+        .map(|p| p.trim().trim_matches('"').to_owned())
+        .expect("the fixture has a password");
+    assert!(!view.contains(&password), "the password leaked:\n{view}");
+}
+
+#[test]
+fn config_view_names_the_file_and_field_at_fault() {
+    let path = fixture("kubeconfig/broken/dangling-user.yaml");
+    let out = kube_gc()
+        .args(["config", "view", "--kubeconfig"])
+        .arg(&path)
+        .output()
+        .expect("run kube-gc");
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "context \"dev\" names user \"bob\", which is not in {}",
+            path.display()
+        )),
+        "{err}"
+    );
+}
+
+/// A `kube-gc sim` child process, killed when dropped.
+struct RunningSim {
+    child: Child,
+    kubeconfig: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl RunningSim {
+    /// Starts `kube-gc sim` and waits (by reading its banner, not by sleeping) until it serves.
+    fn start(extra_args: &[&str]) -> RunningSim {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let kubeconfig = dir.path().join("kubeconfig");
+        let mut child = kube_gc()
+            .arg("sim")
+            .arg("--kubeconfig-out")
+            .arg(&kubeconfig)
+            .args(extra_args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start kube-gc sim");
+        let stdout = child.stdout.take().expect("piped stdout");
+        // The banner is printed once the server listens and the samples exist.
+        let ready = BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .any(|line| line.starts_with("Ctrl-C stops it") || line.starts_with("Stopping after"));
+        assert!(ready, "kube-gc sim exited before serving");
+        RunningSim {
+            child,
+            kubeconfig,
+            _dir: dir,
+        }
+    }
+
+    fn kubectl(&self, args: &[&str]) -> Output {
+        Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(args)
+            .output()
+            .expect("run kubectl")
+    }
+}
+
+impl Drop for RunningSim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn kubectl_available() -> bool {
+    let found = Command::new("kubectl")
+        .args(["version", "--client"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        eprintln!("kubectl is not on PATH: skipping the kubectl checks");
+    }
+    found
+}
+
+#[test]
+fn kubectl_lists_and_watches_the_sample_jobs() {
+    if !kubectl_available() {
+        return;
+    }
+    let sim = RunningSim::start(&[]);
+
+    let out = sim.kubectl(&["get", "jobs", "-A"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    for name in [
+        "pi-finished-ttl-60",
+        "pi-running-ttl-60",
+        "pi-finished-no-ttl",
+        "pi-failed-ttl-0",
+    ] {
+        assert!(table.contains(name), "{name} missing from:\n{table}");
+    }
+
+    let out = sim.kubectl(&[
+        "get",
+        "--raw",
+        "/apis/batch/v1/jobs?watch=1&timeoutSeconds=1",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let events: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON event per line"))
+        .collect();
+    assert_eq!(events.len(), 4, "one ADDED per sample Job");
+    assert!(events.iter().all(|e| e["type"] == "ADDED"));
+
+    let out = sim.kubectl(&["get", "vcjob", "-n", "demo", "-o", "name"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout).trim(),
+        "job.batch.volcano.sh/vc-completed-ttl-60"
+    );
+}
+
+#[test]
+fn kubectl_talks_tls_with_a_token_and_foreground_deletion_keeps_the_job() {
+    if !kubectl_available() {
+        return;
+    }
+    let sim = RunningSim::start(&["--tls", "--token", "test-token"]);
+    let out = sim.kubectl(&[
+        "-n",
+        "demo",
+        "delete",
+        "job",
+        "pi-finished-ttl-60",
+        "--cascade=foreground",
+        "--wait=false",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = sim.kubectl(&[
+        "-n",
+        "demo",
+        "get",
+        "job",
+        "pi-finished-ttl-60",
+        "-o",
+        "jsonpath={.metadata.finalizers[0]} {.metadata.deletionTimestamp}",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let shown = text(&out.stdout);
+    assert!(shown.starts_with("foregroundDeletion 20"), "{shown}");
+}
