@@ -1,16 +1,13 @@
 //! Talking to a Kubernetes API server.
 //!
-//! What exists so far, none of which needs a server:
+//! - [`config`]: kubeconfig, in-cluster configuration, credentials and TLS.
 //! - [`error`]: the client's error type; an HTTP error response or a watch `ERROR` event becomes
 //!   an [`error::Error`] that controllers query with `is_not_found()`, `is_conflict()`,
 //!   `is_gone()`, `retry_after()`, `is_retryable()`…
 //! - [`watch_stream`]: decoding a watch response body, chunk by chunk, into
 //!   [`WatchEvent`](crate::api::WatchEvent)s.
-//!
-//! Not built yet (issue #4): kubeconfig and in-cluster configuration, authentication (tokens,
-//! client certificates, exec plugins), rustls TLS, the REST verbs, discovery and client-side
-//! throttling. Until then nothing in kube-gc talks to a real cluster.
 
+pub mod config;
 pub mod error;
 pub mod watch_stream;
 
