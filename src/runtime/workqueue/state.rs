@@ -1,0 +1,412 @@
+//! The queue's state machine: everything the queue knows, changed only through the methods here,
+//! all of them synchronous. [`super::WorkQueue`] keeps one `QueueState` behind a mutex and adds
+//! the waiting (async `get`), the timer task and the wake-ups around it.
+//!
+//! # Per-key state
+//!
+//! Every key the queue knows has one [`KeyState`] with two independent parts:
+//!
+//! - `processing`: a worker holds the key (between `get` and `done`). At most one worker can:
+//!   `get` only hands out keys from `ready`, and a key being processed is never put in `ready`.
+//! - `pending`: what happens to the key next —
+//!   - `Dirty`: it must be processed (again). client-go's "dirty set". If no worker holds it, it
+//!     sits in the `ready` FIFO; if a worker holds it, `done` puts it there. Adding a dirty key is
+//!     a no-op: that is the de-duplication.
+//!   - `Waiting`: it has a timer in the [`DelayHeap`]; the timer makes it `Dirty` when due.
+//!   - `Nothing`.
+//!
+//! A key is never both dirty and waiting. That is the "earlier ready time wins" rule applied
+//! throughout: a dirty key is due *now*, which beats any timer, so `add_after` of a dirty key is
+//! dropped and an immediate `add` of a waiting key cancels its timer. (client-go would run the
+//! key now and again when the timer fires, kubernetes#112325.)
+//!
+//! Keys in neither part are removed from the map, so memory follows the keys in use.
+//!
+//! # Invariants (checked by the tests)
+//!
+//! - `ready` holds exactly the keys that are `Dirty` and not processing, each once, in add order.
+//! - `waiting` counts the keys whose `pending` is `Waiting`; each such key has exactly one live
+//!   timer in `timers` (its `seq` matches); every other timer is stale.
+//! - The top of `timers`, if any, is live (stale tops are popped eagerly), so it is the next
+//!   ready time.
+
+use super::delay_heap::{DelayHeap, Timer};
+use super::in_flight::{InFlight, Slot, UnfinishedWork};
+use super::metrics::QueueMetrics;
+use super::rate_limiter::RateLimiter;
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, VecDeque};
+use std::hash::Hash;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Stale timers are swept out of the heap when they exceed the live ones by this many.
+const STALE_TIMER_SLACK: usize = 1024;
+
+/// How far in the future a delay too long to represent is clamped to (about 30 years).
+const FAR_FUTURE: Duration = Duration::from_secs(30 * 365 * 24 * 60 * 60);
+
+/// What happens to a key next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pending {
+    Nothing,
+    /// Needs processing; added at `since` (for `queue_duration_seconds`).
+    Dirty {
+        since: Instant,
+    },
+    /// Has the live timer `seq`, due at `ready_at`.
+    Waiting {
+        ready_at: Instant,
+        seq: u64,
+    },
+}
+
+/// Everything the queue knows about one key.
+#[derive(Debug)]
+struct KeyState {
+    pending: Pending,
+    /// Set while a worker holds the key; the slot holds the start time.
+    processing: Option<Slot>,
+}
+
+/// What the caller of a state change must do after releasing the lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub(super) enum Wake {
+    Nobody,
+    /// A key became ready: wake one getter.
+    Getter,
+    /// The earliest timer changed: wake the timer task so it sleeps until the new one.
+    Timer,
+}
+
+/// A point-in-time view of a queue, for debugging (served at `/debug/workqueue` later).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DebugSnapshot<K> {
+    /// The queue's name.
+    pub name: String,
+    /// Dirty keys not yet handed out (the `depth` metric).
+    pub depth: usize,
+    /// Keys in the ready FIFO (what [`len`](super::WorkQueue::len) reports).
+    pub ready: usize,
+    /// Keys held by workers.
+    pub in_flight: usize,
+    /// Keys waiting for their timer.
+    pub waiting: usize,
+    /// Timers in the heap, stale ones included (`waiting` ≤ this).
+    pub heap_entries: usize,
+    /// Time until the earliest waiting key is due, if any.
+    pub next_ready_in: Option<Duration>,
+    /// Total and longest age of the work in progress.
+    pub unfinished: UnfinishedWork,
+    /// Whether the queue is shutting down.
+    pub shutting_down: bool,
+    /// The keys the rate limiter has seen fail most often since they were last forgotten.
+    pub most_requeued: Vec<(K, u32)>,
+}
+
+/// The queue's whole state. See the module documentation.
+pub(super) struct QueueState<K> {
+    keys: HashMap<K, KeyState>,
+    ready: VecDeque<K>,
+    timers: DelayHeap<K>,
+    in_flight: InFlight,
+    dirty: usize,
+    waiting: usize,
+    shutting_down: bool,
+    metrics: Arc<dyn QueueMetrics>,
+}
+
+impl<K: Clone + Eq + Hash> QueueState<K> {
+    pub(super) fn new(metrics: Arc<dyn QueueMetrics>) -> Self {
+        QueueState {
+            keys: HashMap::new(),
+            ready: VecDeque::new(),
+            timers: DelayHeap::new(),
+            in_flight: InFlight::default(),
+            dirty: 0,
+            waiting: 0,
+            shutting_down: false,
+            metrics,
+        }
+    }
+
+    /// Marks `key` dirty now. Ignored after shut-down and for keys already dirty; cancels the
+    /// key's timer if it was waiting.
+    pub(super) fn add(&mut self, key: K, now: Instant) -> Wake {
+        if self.shutting_down {
+            return Wake::Nobody;
+        }
+        let dirty = Pending::Dirty { since: now };
+        // `to_queue` is a copy of the key for the ready FIFO, taken from the map's own copy.
+        let (was_waiting, to_queue) = match self.keys.entry(key) {
+            Entry::Occupied(mut entry) => {
+                let state = entry.get_mut();
+                let was_waiting = match state.pending {
+                    Pending::Dirty { .. } => return Wake::Nobody, // de-duplicated
+                    Pending::Waiting { .. } => true,
+                    Pending::Nothing => false,
+                };
+                state.pending = dirty;
+                // A key being processed is queued by `done`, never now: one worker at a time.
+                let idle = state.processing.is_none();
+                (was_waiting, idle.then(|| entry.key().clone()))
+            }
+            Entry::Vacant(entry) => {
+                let to_queue = entry.key().clone();
+                entry.insert(KeyState {
+                    pending: dirty,
+                    processing: None,
+                });
+                (false, Some(to_queue))
+            }
+        };
+        self.dirty += 1;
+        self.metrics.inc_adds();
+        self.metrics.set_depth(self.dirty);
+        if was_waiting {
+            // Its timer is now stale: "now" is earlier than any ready time (kubernetes#112325).
+            self.waiting -= 1;
+            self.drop_stale_timers();
+        }
+        match to_queue {
+            Some(key) => {
+                self.ready.push_back(key);
+                Wake::Getter
+            }
+            None => Wake::Nobody,
+        }
+    }
+
+    /// Schedules `key` at `now + delay`, unless it is already due no later than that.
+    pub(super) fn add_after(&mut self, key: K, delay: Duration, now: Instant) -> Wake {
+        if self.shutting_down {
+            return Wake::Nobody;
+        }
+        self.metrics.inc_retries();
+        self.schedule(key, ready_time(now, delay), now)
+    }
+
+    /// Like `add_after` with the wait chosen by `limiter` — but the limiter reserves nothing
+    /// (no token, no failure) when the retry would be dropped as a duplicate anyway.
+    pub(super) fn add_rate_limited(
+        &mut self,
+        key: K,
+        limiter: &dyn RateLimiter<K>,
+        now: Instant,
+    ) -> Wake {
+        if self.shutting_down {
+            return Wake::Nobody;
+        }
+        self.metrics.inc_retries();
+        // `peek` is a lower bound of what `when` returns, so if even the peeked time would be
+        // dropped, the reserved one would be too.
+        if self.already_due_by(&key, ready_time(now, limiter.peek(&key))) {
+            return Wake::Nobody;
+        }
+        let ready_at = ready_time(now, limiter.when(&key));
+        self.schedule(key, ready_at, now)
+    }
+
+    /// Hands out the oldest ready key and marks it as processing.
+    pub(super) fn pop_ready(&mut self, now: Instant) -> Option<K> {
+        let key = self.ready.pop_front()?;
+        let state = self
+            .keys
+            .get_mut(&key)
+            .expect("invariant: ready keys are known");
+        if let Pending::Dirty { since } = state.pending {
+            self.metrics
+                .observe_queue_duration(now.saturating_duration_since(since).as_secs_f64());
+        }
+        state.pending = Pending::Nothing;
+        state.processing = Some(self.in_flight.start(now));
+        self.dirty -= 1;
+        self.metrics.set_depth(self.dirty);
+        Some(key)
+    }
+
+    /// Ends the processing of `key`; re-queues it if it became dirty meanwhile. A key that is not
+    /// being processed is ignored.
+    pub(super) fn done(&mut self, key: &K, now: Instant) -> Wake {
+        let Some(state) = self.keys.get_mut(key) else {
+            return Wake::Nobody;
+        };
+        let Some(slot) = state.processing.take() else {
+            return Wake::Nobody;
+        };
+        if let Some(started) = self.in_flight.finish(slot) {
+            let worked = now.saturating_duration_since(started);
+            self.metrics.observe_work_duration(worked.as_secs_f64());
+        }
+        match state.pending {
+            Pending::Dirty { .. } => {
+                self.ready.push_back(key.clone());
+                Wake::Getter
+            }
+            Pending::Waiting { .. } => Wake::Nobody,
+            Pending::Nothing => {
+                self.keys.remove(key);
+                Wake::Nobody
+            }
+        }
+    }
+
+    /// Makes every key whose timer is due at `now` dirty; returns how many became ready.
+    pub(super) fn release_due(&mut self, now: Instant) -> usize {
+        let mut released = 0;
+        while self.timers.peek().is_some_and(|t| t.ready_at <= now) {
+            let Some(timer) = self.timers.pop() else {
+                break;
+            };
+            if !self.is_live(&timer) {
+                continue;
+            }
+            let state = self
+                .keys
+                .get_mut(&timer.key)
+                .expect("invariant: live timers' keys are known");
+            state.pending = Pending::Dirty { since: now };
+            self.waiting -= 1;
+            self.dirty += 1;
+            self.metrics.inc_adds();
+            if state.processing.is_none() {
+                self.ready.push_back(timer.key);
+                released += 1;
+            }
+        }
+        self.metrics.set_depth(self.dirty);
+        self.drop_stale_timers();
+        released
+    }
+
+    /// When the earliest waiting key is due.
+    pub(super) fn next_ready_at(&self) -> Option<Instant> {
+        self.timers.peek().map(|t| t.ready_at)
+    }
+
+    /// Stops accepting adds and drops every waiting key. Ready keys can still be taken.
+    pub(super) fn shut_down(&mut self) {
+        self.shutting_down = true;
+        self.timers.clear();
+        self.waiting = 0;
+        self.keys.retain(|_, state| {
+            if let Pending::Waiting { .. } = state.pending {
+                state.pending = Pending::Nothing;
+            }
+            state.pending != Pending::Nothing || state.processing.is_some()
+        });
+    }
+
+    pub(super) fn is_shutting_down(&self) -> bool {
+        self.shutting_down
+    }
+
+    /// Keys in the ready FIFO.
+    pub(super) fn ready_len(&self) -> usize {
+        self.ready.len()
+    }
+
+    /// Keys held by workers.
+    pub(super) fn in_flight_len(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// Age of the work in progress at `now`, also pushed to the two "unfinished" gauges.
+    pub(super) fn refresh_unfinished_work(&self, now: Instant) -> UnfinishedWork {
+        let unfinished = self.in_flight.ages(now);
+        self.metrics
+            .set_unfinished_work(unfinished.total.as_secs_f64());
+        self.metrics
+            .set_longest_running_processor(unfinished.longest.as_secs_f64());
+        unfinished
+    }
+
+    /// Everything but the name and the limiter's view.
+    pub(super) fn snapshot(&self, now: Instant) -> DebugSnapshot<K> {
+        DebugSnapshot {
+            name: String::new(),
+            depth: self.dirty,
+            ready: self.ready.len(),
+            in_flight: self.in_flight.len(),
+            waiting: self.waiting,
+            heap_entries: self.timers.len(),
+            next_ready_in: self
+                .next_ready_at()
+                .map(|at| at.saturating_duration_since(now)),
+            unfinished: self.in_flight.ages(now),
+            shutting_down: self.shutting_down,
+            most_requeued: Vec::new(),
+        }
+    }
+
+    // ----- helpers -----
+
+    /// Puts `key` in the heap at `ready_at` unless it is already due by then.
+    fn schedule(&mut self, key: K, ready_at: Instant, now: Instant) -> Wake {
+        if ready_at <= now {
+            return self.add(key, now);
+        }
+        if self.already_due_by(&key, ready_at) {
+            return Wake::Nobody;
+        }
+        let seq = self.timers.push(key.clone(), ready_at);
+        let state = self.keys.entry(key).or_insert(KeyState {
+            pending: Pending::Nothing,
+            processing: None,
+        });
+        // A later timer this one replaces becomes stale; it is swept out eventually.
+        let replaced = matches!(state.pending, Pending::Waiting { .. });
+        state.pending = Pending::Waiting { ready_at, seq };
+        if !replaced {
+            self.waiting += 1;
+        }
+        self.drop_stale_timers();
+        if self.timers.peek().is_some_and(|t| t.seq == seq) {
+            Wake::Timer
+        } else {
+            Wake::Nobody
+        }
+    }
+
+    /// Whether `key` is dirty, or waiting with a ready time no later than `ready_at`.
+    fn already_due_by(&self, key: &K, ready_at: Instant) -> bool {
+        match self.keys.get(key).map(|state| state.pending) {
+            Some(Pending::Dirty { .. }) => true,
+            Some(Pending::Waiting {
+                ready_at: current, ..
+            }) => current <= ready_at,
+            Some(Pending::Nothing) | None => false,
+        }
+    }
+
+    fn is_live(&self, timer: &Timer<K>) -> bool {
+        matches!(
+            self.keys.get(&timer.key).map(|state| state.pending),
+            Some(Pending::Waiting { seq, .. }) if seq == timer.seq
+        )
+    }
+
+    /// Pops stale timers off the top (so the top is the next ready time) and sweeps the whole heap
+    /// when stale timers clearly outnumber live ones (so memory stays proportional to `waiting`).
+    fn drop_stale_timers(&mut self) {
+        while self.timers.peek().is_some_and(|t| !self.is_live(t)) {
+            self.timers.pop();
+        }
+        if self.timers.len() > 2 * self.waiting + STALE_TIMER_SLACK {
+            let keys = &self.keys;
+            self.timers.retain(|timer| {
+                matches!(
+                    keys.get(&timer.key).map(|state| state.pending),
+                    Some(Pending::Waiting { seq, .. }) if seq == timer.seq
+                )
+            });
+        }
+    }
+}
+
+/// `now + delay`, clamped so that absurd delays cannot overflow the clock.
+fn ready_time(now: Instant, delay: Duration) -> Instant {
+    now.checked_add(delay).unwrap_or_else(|| now + FAR_FUTURE)
+}
