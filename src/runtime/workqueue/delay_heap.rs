@@ -84,6 +84,12 @@ impl<K> DelayHeap<K> {
         self.heap.retain(|Reverse(timer)| keep(timer));
     }
 
+    /// Every timer, in no particular order.
+    #[cfg(test)]
+    pub(super) fn iter(&self) -> impl Iterator<Item = &Timer<K>> {
+        self.heap.iter().map(|Reverse(timer)| timer)
+    }
+
     /// Drops every timer.
     pub(super) fn clear(&mut self) {
         self.heap.clear();
