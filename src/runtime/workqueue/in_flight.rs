@@ -8,15 +8,16 @@
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// Handle to one piece of work in progress.
+/// Handle to one piece of work in progress (a `u32` keeps the per-key state small; four billion
+/// keys in progress at once is not a real limit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Slot(usize);
+pub(super) struct Slot(u32);
 
 /// Start times of the work in progress.
 #[derive(Debug, Default)]
 pub(super) struct InFlight {
     starts: Vec<Option<Instant>>,
-    free: Vec<usize>,
+    free: Vec<u32>,
     count: usize,
 }
 
@@ -35,19 +36,20 @@ impl InFlight {
         self.count += 1;
         match self.free.pop() {
             Some(index) => {
-                self.starts[index] = Some(now);
+                self.starts[index as usize] = Some(now);
                 Slot(index)
             }
             None => {
+                let index = self.starts.len() as u32;
                 self.starts.push(Some(now));
-                Slot(self.starts.len() - 1)
+                Slot(index)
             }
         }
     }
 
     /// Records that the work in `slot` finished; returns when it started.
     pub(super) fn finish(&mut self, slot: Slot) -> Option<Instant> {
-        let started = self.starts.get_mut(slot.0)?.take()?;
+        let started = self.starts.get_mut(slot.0 as usize)?.take()?;
         self.free.push(slot.0);
         self.count -= 1;
         Some(started)
