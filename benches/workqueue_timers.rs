@@ -106,7 +106,7 @@ async fn lateness_under_storm() -> (Lateness, Duration, usize) {
         (0..TIMERS as u64)
             .map(|i| {
                 base + Duration::from_nanos(
-                    (i.wrapping_mul(2_654_435_761) % 1_500_000_000) + i * 300,
+                    (i.wrapping_mul(2_654_435_761) % 5_000_000_000) + i * 500,
                 )
             })
             .collect(),
