@@ -348,21 +348,25 @@ impl<K: Clone + Eq + Hash> QueueState<K> {
         if ready_at <= now {
             return self.add(key, now);
         }
-        if self.already_due_by(&key, ready_at) {
-            return Wake::Nobody;
+        let entry = self.keys.entry(key);
+        if let Entry::Occupied(known) = &entry {
+            if known.get().pending.is_due_by(ready_at) {
+                return Wake::Nobody; // the earlier (or equal) time wins
+            }
         }
-        let seq = self.timers.push(key.clone(), ready_at);
-        let state = self.keys.entry(key).or_insert(KeyState {
+        let seq = self.timers.push(entry.key().clone(), ready_at);
+        let state = entry.or_insert(KeyState {
             pending: Pending::Nothing,
             processing: None,
         });
-        // A later timer this one replaces becomes stale; it is swept out eventually.
         let replaced = matches!(state.pending, Pending::Waiting { .. });
         state.pending = Pending::Waiting { ready_at, seq };
-        if !replaced {
+        if replaced {
+            // The replaced timer is later than this one, so it is not on top; it is merely stale.
+            self.sweep_stale_timers();
+        } else {
             self.waiting += 1;
         }
-        self.drop_stale_timers();
         if self.timers.peek().is_some_and(|t| t.seq == seq) {
             Wake::Timer
         } else {
@@ -372,38 +376,53 @@ impl<K: Clone + Eq + Hash> QueueState<K> {
 
     /// Whether `key` is dirty, or waiting with a ready time no later than `ready_at`.
     fn already_due_by(&self, key: &K, ready_at: Instant) -> bool {
-        match self.keys.get(key).map(|state| state.pending) {
-            Some(Pending::Dirty { .. }) => true,
-            Some(Pending::Waiting {
-                ready_at: current, ..
-            }) => current <= ready_at,
-            Some(Pending::Nothing) | None => false,
-        }
+        self.keys
+            .get(key)
+            .is_some_and(|state| state.pending.is_due_by(ready_at))
     }
 
     fn is_live(&self, timer: &Timer<K>) -> bool {
-        matches!(
-            self.keys.get(&timer.key).map(|state| state.pending),
-            Some(Pending::Waiting { seq, .. }) if seq == timer.seq
-        )
+        is_live(&self.keys, timer)
     }
 
-    /// Pops stale timers off the top (so the top is the next ready time) and sweeps the whole heap
-    /// when stale timers clearly outnumber live ones (so memory stays proportional to `waiting`).
+    /// Pops stale timers off the top, so the top is the next ready time, then sweeps.
     fn drop_stale_timers(&mut self) {
         while self.timers.peek().is_some_and(|t| !self.is_live(t)) {
             self.timers.pop();
         }
+        self.sweep_stale_timers();
+    }
+
+    /// Sweeps the whole heap when stale timers clearly outnumber live ones, so memory stays
+    /// proportional to the keys actually waiting (amortised O(1) per stale timer).
+    fn sweep_stale_timers(&mut self) {
         if self.timers.len() > 2 * self.waiting + STALE_TIMER_SLACK {
             let keys = &self.keys;
-            self.timers.retain(|timer| {
-                matches!(
-                    keys.get(&timer.key).map(|state| state.pending),
-                    Some(Pending::Waiting { seq, .. }) if seq == timer.seq
-                )
-            });
+            self.timers.retain(|timer| is_live(keys, timer));
         }
     }
+}
+
+impl Pending {
+    /// Whether a key in this state will run no later than `ready_at` anyway: dirty keys run now,
+    /// waiting keys at their ready time.
+    fn is_due_by(self, ready_at: Instant) -> bool {
+        match self {
+            Pending::Dirty { .. } => true,
+            Pending::Waiting {
+                ready_at: current, ..
+            } => current <= ready_at,
+            Pending::Nothing => false,
+        }
+    }
+}
+
+/// Whether `timer` is the one live timer of its key.
+fn is_live<K: Eq + Hash>(keys: &HashMap<K, KeyState>, timer: &Timer<K>) -> bool {
+    matches!(
+        keys.get(&timer.key).map(|state| state.pending),
+        Some(Pending::Waiting { seq, .. }) if seq == timer.seq
+    )
 }
 
 /// `now + delay`, clamped so that absurd delays cannot overflow the clock.
