@@ -1,15 +1,24 @@
 //! Talking to a Kubernetes API server.
-//!
-//! - [`config`]: kubeconfig, in-cluster configuration, credentials and TLS.
-//! - [`error`]: the client's error type; an HTTP error response or a watch `ERROR` event becomes
-//!   an [`error::Error`] that controllers query with `is_not_found()`, `is_conflict()`,
-//!   `is_gone()`, `retry_after()`, `is_retryable()`…
-//! - [`watch_stream`]: decoding a watch response body, chunk by chunk, into
-//!   [`WatchEvent`](crate::api::WatchEvent)s.
 
 pub mod config;
 pub mod error;
+pub mod handle;
+pub mod options;
+pub mod pager;
+pub mod params;
+pub mod request;
+pub mod resource_ref;
+pub mod throttle;
+pub mod transport;
 pub mod watch_stream;
 
 pub use error::{ApiError, ApiErrorKind, Error};
+pub use handle::{Api, DeleteResponse, DynamicApi};
+pub use options::{BuildError, ClientOptions};
+pub use pager::{Page, Pager};
+pub use params::{ListParams, Patch, PostParams, VersionMatch, WatchParams};
+pub use request::ApiRequest;
+pub use resource_ref::ResourceRef;
+pub use throttle::Throttle;
+pub use transport::Client;
 pub use watch_stream::{WatchDecoder, WatchStream};
