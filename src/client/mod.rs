@@ -1,6 +1,7 @@
 //! Talking to a Kubernetes API server.
 
 pub mod config;
+pub mod discovery;
 pub mod error;
 pub mod handle;
 pub mod options;
@@ -12,6 +13,7 @@ pub mod throttle;
 pub mod transport;
 pub mod watch_stream;
 
+pub use discovery::{DiscoveredResource, Discovery, DiscoveryFailure};
 pub use error::{ApiError, ApiErrorKind, Error};
 pub use handle::{Api, DeleteResponse, DynamicApi};
 pub use options::{BuildError, ClientOptions};
