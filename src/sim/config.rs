@@ -1,0 +1,127 @@
+//! How a simulated server is set up.
+//!
+//! Contract: [`SimConfig::default`] is a plain-HTTP server on `127.0.0.1:<random port>` serving
+//! [`default_resources`], with no authentication, no faults, a 100 000-change watch window,
+//! bookmarks every 60 s, WatchList off (like a v1.28 server) and the system clock. Each knob has a
+//! `with_*` builder method.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::sim::clock::{Clock, SystemClock};
+use crate::sim::faults::FaultPlan;
+use crate::sim::resources::{default_resources, ResourceDef};
+
+/// Settings of a [`crate::sim::server::SimServer`].
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// The resources served.
+    pub resources: Vec<ResourceDef>,
+    /// Serve HTTPS (HTTP/1.1 and HTTP/2) with a freshly generated CA.
+    pub tls: bool,
+    /// Require `Authorization: Bearer <token>` on every request.
+    pub token: Option<String>,
+    /// Faults to inject (none by default).
+    pub fault_plan: FaultPlan,
+    /// Changes retained for watches and reads at old resourceVersions.
+    pub history_limit: usize,
+    /// Events a watcher may have queued before it is dropped as too slow.
+    pub watch_buffer: usize,
+    /// Interval between BOOKMARK events on watches that allow them.
+    pub bookmark_interval: Duration,
+    /// Serve `sendInitialEvents=true` (WatchList streaming lists).
+    pub watch_list_enabled: bool,
+    /// Source of creation and deletion timestamps.
+    pub clock: Arc<dyn Clock>,
+    /// Address to listen on (port 0 picks a free port).
+    pub bind: SocketAddr,
+    /// Requests kept by the journal.
+    pub journal_capacity: usize,
+    /// Namespaces that exist at start.
+    pub namespaces: Vec<String>,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            resources: default_resources(),
+            tls: false,
+            token: None,
+            fault_plan: FaultPlan::default(),
+            history_limit: 100_000,
+            watch_buffer: 10_000,
+            bookmark_interval: Duration::from_secs(60),
+            watch_list_enabled: false,
+            clock: Arc::new(SystemClock),
+            bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            journal_capacity: crate::sim::journal::DEFAULT_CAPACITY,
+            namespaces: ["default", "kube-system", "kube-public"]
+                .iter()
+                .map(|n| n.to_string())
+                .collect(),
+        }
+    }
+}
+
+impl SimConfig {
+    /// Serves these resources instead of the default set.
+    pub fn with_resources(mut self, resources: Vec<ResourceDef>) -> Self {
+        self.resources = resources;
+        self
+    }
+
+    /// Serves HTTPS with a generated CA.
+    pub fn with_tls(mut self) -> Self {
+        self.tls = true;
+        self
+    }
+
+    /// Requires this bearer token.
+    pub fn with_token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// Injects these faults.
+    pub fn with_fault_plan(mut self, plan: FaultPlan) -> Self {
+        self.fault_plan = plan;
+        self
+    }
+
+    /// Keeps this many changes of history.
+    pub fn with_history_limit(mut self, limit: usize) -> Self {
+        self.history_limit = limit;
+        self
+    }
+
+    /// Lets each watcher queue this many events before it is dropped.
+    pub fn with_watch_buffer(mut self, events: usize) -> Self {
+        self.watch_buffer = events;
+        self
+    }
+
+    /// Sends bookmarks at this interval.
+    pub fn with_bookmark_interval(mut self, interval: Duration) -> Self {
+        self.bookmark_interval = interval;
+        self
+    }
+
+    /// Turns WatchList (`sendInitialEvents=true`) on or off.
+    pub fn with_watch_list(mut self, enabled: bool) -> Self {
+        self.watch_list_enabled = enabled;
+        self
+    }
+
+    /// Uses this clock for timestamps.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Listens on this address.
+    pub fn with_bind(mut self, bind: SocketAddr) -> Self {
+        self.bind = bind;
+        self
+    }
+}

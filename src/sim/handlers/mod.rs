@@ -1,0 +1,247 @@
+//! One HTTP request in, one response out.
+//!
+//! Contract: [`handle`] is the whole request pipeline of the simulated server, in the order a
+//! real server applies it: route the path, authenticate (`Authorization: Bearer` when a token is
+//! configured → else 401), apply injected faults (delay, or an error / 429 with `Retry-After`),
+//! run the verb against the store, and record the exchange in the journal. Each verb lives in
+//! its own module: [`read`] (get, list), [`write`] (create, update, patch, delete), [`watch`]
+//! (streaming), [`discovery`]; [`errors`] maps refusals to `Status` bodies and [`response`] builds
+//! responses.
+
+pub mod discovery;
+pub mod errors;
+pub mod read;
+pub mod response;
+pub mod route;
+pub mod watch;
+pub mod write;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{HeaderValue, AUTHORIZATION, RETRY_AFTER};
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::Value;
+
+use crate::sim::faults::{FaultInjector, Verb};
+use crate::sim::journal::{parse_query, recorded_headers, Journal, JournalEntry};
+use crate::sim::status;
+use crate::sim::store::Store;
+use errors::HandlerError;
+use response::Body;
+use route::{Route, Target};
+
+/// Everything a request handler needs, shared by all connections of one server.
+pub struct Context {
+    /// The object store.
+    pub store: Arc<Store>,
+    /// Where every request is recorded.
+    pub journal: Arc<Journal>,
+    /// Fault injection.
+    pub faults: Arc<FaultInjector>,
+    /// The bearer token clients must present, if any.
+    pub token: Option<String>,
+    /// How often an idle watch with `allowWatchBookmarks=true` gets a BOOKMARK.
+    pub bookmark_interval: Duration,
+    /// Whether `sendInitialEvents=true` (WatchList) is served.
+    pub watch_list_enabled: bool,
+    /// `host:port` clients reach the server at (for `/api`).
+    pub server_address: String,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("store", &self.store)
+            .field("server_address", &self.server_address)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A request with its body read, as the verb handlers see it.
+#[derive(Debug)]
+pub struct Incoming {
+    /// The method.
+    pub method: Method,
+    /// The path, without query.
+    pub path: String,
+    /// Decoded query parameters, in order.
+    pub query: Vec<(String, String)>,
+    /// The headers.
+    pub headers: http::HeaderMap,
+    /// The body bytes (empty when there was none).
+    pub body: Bytes,
+}
+
+impl Incoming {
+    /// The last value of a query parameter.
+    pub fn query(&self, name: &str) -> Option<&str> {
+        self.query
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// A header as text.
+    pub fn header(&self, name: impl http::header::AsHeaderName) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// Whether `dryRun=All` was asked for.
+    pub fn dry_run(&self) -> bool {
+        self.query("dryRun") == Some("All")
+    }
+
+    /// Whether this is a watch (`watch=1` or `watch=true`).
+    pub fn is_watch(&self) -> bool {
+        matches!(self.query("watch"), Some("1" | "true"))
+    }
+
+    /// The body as JSON, `None` when empty.
+    pub fn json_body(&self) -> Result<Option<Value>, serde_json::Error> {
+        if self.body.iter().all(u8::is_ascii_whitespace) {
+            return Ok(None);
+        }
+        serde_json::from_slice(&self.body).map(Some)
+    }
+}
+
+/// Handles one request end to end (see the module documentation).
+pub async fn handle<B>(ctx: &Context, request: Request<B>) -> Response<Body>
+where
+    B: hyper::body::Body,
+    B::Error: std::fmt::Display,
+{
+    let (parts, body) = request.into_parts();
+    let body = match body.collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) => {
+            let message = format!("unable to read the request body: {e}");
+            return response::status(status::bad_request(&message));
+        }
+    };
+    let incoming = Incoming {
+        method: parts.method,
+        path: parts.uri.path().to_string(),
+        query: parse_query(parts.uri.query()),
+        headers: parts.headers,
+        body,
+    };
+    let route = Route::parse(&incoming.path, ctx.store.resources());
+    let verb = classify(&incoming, &route);
+    let response = respond(ctx, &incoming, &route, verb).await;
+    record(ctx, &incoming, verb, response.status());
+    response
+}
+
+fn classify(incoming: &Incoming, route: &Route) -> Verb {
+    let has_name = matches!(route, Route::Resource(Target { name: Some(_), .. }));
+    Verb::classify(
+        &incoming.method,
+        incoming.is_watch(),
+        matches!(route, Route::Discovery(_)),
+        has_name,
+    )
+}
+
+async fn respond(ctx: &Context, incoming: &Incoming, route: &Route, verb: Verb) -> Response<Body> {
+    if !authenticated(ctx, incoming) {
+        return response::status(status::unauthorized());
+    }
+    let decision = ctx.faults.decide(verb);
+    if let Some(delay) = decision.delay {
+        tokio::time::sleep(delay).await;
+    }
+    if let Some((code, retry_after)) = decision.respond {
+        return injected_failure(code, retry_after);
+    }
+    match route {
+        Route::NotFound => response::status(status::not_found_path()),
+        Route::Discovery(which) => {
+            if incoming.method != Method::GET {
+                return response::status(status::not_found_path());
+            }
+            let doc = discovery::document(which, ctx.store.resources(), &ctx.server_address);
+            response::json(StatusCode::OK, &doc)
+        }
+        Route::Resource(target) => {
+            let result = dispatch(ctx, incoming, target);
+            result.unwrap_or_else(|e| response::status(e.status(ctx.store.resources())))
+        }
+    }
+}
+
+fn dispatch(
+    ctx: &Context,
+    incoming: &Incoming,
+    target: &Target,
+) -> Result<Response<Body>, HandlerError> {
+    let def = ctx.store.resources().def(target.resource);
+    let unsupported = |action: &str| {
+        Err(HandlerError::Status(status::method_not_allowed(
+            &def.group_resource(),
+            action,
+        )))
+    };
+    match (&incoming.method, &target.name) {
+        (&Method::GET, Some(_)) => read::get(ctx, incoming, target),
+        (&Method::GET, None) if incoming.is_watch() => watch::watch(ctx, incoming, target),
+        (&Method::GET, None) => read::list(ctx, incoming, target),
+        (&Method::POST, None) => write::create(ctx, incoming, target),
+        (&Method::PUT, Some(_)) => write::update(ctx, incoming, target),
+        (&Method::PATCH, Some(_)) => write::patch(ctx, incoming, target),
+        (&Method::DELETE, Some(_)) => write::delete(ctx, incoming, target),
+        (&Method::DELETE, None) => unsupported("deletecollection"),
+        (&Method::POST, Some(_)) => unsupported("create"),
+        _ => unsupported(incoming.method.as_str()),
+    }
+}
+
+fn authenticated(ctx: &Context, incoming: &Incoming) -> bool {
+    let Some(token) = &ctx.token else {
+        return true;
+    };
+    let presented = incoming
+        .header(AUTHORIZATION)
+        .and_then(|v| v.strip_prefix("Bearer "));
+    presented == Some(token.as_str())
+}
+
+/// The answer to an injected failure, with the body the real server gives for that status.
+fn injected_failure(code: StatusCode, retry_after: Option<u64>) -> Response<Body> {
+    let (code, body) = match code {
+        StatusCode::TOO_MANY_REQUESTS => status::too_many_requests(retry_after.unwrap_or(1)),
+        StatusCode::SERVICE_UNAVAILABLE => status::service_unavailable("injected fault"),
+        StatusCode::GONE => status::gone_expired("injected fault: expired", None),
+        other => {
+            // Any other status: an InternalError body carrying the injected code.
+            let (_, mut body) = status::internal_error("injected fault");
+            body["code"] = Value::from(other.as_u16());
+            (other, body)
+        }
+    };
+    let mut response = response::json(code, &body);
+    if let Some(seconds) = retry_after {
+        if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
+            response.headers_mut().insert(RETRY_AFTER, value);
+        }
+    }
+    response
+}
+
+fn record(ctx: &Context, incoming: &Incoming, verb: Verb, code: StatusCode) {
+    ctx.journal.record(JournalEntry {
+        seq: 0,
+        at: ctx.store.clock().now(),
+        verb,
+        method: incoming.method.to_string(),
+        path: incoming.path.clone(),
+        query: incoming.query.clone(),
+        headers: recorded_headers(&incoming.headers),
+        body: incoming.json_body().ok().flatten(),
+        status: code.as_u16(),
+    });
+}

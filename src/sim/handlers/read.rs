@@ -1,0 +1,85 @@
+//! GET of one object and LIST of a collection.
+//!
+//! Contract: a GET answers the stored object (in the representation the `Accept` header asks
+//! for); GET of `/status` answers the same object. A LIST turns the query (`labelSelector`,
+//! `fieldSelector`, `limit`, `continue`, `resourceVersion`, `resourceVersionMatch`) into
+//! [`ListOptions`] and answers one page as `<Kind>List` or `PartialObjectMetadataList`; the
+//! semantics of each parameter are the store's (see `crate::sim::store::list`).
+
+use http::header::ACCEPT;
+use http::{Response, StatusCode};
+
+use super::errors::HandlerError;
+use super::response::{self, Body, ListDocument, Representation};
+use super::route::Target;
+use super::{Context, Incoming};
+use crate::sim::filter::ObjectFilter;
+use crate::sim::selectors::{FieldSelector, LabelSelector};
+use crate::sim::store::ListOptions;
+
+/// GET of one object.
+pub fn get(
+    ctx: &Context,
+    incoming: &Incoming,
+    target: &Target,
+) -> Result<Response<Body>, HandlerError> {
+    let name = target.name.as_deref().unwrap_or_default();
+    let obj = ctx
+        .store
+        .get(target.resource, target.namespace.as_deref(), name)?;
+    let representation = Representation::from_accept(incoming.header(ACCEPT));
+    Ok(response::json(StatusCode::OK, &representation.object(&obj)))
+}
+
+/// LIST of a collection.
+pub fn list(
+    ctx: &Context,
+    incoming: &Incoming,
+    target: &Target,
+) -> Result<Response<Body>, HandlerError> {
+    let options = ListOptions {
+        filter: request_filter(incoming, target)?,
+        limit: parse_limit(incoming.query("limit"))?,
+        continue_token: incoming.query("continue").map(str::to_string),
+        resource_version: incoming.query("resourceVersion").map(str::to_string),
+        resource_version_match: incoming.query("resourceVersionMatch").map(str::to_string),
+    };
+    let page = ctx.store.list(target.resource, &options)?;
+    let doc = ListDocument {
+        def: ctx.store.resources().def(target.resource),
+        page: &page,
+        representation: Representation::from_accept(incoming.header(ACCEPT)),
+    };
+    Ok(response::json(StatusCode::OK, &doc))
+}
+
+/// The namespace, label and field restrictions of a list or watch request.
+pub fn request_filter(incoming: &Incoming, target: &Target) -> Result<ObjectFilter, HandlerError> {
+    let labels = match incoming.query("labelSelector").filter(|s| !s.is_empty()) {
+        Some(s) => {
+            Some(LabelSelector::parse(s).map_err(|e| HandlerError::bad_request(e.to_string()))?)
+        }
+        None => None,
+    };
+    let fields = match incoming.query("fieldSelector").filter(|s| !s.is_empty()) {
+        Some(s) => {
+            Some(FieldSelector::parse(s).map_err(|e| HandlerError::bad_request(e.to_string()))?)
+        }
+        None => None,
+    };
+    Ok(ObjectFilter {
+        namespace: target.namespace.clone(),
+        labels,
+        fields,
+    })
+}
+
+fn parse_limit(limit: Option<&str>) -> Result<Option<usize>, HandlerError> {
+    match limit.filter(|l| !l.is_empty()) {
+        None => Ok(None),
+        Some(l) => l
+            .parse::<i64>()
+            .map(|l| usize::try_from(l).ok().filter(|l| *l > 0))
+            .map_err(|_| HandlerError::bad_request(format!("invalid limit: {l:?}"))),
+    }
+}

@@ -1,0 +1,251 @@
+//! Building HTTP responses: bodies, JSON encoding, and the representation a client asked for.
+//!
+//! Contract: every response the server sends is built here, with `Content-Type:
+//! application/json` and `Cache-Control: no-cache, private` like the real server. Objects are
+//! encoded in one of two representations chosen from the `Accept` header ([`Representation`]):
+//! the full object, or the metadata-only `PartialObjectMetadata(List)` of `meta.k8s.io/v1`.
+//! Lists are written straight from the stored objects without copying them.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
+use http::{Response, StatusCode};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::Value;
+
+use crate::sim::object;
+use crate::sim::resources::ResourceDef;
+use crate::sim::store::ListPage;
+
+/// The body type of every response.
+pub type Body = BoxBody<Bytes, Infallible>;
+
+/// A whole body from bytes.
+pub fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into()).boxed()
+}
+
+/// How objects are represented in the response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Representation {
+    /// The full object.
+    Full,
+    /// `PartialObjectMetadata` / `PartialObjectMetadataList` (`meta.k8s.io/v1`).
+    MetadataOnly,
+}
+
+impl Representation {
+    /// Picks the representation from an `Accept` header: the first media type the server can
+    /// produce wins. `as=Table` and protobuf are not produced, so clients that list JSON as a
+    /// fallback (kubectl does) get plain JSON.
+    pub fn from_accept(accept: Option<&str>) -> Representation {
+        let Some(accept) = accept else {
+            return Representation::Full;
+        };
+        for media_type in accept.split(',') {
+            let mut parts = media_type.split(';').map(str::trim);
+            let essence = parts.next().unwrap_or_default();
+            if essence != "application/json" && essence != "*/*" {
+                continue;
+            }
+            let params: Vec<(&str, &str)> = parts.filter_map(|p| p.split_once('=')).collect();
+            let param = |name: &str| params.iter().find(|(k, _)| *k == name).map(|(_, v)| *v);
+            match param("as") {
+                None => return Representation::Full,
+                Some("PartialObjectMetadata" | "PartialObjectMetadataList")
+                    if param("g") == Some("meta.k8s.io") && param("v") == Some("v1") =>
+                {
+                    return Representation::MetadataOnly
+                }
+                Some(_) => continue,
+            }
+        }
+        Representation::Full
+    }
+
+    /// One object in this representation.
+    pub fn object(self, obj: &Value) -> Value {
+        match self {
+            Representation::Full => obj.clone(),
+            Representation::MetadataOnly => object::metadata_only(obj),
+        }
+    }
+}
+
+fn with_json_headers(mut response: Response<Body>) -> Response<Body> {
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache, private"));
+    response
+}
+
+/// A JSON response from encoded bytes.
+pub fn json_bytes(status: StatusCode, bytes: Vec<u8>) -> Response<Body> {
+    let mut response = Response::new(full(bytes));
+    *response.status_mut() = status;
+    with_json_headers(response)
+}
+
+/// A JSON response.
+pub fn json<T: Serialize + ?Sized>(status: StatusCode, value: &T) -> Response<Body> {
+    json_bytes(status, serde_json::to_vec(value).unwrap_or_default())
+}
+
+/// A response carrying a `Status` body built by [`crate::sim::status`].
+pub fn status((code, body): (StatusCode, Value)) -> Response<Body> {
+    json(code, &body)
+}
+
+/// A streaming JSON response (a watch): no length, so HTTP/1.1 sends it chunked.
+pub fn streaming(body: Body) -> Response<Body> {
+    with_json_headers(Response::new(body))
+}
+
+/// The list document for one page, written without copying the items.
+pub struct ListDocument<'a> {
+    /// The listed resource.
+    pub def: &'a ResourceDef,
+    /// The page.
+    pub page: &'a ListPage,
+    /// How items are represented.
+    pub representation: Representation,
+}
+
+struct ListMeta<'a>(&'a ListPage);
+
+impl Serialize for ListMeta<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let page = self.0;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("resourceVersion", &page.resource_version.to_string())?;
+        if let Some(token) = &page.continue_token {
+            map.serialize_entry("continue", token)?;
+        }
+        if let Some(count) = page.remaining_item_count {
+            map.serialize_entry("remainingItemCount", &count)?;
+        }
+        map.end()
+    }
+}
+
+/// One list item: built-in lists omit each item's `kind`/`apiVersion` (the real server's typed
+/// lists do), custom resource lists keep them, metadata-only lists carry their own.
+struct ListItem<'a> {
+    obj: &'a Arc<Value>,
+    representation: Representation,
+    keep_type_meta: bool,
+}
+
+impl Serialize for ListItem<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if self.representation == Representation::MetadataOnly {
+            let mut map = serializer.serialize_map(Some(3))?;
+            map.serialize_entry("kind", "PartialObjectMetadata")?;
+            map.serialize_entry("apiVersion", "meta.k8s.io/v1")?;
+            map.serialize_entry("metadata", self.obj.get("metadata").unwrap_or(&Value::Null))?;
+            return map.end();
+        }
+        let Some(fields) = self.obj.as_object() else {
+            return self.obj.serialize(serializer);
+        };
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in fields {
+            if !self.keep_type_meta && (key == "kind" || key == "apiVersion") {
+                continue;
+            }
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
+}
+
+struct Items<'a>(&'a ListDocument<'a>);
+
+impl Serialize for Items<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let doc = self.0;
+        serializer.collect_seq(doc.page.items.iter().map(|obj| ListItem {
+            obj,
+            representation: doc.representation,
+            keep_type_meta: doc.def.is_custom,
+        }))
+    }
+}
+
+impl Serialize for ListDocument<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let (kind, api_version) = match self.representation {
+            Representation::Full => (self.def.list_kind(), self.def.api_version()),
+            Representation::MetadataOnly => (
+                "PartialObjectMetadataList".to_string(),
+                "meta.k8s.io/v1".to_string(),
+            ),
+        };
+        let mut map = serializer.serialize_map(Some(4))?;
+        map.serialize_entry("kind", &kind)?;
+        map.serialize_entry("apiVersion", &api_version)?;
+        map.serialize_entry("metadata", &ListMeta(self.page))?;
+        map.serialize_entry("items", &Items(self))?;
+        map.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn accept_headers_choose_the_representation() {
+        let meta = Some("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1");
+        assert_eq!(
+            Representation::from_accept(meta),
+            Representation::MetadataOnly
+        );
+        let kubectl = Some("application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json");
+        assert_eq!(Representation::from_accept(kubectl), Representation::Full);
+        let client_go = Some("application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json");
+        assert_eq!(
+            Representation::from_accept(client_go),
+            Representation::MetadataOnly
+        );
+        assert_eq!(Representation::from_accept(None), Representation::Full);
+    }
+
+    #[test]
+    fn built_in_list_items_drop_type_meta() {
+        let def = ResourceDef::new("batch", "v1", "jobs", "Job");
+        let page = ListPage {
+            items: vec![Arc::new(
+                json!({"kind": "Job", "apiVersion": "batch/v1", "metadata": {"name": "a"}, "spec": {}}),
+            )],
+            resource_version: 203,
+            continue_token: Some("t".into()),
+            remaining_item_count: Some(2),
+        };
+        let doc = ListDocument {
+            def: &def,
+            page: &page,
+            representation: Representation::Full,
+        };
+        assert_eq!(
+            serde_json::to_value(&doc).unwrap_or_default(),
+            json!({"kind": "JobList", "apiVersion": "batch/v1",
+                "metadata": {"resourceVersion": "203", "continue": "t", "remainingItemCount": 2},
+                "items": [{"metadata": {"name": "a"}, "spec": {}}]})
+        );
+        let meta = ListDocument {
+            def: &def,
+            page: &page,
+            representation: Representation::MetadataOnly,
+        };
+        assert_eq!(
+            serde_json::to_value(&meta).unwrap_or_default()["items"][0],
+            json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": {"name": "a"}})
+        );
+    }
+}

@@ -1,0 +1,317 @@
+//! WATCH: a long-lived response streaming one JSON event per line.
+//!
+//! Contract (a v1.28 server):
+//! - HTTP 200, `Content-Type: application/json`, chunked; each event is one line
+//!   `{"type":"ADDED|MODIFIED|DELETED|BOOKMARK|ERROR","object":…}` flushed on its own.
+//! - `resourceVersion` unset or `0`: synthetic `ADDED` for every current object, then live
+//!   changes. `resourceVersion=N` inside the history window: every change after N is replayed,
+//!   then live (exchanges 22, 52). Older than the window: one `ERROR` event carrying the 410
+//!   `Expired` Status, then the stream ends (exchange 55).
+//! - `timeoutSeconds` ends the stream; with `allowWatchBookmarks=true` a BOOKMARK (only kind,
+//!   apiVersion and `metadata.resourceVersion`, exchange 20) is sent every bookmark interval and
+//!   once just before the timeout ends the stream.
+//! - `sendInitialEvents=true` (WatchList) when enabled: `ADDED` for all objects then a BOOKMARK
+//!   annotated `k8s.io/initial-events-end: "true"`; when disabled, 422 like a v1.28 server with
+//!   the `WatchList` gate off.
+//! - Injected watch cuts (after N events or a duration) end the stream early; a watcher that
+//!   falls too far behind is dropped by the store and its stream ends after what it has queued.
+//!
+//! The stream is a future-driven state machine polled by the connection: it needs no task of
+//! its own, and dropping it (client gone, server stopping) unregisters the watcher.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::stream;
+use http::header::ACCEPT;
+use http::Response;
+use http_body_util::{BodyExt, StreamBody};
+use hyper::body::Frame;
+use serde::Serialize;
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::errors::{store_error_status, HandlerError};
+use super::read::request_filter;
+use super::response::{self, Body, Representation};
+use super::route::Target;
+use super::{Context, Incoming};
+use crate::sim::resources::ResourceDef;
+use crate::sim::status::{self, Cause, CauseType, GroupKind};
+use crate::sim::store::{Store, StoreError, WatchItem, WatchStart, WatcherId};
+
+/// WATCH of a collection.
+pub fn watch(
+    ctx: &Context,
+    incoming: &Incoming,
+    target: &Target,
+) -> Result<Response<Body>, HandlerError> {
+    let start = watch_start(ctx, incoming)?;
+    let filter = request_filter(incoming, target)?;
+    let def = ctx.store.resources().def(target.resource);
+    let encoder = Encoder::new(def, Representation::from_accept(incoming.header(ACCEPT)));
+    let registration = match ctx.store.watch(target.resource, filter, start) {
+        Ok(registration) => registration,
+        Err(e @ StoreError::WatchTooOld { .. }) => {
+            // Too old: HTTP 200 and a single ERROR event (exchange 55).
+            let (_, body) = store_error_status(&e, ctx.store.resources());
+            let mut line = serde_json::to_vec(&status::watch_error_event(body)).unwrap_or_default();
+            line.push(b'\n');
+            return Ok(response::streaming(response::full(line)));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let budget = ctx.faults.watch_budget();
+    let timeout = incoming
+        .query("timeoutSeconds")
+        .and_then(|t| t.parse::<u64>().ok())
+        .filter(|t| *t > 0)
+        .map(Duration::from_secs);
+    let cut = budget.max_duration;
+    let deadline = match (timeout, cut) {
+        (Some(t), Some(c)) => Some(t.min(c)),
+        (t, c) => t.or(c),
+    };
+    let bookmarks = incoming.query("allowWatchBookmarks") == Some("true");
+    let now = Instant::now();
+    let state = WatchStream {
+        guard: Registration {
+            store: Arc::clone(&ctx.store),
+            id: registration.id,
+        },
+        pending: registration.initial.into(),
+        live: registration.live,
+        encoder,
+        deadline: deadline.map(|d| now + d),
+        final_bookmark: bookmarks && timeout.is_some() && deadline == timeout,
+        bookmark_interval: ctx.bookmark_interval,
+        next_bookmark: bookmarks.then(|| now + ctx.bookmark_interval),
+        events_left: budget.max_events,
+        closing: false,
+        done: false,
+    };
+    let lines = stream::unfold(state, |mut state| async move {
+        let line = state.next_line().await?;
+        Some((Ok(Frame::data(line)), state))
+    });
+    Ok(response::streaming(StreamBody::new(lines).boxed()))
+}
+
+/// Where the watch starts, after the checks a v1.28 server makes on watch parameters.
+fn watch_start(ctx: &Context, incoming: &Incoming) -> Result<WatchStart, HandlerError> {
+    let send_initial = incoming.query("sendInitialEvents");
+    let rv_match = incoming
+        .query("resourceVersionMatch")
+        .filter(|m| !m.is_empty());
+    let mut causes = Vec::new();
+    if send_initial.is_some() {
+        if rv_match != Some("NotOlderThan") {
+            causes.push(forbidden(
+                "resourceVersionMatch",
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            ));
+        }
+        if !ctx.watch_list_enabled {
+            causes.push(forbidden(
+                "sendInitialEvents",
+                "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled",
+            ));
+        }
+    } else if rv_match.is_some() {
+        causes.push(forbidden(
+            "resourceVersionMatch",
+            "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+        ));
+    }
+    if !causes.is_empty() {
+        let gk = GroupKind::new("meta.k8s.io", "ListOptions");
+        return Err(HandlerError::Status(status::invalid(&gk, "", &causes)));
+    }
+    let rv = incoming
+        .query("resourceVersion")
+        .filter(|rv| !rv.is_empty());
+    if send_initial == Some("true") {
+        if let Some(rv) = rv {
+            let requested = parse_rv(rv)?;
+            let current = ctx.store.resource_version();
+            if requested > current {
+                return Err(StoreError::TooLargeResourceVersion { requested, current }.into());
+            }
+        }
+        return Ok(WatchStart::InitialEventsThenBookmark);
+    }
+    match rv {
+        None | Some("0") => Ok(WatchStart::Current),
+        Some(rv) => Ok(WatchStart::After(parse_rv(rv)?)),
+    }
+}
+
+fn parse_rv(rv: &str) -> Result<u64, HandlerError> {
+    rv.parse()
+        .map_err(|_| HandlerError::bad_request(format!("invalid resource version: {rv}")))
+}
+
+fn forbidden(field: &str, detail: &str) -> Cause {
+    Cause {
+        kind: CauseType::Forbidden,
+        field: field.to_string(),
+        value: Value::Null,
+        detail: detail.to_string(),
+    }
+}
+
+/// Unregisters the watcher when the stream is dropped.
+struct Registration {
+    store: Arc<Store>,
+    id: WatcherId,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        self.store.unwatch(self.id);
+    }
+}
+
+struct WatchStream {
+    guard: Registration,
+    /// Initial events (replay or synthetic ADDED), sent before anything live.
+    pending: VecDeque<WatchItem>,
+    live: mpsc::Receiver<WatchItem>,
+    encoder: Encoder,
+    /// When the stream ends (timeoutSeconds or an injected cut).
+    deadline: Option<Instant>,
+    /// Whether a BOOKMARK goes out just before the timeout ends the stream.
+    final_bookmark: bool,
+    bookmark_interval: Duration,
+    next_bookmark: Option<Instant>,
+    /// Events still allowed by an injected cut.
+    events_left: Option<u64>,
+    /// A final bookmark was requested; the stream ends once it is written.
+    closing: bool,
+    done: bool,
+}
+
+impl WatchStream {
+    /// The next line to write, or `None` when the stream ends.
+    async fn next_line(&mut self) -> Option<Bytes> {
+        loop {
+            if self.done {
+                return None;
+            }
+            let item = match self.pending.pop_front() {
+                Some(item) => item,
+                None => self.wait_live().await?,
+            };
+            match item {
+                WatchItem::Event { event_type, object } => {
+                    if let Some(left) = self.events_left.as_mut() {
+                        *left = left.saturating_sub(1);
+                        self.done = *left == 0;
+                    }
+                    return Some(self.encoder.event(event_type, &object));
+                }
+                WatchItem::Bookmark {
+                    rv,
+                    initial_events_end,
+                } => {
+                    if self.next_bookmark.is_none() && !initial_events_end {
+                        continue;
+                    }
+                    self.done = self.closing;
+                    return Some(self.encoder.bookmark(rv, initial_events_end));
+                }
+            }
+        }
+    }
+
+    /// Waits for a live item, handling timers on the way; `None` ends the stream.
+    async fn wait_live(&mut self) -> Option<WatchItem> {
+        loop {
+            let deadline = self.deadline.filter(|_| !self.closing);
+            let bookmark_at = self.next_bookmark.filter(|_| !self.closing);
+            tokio::select! {
+                item = self.live.recv() => return item,
+                _ = sleep_until(deadline), if deadline.is_some() => {
+                    if !self.final_bookmark {
+                        return None;
+                    }
+                    // Queue a bookmark behind everything already delivered, end after it.
+                    self.closing = true;
+                    self.guard.store.request_bookmark(self.guard.id);
+                }
+                _ = sleep_until(bookmark_at), if bookmark_at.is_some() => {
+                    self.next_bookmark = Some(Instant::now() + self.bookmark_interval);
+                    self.guard.store.request_bookmark(self.guard.id);
+                }
+            }
+        }
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Writes events in the representation the client asked for.
+struct Encoder {
+    representation: Representation,
+    kind: String,
+    api_version: String,
+}
+
+#[derive(Serialize)]
+struct Line<'a> {
+    #[serde(rename = "type")]
+    event_type: &'a str,
+    object: &'a Value,
+}
+
+impl Encoder {
+    fn new(def: &ResourceDef, representation: Representation) -> Encoder {
+        let (kind, api_version) = match representation {
+            Representation::Full => (def.kind.clone(), def.api_version()),
+            Representation::MetadataOnly => (
+                "PartialObjectMetadata".to_string(),
+                "meta.k8s.io/v1".to_string(),
+            ),
+        };
+        Encoder {
+            representation,
+            kind,
+            api_version,
+        }
+    }
+
+    fn line(event_type: &str, object: &Value) -> Bytes {
+        let mut bytes = serde_json::to_vec(&Line { event_type, object }).unwrap_or_default();
+        bytes.push(b'\n');
+        Bytes::from(bytes)
+    }
+
+    fn event(&self, event_type: &str, object: &Value) -> Bytes {
+        match self.representation {
+            Representation::Full => Encoder::line(event_type, object),
+            Representation::MetadataOnly => {
+                Encoder::line(event_type, &self.representation.object(object))
+            }
+        }
+    }
+
+    /// A BOOKMARK: an empty object of the watched kind carrying only the resourceVersion
+    /// (and the initial-events-end annotation of a streaming list).
+    fn bookmark(&self, rv: u64, initial_events_end: bool) -> Bytes {
+        let mut metadata = json!({"resourceVersion": rv.to_string(), "creationTimestamp": null});
+        if initial_events_end {
+            metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        let object =
+            json!({"kind": self.kind, "apiVersion": self.api_version, "metadata": metadata});
+        Encoder::line("BOOKMARK", &object)
+    }
+}

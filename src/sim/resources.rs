@@ -1,0 +1,345 @@
+//! The catalogue of resources the simulated server serves.
+//!
+//! Contract: a [`ResourceDef`] says everything the server needs to know about one resource type —
+//! where it lives in the URL space (group, version, plural name), how discovery describes it,
+//! whether it is namespaced, whether it has a `status` subresource, which deletion policy applies
+//! when a client sends none, and whether it is a custom resource (custom resources refuse strategic
+//! merge patch, and their list items keep `kind`/`apiVersion`). [`Resources`] is the immutable set a
+//! server is started with; resources are referred to by [`ResourceId`] (an index) inside the store.
+
+use crate::sim::status::GroupResource;
+
+/// What happens to dependents when a client deletes an owner without naming a propagation policy.
+///
+/// Mirrors the API server's `DefaultGarbageCollectionPolicy`: most types default to background
+/// deletion; batch/v1 Jobs (for backwards compatibility) default to orphaning their Pods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DefaultDeletion {
+    /// Delete at once; a garbage collector removes dependents afterwards.
+    Background,
+    /// Add the `orphan` finalizer so a garbage collector strips owner references first.
+    Orphan,
+}
+
+/// One resource type as served by the simulated server.
+#[derive(Debug, Clone)]
+pub struct ResourceDef {
+    /// API group; empty for the core group (`/api/v1`).
+    pub group: String,
+    /// API version inside the group, e.g. `v1`.
+    pub version: String,
+    /// Plural lower-case name used in URLs, e.g. `jobs`.
+    pub resource: String,
+    /// Kind of a single object, e.g. `Job`.
+    pub kind: String,
+    /// Singular name shown by discovery, e.g. `job`.
+    pub singular: String,
+    /// Short names shown by discovery (`cm`, `vcjob`, ...).
+    pub short_names: Vec<String>,
+    /// Whether objects live in a namespace.
+    pub namespaced: bool,
+    /// Verbs discovery advertises for the main resource.
+    pub verbs: Vec<String>,
+    /// Whether the resource has a `status` subresource (PUT to the main resource then ignores
+    /// `.status`, and `/status` changes only `.status`).
+    pub has_status: bool,
+    /// The deletion policy used when a DELETE names none.
+    pub default_deletion: DefaultDeletion,
+    /// Whether this is a custom resource (defined by a CRD) rather than a built-in type.
+    pub is_custom: bool,
+    /// Whether the server maintains `metadata.generation` (bumped when anything but metadata
+    /// and status changes).
+    pub tracks_generation: bool,
+    /// Discovery categories (`all`).
+    pub categories: Vec<String>,
+}
+
+/// Every verb the simulated server implements (it has no `deletecollection`).
+const ALL_VERBS: [&str; 7] = [
+    "create", "delete", "get", "list", "patch", "update", "watch",
+];
+
+impl ResourceDef {
+    /// A namespaced built-in resource with every verb, no status subresource and background
+    /// deletion by default; adjust with the `with_*` methods.
+    pub fn new(group: &str, version: &str, resource: &str, kind: &str) -> ResourceDef {
+        ResourceDef {
+            group: group.to_string(),
+            version: version.to_string(),
+            resource: resource.to_string(),
+            kind: kind.to_string(),
+            singular: kind.to_lowercase(),
+            short_names: Vec::new(),
+            namespaced: true,
+            verbs: ALL_VERBS.iter().map(|v| v.to_string()).collect(),
+            has_status: false,
+            default_deletion: DefaultDeletion::Background,
+            is_custom: false,
+            tracks_generation: false,
+            categories: Vec::new(),
+        }
+    }
+
+    /// Marks the resource cluster-scoped.
+    pub fn cluster_scoped(mut self) -> Self {
+        self.namespaced = false;
+        self
+    }
+
+    /// Adds a `status` subresource.
+    pub fn with_status(mut self) -> Self {
+        self.has_status = true;
+        self
+    }
+
+    /// Sets the discovery short names.
+    pub fn with_short_names(mut self, names: &[&str]) -> Self {
+        self.short_names = names.iter().map(|n| n.to_string()).collect();
+        self
+    }
+
+    /// Sets the discovery categories.
+    pub fn with_categories(mut self, categories: &[&str]) -> Self {
+        self.categories = categories.iter().map(|c| c.to_string()).collect();
+        self
+    }
+
+    /// Sets the deletion policy used when a DELETE names none.
+    pub fn with_default_deletion(mut self, policy: DefaultDeletion) -> Self {
+        self.default_deletion = policy;
+        self
+    }
+
+    /// Makes the server maintain `metadata.generation`.
+    pub fn tracking_generation(mut self) -> Self {
+        self.tracks_generation = true;
+        self
+    }
+
+    /// Marks the resource as a custom resource (implies generation tracking, as for CRDs).
+    pub fn custom(mut self) -> Self {
+        self.is_custom = true;
+        self.tracks_generation = true;
+        self
+    }
+
+    /// `group/version`, or just `version` for the core group: the `apiVersion` of objects.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// The kind of the list type (`JobList`).
+    pub fn list_kind(&self) -> String {
+        format!("{}List", self.kind)
+    }
+
+    /// The group-qualified resource used in error messages (`jobs.batch`, `configmaps`).
+    pub fn group_resource(&self) -> GroupResource {
+        GroupResource {
+            group: self.group.clone(),
+            resource: self.resource.clone(),
+        }
+    }
+
+    /// The group-qualified kind used in validation messages (`Job.batch`, `ConfigMap`).
+    pub fn qualified_kind(&self) -> String {
+        if self.group.is_empty() {
+            self.kind.clone()
+        } else {
+            format!("{}.{}", self.kind, self.group)
+        }
+    }
+}
+
+/// Index of a resource inside a [`Resources`] set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ResourceId(pub usize);
+
+/// Names a resource from outside the server: group, version and plural resource name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Gvr {
+    /// API group; empty for core.
+    pub group: String,
+    /// API version.
+    pub version: String,
+    /// Plural resource name.
+    pub resource: String,
+}
+
+impl Gvr {
+    /// Builds a reference from its parts (`Gvr::new("batch", "v1", "jobs")`).
+    pub fn new(group: &str, version: &str, resource: &str) -> Gvr {
+        Gvr {
+            group: group.to_string(),
+            version: version.to_string(),
+            resource: resource.to_string(),
+        }
+    }
+}
+
+/// The immutable set of resources one server serves.
+#[derive(Debug, Clone)]
+pub struct Resources {
+    defs: Vec<ResourceDef>,
+}
+
+impl Resources {
+    /// Wraps a list of definitions.
+    pub fn new(defs: Vec<ResourceDef>) -> Resources {
+        Resources { defs }
+    }
+
+    /// The definition behind an id handed out by this set.
+    pub fn def(&self, id: ResourceId) -> &ResourceDef {
+        &self.defs[id.0]
+    }
+
+    /// Every resource with its id, in declaration order.
+    pub fn iter(&self) -> impl Iterator<Item = (ResourceId, &ResourceDef)> {
+        self.defs
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (ResourceId(i), d))
+    }
+
+    /// Number of resources.
+    pub fn len(&self) -> usize {
+        self.defs.len()
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.defs.is_empty()
+    }
+
+    /// Finds a resource by group, version and plural name.
+    pub fn find(&self, group: &str, version: &str, resource: &str) -> Option<ResourceId> {
+        self.iter()
+            .find(|(_, d)| d.group == group && d.version == version && d.resource == resource)
+            .map(|(id, _)| id)
+    }
+
+    /// Finds a resource named by a [`Gvr`].
+    pub fn lookup(&self, gvr: &Gvr) -> Option<ResourceId> {
+        self.find(&gvr.group, &gvr.version, &gvr.resource)
+    }
+
+    /// The core `namespaces` resource, if served.
+    pub fn namespaces(&self) -> Option<ResourceId> {
+        self.find("", "v1", "namespaces")
+    }
+
+    /// Distinct groups (excluding core) in first-declared order, each with its versions.
+    pub fn groups(&self) -> Vec<(String, Vec<String>)> {
+        let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+        for (_, d) in self.iter().filter(|(_, d)| !d.group.is_empty()) {
+            match groups.iter_mut().find(|(g, _)| *g == d.group) {
+                Some((_, versions)) if !versions.contains(&d.version) => {
+                    versions.push(d.version.clone())
+                }
+                Some(_) => {}
+                None => groups.push((d.group.clone(), vec![d.version.clone()])),
+            }
+        }
+        groups
+    }
+}
+
+impl Default for Resources {
+    fn default() -> Self {
+        Resources::new(default_resources())
+    }
+}
+
+/// The resources a default server serves: what kube-gc and its tests touch, plus one more
+/// cluster-scoped type.
+pub fn default_resources() -> Vec<ResourceDef> {
+    vec![
+        ResourceDef::new("", "v1", "namespaces", "Namespace")
+            .cluster_scoped()
+            .with_status()
+            .with_short_names(&["ns"]),
+        ResourceDef::new("", "v1", "pods", "Pod")
+            .with_status()
+            .with_short_names(&["po"])
+            .with_categories(&["all"]),
+        ResourceDef::new("", "v1", "configmaps", "ConfigMap").with_short_names(&["cm"]),
+        ResourceDef::new("", "v1", "secrets", "Secret"),
+        ResourceDef::new("", "v1", "events", "Event").with_short_names(&["ev"]),
+        ResourceDef::new("apps", "v1", "deployments", "Deployment")
+            .with_status()
+            .tracking_generation()
+            .with_short_names(&["deploy"])
+            .with_categories(&["all"]),
+        ResourceDef::new("apps", "v1", "replicasets", "ReplicaSet")
+            .with_status()
+            .tracking_generation()
+            .with_short_names(&["rs"])
+            .with_categories(&["all"]),
+        ResourceDef::new("batch", "v1", "jobs", "Job")
+            .with_status()
+            .tracking_generation()
+            .with_default_deletion(DefaultDeletion::Orphan)
+            .with_categories(&["all"]),
+        ResourceDef::new("coordination.k8s.io", "v1", "leases", "Lease"),
+        ResourceDef::new("events.k8s.io", "v1", "events", "Event").with_short_names(&["ev"]),
+        ResourceDef::new(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "clusterroles",
+            "ClusterRole",
+        )
+        .cluster_scoped(),
+        ResourceDef::new("batch.volcano.sh", "v1alpha1", "jobs", "Job")
+            .with_status()
+            .custom()
+            .with_short_names(&["vcjob", "vj"]),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_resources_by_group_version_and_name() {
+        let resources = Resources::default();
+        let jobs = resources
+            .find("batch", "v1", "jobs")
+            .map(|id| resources.def(id));
+        assert_eq!(jobs.map(|d| d.kind.as_str()), Some("Job"));
+        let vcjobs = resources.lookup(&Gvr::new("batch.volcano.sh", "v1alpha1", "jobs"));
+        assert!(vcjobs.is_some_and(|id| resources.def(id).is_custom));
+        assert!(resources.find("batch", "v2", "jobs").is_none());
+    }
+
+    #[test]
+    fn names_render_like_the_api_server() {
+        let resources = Resources::default();
+        let job = resources.def(
+            resources
+                .find("batch", "v1", "jobs")
+                .unwrap_or(ResourceId(0)),
+        );
+        assert_eq!(job.api_version(), "batch/v1");
+        assert_eq!(job.qualified_kind(), "Job.batch");
+        assert_eq!(job.list_kind(), "JobList");
+        assert_eq!(job.default_deletion, DefaultDeletion::Orphan);
+        let ns = resources.def(resources.namespaces().unwrap_or(ResourceId(0)));
+        assert_eq!(ns.api_version(), "v1");
+        assert!(!ns.namespaced);
+    }
+
+    #[test]
+    fn groups_are_listed_once_in_declaration_order() {
+        let groups = Resources::default().groups();
+        let names: Vec<&str> = groups.iter().map(|(g, _)| g.as_str()).collect();
+        assert_eq!(names[0], "apps");
+        assert_eq!(names.iter().filter(|g| **g == "batch").count(), 1);
+        assert!(names.contains(&"batch.volcano.sh"));
+    }
+}

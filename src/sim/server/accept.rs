@@ -1,0 +1,125 @@
+//! Accepting connections and serving HTTP on them.
+//!
+//! Contract: [`accept_loop`] owns every connection task (a `JoinSet`), so stopping it — by
+//! cancelling the server's token or aborting its task — stops them all. Each connection speaks
+//! HTTP/1.1 or HTTP/2 (hyper-util's auto builder; over TLS the client picks with ALPN) and is
+//! tied to the *connection generation* current when it was accepted: cancelling that generation
+//! drops the connection abruptly, like a server restart.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use parking_lot::Mutex;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::sim::handlers::{self, Context};
+
+/// The cancellation token of the current connection generation.
+#[derive(Debug)]
+pub struct Generations {
+    root: CancellationToken,
+    current: Mutex<CancellationToken>,
+}
+
+impl Generations {
+    /// Generations under the server's root token (cancelling it ends every generation).
+    pub fn new(root: CancellationToken) -> Generations {
+        let current = Mutex::new(root.child_token());
+        Generations { root, current }
+    }
+
+    fn current(&self) -> CancellationToken {
+        self.current.lock().clone()
+    }
+
+    /// Stops the accept loop and every connection for good.
+    pub fn shutdown(&self) {
+        self.root.cancel();
+    }
+
+    /// Drops every connection accepted so far; later connections are unaffected.
+    pub fn cut(&self) {
+        let fresh = self.root.child_token();
+        let old = std::mem::replace(&mut *self.current.lock(), fresh);
+        old.cancel();
+    }
+}
+
+/// Accepts connections until `generations`' root token is cancelled.
+pub async fn accept_loop(
+    listener: TcpListener,
+    ctx: Arc<Context>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    generations: Arc<Generations>,
+) {
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = generations.root.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let cut = generations.current();
+                    connections.spawn(serve(stream, Arc::clone(&ctx), tls.clone(), cut));
+                }
+                Err(e) => {
+                    // Out of file descriptors or similar: back off instead of spinning.
+                    tracing::warn!(error = %e, "simulated API server: accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+    connections.shutdown().await;
+}
+
+async fn serve(
+    stream: TcpStream,
+    ctx: Arc<Context>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    cut: CancellationToken,
+) {
+    // Watches are latency-sensitive one-line writes: do not let Nagle hold them back.
+    let _ = stream.set_nodelay(true);
+    match tls {
+        None => serve_http(stream, ctx, cut).await,
+        Some(acceptor) => {
+            let handshake = tokio::select! {
+                result = acceptor.accept(stream) => result,
+                _ = cut.cancelled() => return,
+            };
+            match handshake {
+                Ok(stream) => serve_http(stream, ctx, cut).await,
+                Err(e) => tracing::debug!(error = %e, "simulated API server: TLS handshake failed"),
+            }
+        }
+    }
+}
+
+async fn serve_http<S>(stream: S, ctx: Arc<Context>, cut: CancellationToken)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let service = service_fn(move |request| {
+        let ctx = Arc::clone(&ctx);
+        async move { Ok::<_, Infallible>(handlers::handle(&ctx, request).await) }
+    });
+    let builder = auto::Builder::new(TokioExecutor::new());
+    let connection = builder.serve_connection(TokioIo::new(stream), service);
+    tokio::select! {
+        result = connection => {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "simulated API server: connection ended with an error");
+            }
+        }
+        // Dropping the connection future closes the socket mid-stream, like a restart.
+        _ = cut.cancelled() => {}
+    }
+}

@@ -1,0 +1,102 @@
+//! The in-process API of a [`SimServer`]: fast test setup and inspection without HTTP.
+//!
+//! Contract: every method goes through the same [`Store`](crate::sim::store::Store) operations
+//! as the HTTP handlers, so uid, resourceVersion, finalizer and deletion rules apply and watchers
+//! see the same events. Objects are named by [`Gvr`] plus namespace and name; objects passed in
+//! carry their own namespace and name in `metadata`.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{SimError, SimServer};
+use crate::sim::history::Change;
+use crate::sim::object;
+use crate::sim::resources::{Gvr, ResourceId};
+use crate::sim::store::{DeleteOptions, DeleteOutcome, DeletionRecord, UpdateTarget};
+
+impl SimServer {
+    fn resource(&self, gvr: &Gvr) -> Result<ResourceId, SimError> {
+        self.ctx.store.resources().lookup(gvr).ok_or_else(|| {
+            SimError::UnknownResource(format!("{}/{}/{}", gvr.group, gvr.version, gvr.resource))
+        })
+    }
+
+    /// Creates an object (its namespace comes from `metadata.namespace`).
+    pub fn create(&self, gvr: &Gvr, obj: Value) -> Result<Value, SimError> {
+        let resource = self.resource(gvr)?;
+        let namespace = object::namespace(&obj).map(str::to_string);
+        let created = self
+            .ctx
+            .store
+            .create(resource, namespace.as_deref(), obj, false)?;
+        Ok((*created).clone())
+    }
+
+    /// One object.
+    pub fn get(&self, gvr: &Gvr, namespace: Option<&str>, name: &str) -> Result<Value, SimError> {
+        let resource = self.resource(gvr)?;
+        Ok((*self.ctx.store.get(resource, namespace, name)?).clone())
+    }
+
+    /// Every object of a resource, in key order, optionally in one namespace.
+    pub fn list(&self, gvr: &Gvr, namespace: Option<&str>) -> Result<Vec<Value>, SimError> {
+        let resource = self.resource(gvr)?;
+        let objects = self.ctx.store.snapshot(resource, namespace);
+        Ok(objects.iter().map(|o| (**o).clone()).collect())
+    }
+
+    /// Replaces an object (conditional on `metadata.resourceVersion` when it is set).
+    pub fn update(&self, gvr: &Gvr, obj: Value) -> Result<Value, SimError> {
+        self.write(gvr, obj, UpdateTarget::Main)
+    }
+
+    /// Replaces an object's status (like `PUT …/status`).
+    pub fn update_status(&self, gvr: &Gvr, obj: Value) -> Result<Value, SimError> {
+        self.write(gvr, obj, UpdateTarget::Status)
+    }
+
+    fn write(&self, gvr: &Gvr, obj: Value, target: UpdateTarget) -> Result<Value, SimError> {
+        let resource = self.resource(gvr)?;
+        let name = object::name(&obj).ok_or(SimError::MissingName)?.to_string();
+        let namespace = object::namespace(&obj).map(str::to_string);
+        let updated =
+            self.ctx
+                .store
+                .update(resource, namespace.as_deref(), &name, obj, target, false)?;
+        Ok((*updated).clone())
+    }
+
+    /// Deletes an object with DeleteOptions, exactly as a DELETE request would.
+    pub fn delete(
+        &self,
+        gvr: &Gvr,
+        namespace: Option<&str>,
+        name: &str,
+        options: &DeleteOptions,
+    ) -> Result<DeleteOutcome, SimError> {
+        let resource = self.resource(gvr)?;
+        Ok(self.ctx.store.delete(resource, namespace, name, options)?)
+    }
+
+    /// The current resourceVersion.
+    pub fn resource_version(&self) -> u64 {
+        self.ctx.store.resource_version()
+    }
+
+    /// Forgets all history: watches and exact lists from any earlier resourceVersion now get 410.
+    pub fn compact(&self) {
+        self.ctx.store.compact();
+    }
+
+    /// The retained change log (bounded by the history limit), oldest first.
+    pub fn history(&self) -> Vec<Arc<Change>> {
+        self.ctx.store.history()
+    }
+
+    /// Every object that left storage — what, when (resourceVersion and clock time) and its
+    /// final state — oldest first; unaffected by [`SimServer::compact`].
+    pub fn deletions(&self) -> Vec<DeletionRecord> {
+        self.ctx.store.deletions()
+    }
+}

@@ -1,0 +1,229 @@
+//! `SimServer`: a running simulated API server.
+//!
+//! Contract: [`SimServer::start`] binds the configured address, creates the initial namespaces,
+//! and spawns one accept task that owns every connection; [`SimServer::shutdown`] stops accepting,
+//! ends every watch and connection and joins that task (dropping a `SimServer` without calling it
+//! aborts the task instead). The server hands out what a client needs — [`SimServer::url`],
+//! [`SimServer::ca_pem`], a kubeconfig — and what a test needs to look inside: the request
+//! [`Journal`], the [`FaultInjector`], and the in-process API of `direct.rs`, which goes through
+//! the same store rules as HTTP requests.
+
+mod accept;
+mod direct;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use url::Url;
+
+use crate::sim::config::SimConfig;
+use crate::sim::faults::FaultInjector;
+use crate::sim::handlers::Context;
+use crate::sim::journal::Journal;
+use crate::sim::kubeconfig::{KubeconfigError, KubeconfigSpec};
+use crate::sim::resources::Resources;
+use crate::sim::store::{Store, StoreConfig, StoreError};
+use crate::sim::tls::{self, SimTls, TlsError};
+use accept::Generations;
+
+/// Why the simulated server could not start or an in-process call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// The listening socket could not be bound.
+    #[error("binding the simulated API server to {addr}: {source}")]
+    Bind {
+        /// The address asked for.
+        addr: std::net::SocketAddr,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// TLS material could not be generated.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    /// The kubeconfig could not be rendered or written.
+    #[error(transparent)]
+    Kubeconfig(#[from] KubeconfigError),
+    /// An in-process call named a resource the server does not serve.
+    #[error("the simulated API server does not serve {0}")]
+    UnknownResource(String),
+    /// An in-process call named no object (missing `metadata.name`).
+    #[error("the object has no metadata.name")]
+    MissingName,
+    /// The store refused an in-process call.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// A running simulated API server.
+pub struct SimServer {
+    ctx: Arc<Context>,
+    url: Url,
+    tls: Option<SimTls>,
+    token: Option<String>,
+    generations: Arc<Generations>,
+    accept_task: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for SimServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimServer")
+            .field("url", &self.url.as_str())
+            .field("tls", &self.tls.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl SimServer {
+    /// Starts a server with `config`.
+    pub async fn start(config: SimConfig) -> Result<SimServer, SimError> {
+        let listener = TcpListener::bind(config.bind)
+            .await
+            .map_err(|source| SimError::Bind {
+                addr: config.bind,
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(|source| SimError::Bind {
+            addr: config.bind,
+            source,
+        })?;
+        let tls = if config.tls {
+            Some(tls::generate(&[])?)
+        } else {
+            None
+        };
+        let store = Arc::new(Store::new(
+            Arc::new(Resources::new(config.resources.clone())),
+            Arc::clone(&config.clock),
+            StoreConfig {
+                history_limit: config.history_limit,
+                watch_buffer: config.watch_buffer,
+                ..StoreConfig::default()
+            },
+        ));
+        create_namespaces(&store, &config.namespaces)?;
+        let ctx = Arc::new(Context {
+            store,
+            journal: Arc::new(Journal::new(config.journal_capacity)),
+            faults: Arc::new(FaultInjector::new(config.fault_plan.clone())),
+            token: config.token.clone(),
+            bookmark_interval: config.bookmark_interval,
+            watch_list_enabled: config.watch_list_enabled,
+            server_address: addr.to_string(),
+        });
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let url = Url::parse(&format!("{scheme}://{addr}"))
+            .map_err(|e| SimError::UnknownResource(format!("server URL: {e}")))?;
+        let generations = Arc::new(Generations::new(CancellationToken::new()));
+        let accept_task = tokio::spawn(accept::accept_loop(
+            listener,
+            Arc::clone(&ctx),
+            tls.as_ref().map(SimTls::acceptor),
+            Arc::clone(&generations),
+        ));
+        Ok(SimServer {
+            ctx,
+            url,
+            tls,
+            token: config.token,
+            generations,
+            accept_task: Some(accept_task),
+        })
+    }
+
+    /// The base URL (`http://127.0.0.1:<port>` or `https://…`).
+    pub fn url(&self) -> &Url {
+        &self.url
+    }
+
+    /// The CA certificate clients must trust, when serving TLS.
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.tls.as_ref().map(|t| t.ca_pem.as_str())
+    }
+
+    /// The TLS material (for client certificates signed by the server's CA), when serving TLS.
+    pub fn tls(&self) -> Option<&SimTls> {
+        self.tls.as_ref()
+    }
+
+    /// A kubeconfig pointing at this server (CA and token included).
+    pub fn kubeconfig_spec(&self) -> KubeconfigSpec {
+        KubeconfigSpec {
+            server: self.url.clone(),
+            ca_pem: self.ca_pem().map(str::to_string),
+            token: self.token.clone(),
+            client_cert: None,
+            namespace: None,
+            context_name: "kube-gc-sim".to_string(),
+        }
+    }
+
+    /// The kubeconfig YAML for this server.
+    pub fn kubeconfig_yaml(&self) -> Result<String, SimError> {
+        Ok(self.kubeconfig_spec().render()?)
+    }
+
+    /// Writes the kubeconfig to `path` (mode 0600).
+    pub fn write_kubeconfig(&self, path: &Path) -> Result<(), SimError> {
+        Ok(self.kubeconfig_spec().write_to(path)?)
+    }
+
+    /// Every request received, with the status it got.
+    pub fn journal(&self) -> &Journal {
+        &self.ctx.journal
+    }
+
+    /// Fault injection, to change the plan mid-run or read what was injected.
+    pub fn faults(&self) -> &FaultInjector {
+        &self.ctx.faults
+    }
+
+    /// The store behind the server, for checks the in-process API does not cover.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.ctx.store
+    }
+
+    /// Ends every open watch and drops every open connection, like an API server restart
+    /// (history is kept; call [`SimServer::compact`] as well to lose it).
+    pub fn drop_connections(&self) {
+        self.ctx.store.close_watches();
+        self.generations.cut();
+    }
+
+    /// Stops accepting, ends every watch and connection and waits for the server task.
+    pub async fn shutdown(mut self) {
+        self.stop();
+        if let Some(task) = self.accept_task.take() {
+            // The accept loop exits on cancellation; a panic in it is already reported.
+            let _ = task.await;
+        }
+    }
+
+    fn stop(&self) {
+        self.ctx.store.close_watches();
+        self.generations.cut();
+        self.generations.shutdown();
+    }
+}
+
+impl Drop for SimServer {
+    fn drop(&mut self) {
+        if let Some(task) = self.accept_task.take() {
+            self.stop();
+            task.abort();
+        }
+    }
+}
+
+fn create_namespaces(store: &Store, names: &[String]) -> Result<(), SimError> {
+    let Some(namespaces) = store.resources().namespaces() else {
+        return Ok(());
+    };
+    for name in names {
+        let ns = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+        store.create(namespaces, None, ns, false)?;
+    }
+    Ok(())
+}

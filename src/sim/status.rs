@@ -1,0 +1,769 @@
+//! Builders of the `Status` bodies a real kube-apiserver sends when a request fails (and for
+//! the few successes that answer with a `Status`, like a Background delete).
+//!
+//! Contract: every builder returns `(http::StatusCode, serde_json::Value)` where the value is,
+//! field for field, the body a v1.28 kube-apiserver sends in the same situation (checked against
+//! the captures in `fixtures/real-apiserver/exchanges` by the tests below). The server only has
+//! to serialize the value; it never assembles a `Status` by hand.
+//!
+//! The shapes follow apimachinery's `metav1.Status`, whose optional fields are all `omitempty`:
+//! an empty `details.group` (the core group), an empty name, no causes or a zero
+//! `retryAfterSeconds` are left out, and `details` itself is absent unless the upstream error
+//! sets it. Messages are Go format strings in upstream; names are quoted the way Go's `%q` quotes
+//! them, which for Kubernetes names is the same as JSON string quoting.
+
+use std::fmt;
+
+use http::StatusCode;
+use serde_json::{json, Map, Value};
+
+/// A resource in an API group, e.g. `jobs` in `batch`; renders as `jobs.batch`, or just
+/// `configmaps` for the core group (empty group), the way the real server names resources in
+/// its messages.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct GroupResource {
+    /// The API group; empty for the core (`/api/v1`) group.
+    pub group: String,
+    /// The plural resource name, e.g. `jobs`.
+    pub resource: String,
+}
+
+impl GroupResource {
+    /// A resource in the named group.
+    pub fn new(group: impl Into<String>, resource: impl Into<String>) -> Self {
+        GroupResource {
+            group: group.into(),
+            resource: resource.into(),
+        }
+    }
+}
+
+impl fmt::Display for GroupResource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        qualified(f, &self.resource, &self.group)
+    }
+}
+
+/// A kind in an API group, e.g. `Job` in `batch`; renders as `Job.batch`, or `ConfigMap` for
+/// the core group. Some upstream errors (validation, delete preconditions) name the kind rather
+/// than the resource.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct GroupKind {
+    /// The API group; empty for the core group.
+    pub group: String,
+    /// The kind, e.g. `Job`.
+    pub kind: String,
+}
+
+impl GroupKind {
+    /// A kind in the named group.
+    pub fn new(group: impl Into<String>, kind: impl Into<String>) -> Self {
+        GroupKind {
+            group: group.into(),
+            kind: kind.into(),
+        }
+    }
+}
+
+impl fmt::Display for GroupKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        qualified(f, &self.kind, &self.group)
+    }
+}
+
+fn qualified(f: &mut fmt::Formatter<'_>, name: &str, group: &str) -> fmt::Result {
+    if group.is_empty() {
+        f.write_str(name)
+    } else {
+        write!(f, "{name}.{group}")
+    }
+}
+
+/// The kind of a validation failure, as `metav1.CauseType` spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CauseType {
+    /// `FieldValueInvalid`: the value is present but wrong.
+    Invalid,
+    /// `FieldValueRequired`: the field is missing or empty.
+    Required,
+    /// `FieldValueDuplicate`: the value repeats one already given.
+    Duplicate,
+    /// `FieldValueForbidden`: the field may not be set.
+    Forbidden,
+    /// `FieldValueNotSupported`: the value is not one of the allowed ones.
+    NotSupported,
+}
+
+impl CauseType {
+    /// The `reason` string of the cause in the `Status` body.
+    pub fn reason(self) -> &'static str {
+        match self {
+            CauseType::Invalid => "FieldValueInvalid",
+            CauseType::Required => "FieldValueRequired",
+            CauseType::Duplicate => "FieldValueDuplicate",
+            CauseType::Forbidden => "FieldValueForbidden",
+            CauseType::NotSupported => "FieldValueNotSupported",
+        }
+    }
+
+    /// The words that open the cause's message (`field.ErrorType.String()` upstream).
+    fn label(self) -> &'static str {
+        match self {
+            CauseType::Invalid => "Invalid value",
+            CauseType::Required => "Required value",
+            CauseType::Duplicate => "Duplicate value",
+            CauseType::Forbidden => "Forbidden",
+            CauseType::NotSupported => "Unsupported value",
+        }
+    }
+}
+
+/// One field-level validation failure of a 422 `Invalid` answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cause {
+    /// What is wrong.
+    pub kind: CauseType,
+    /// The JSON path of the field, e.g. `metadata.ownerReferences.uid`.
+    pub field: String,
+    /// The offending value, shown in the message for value errors; ignored for `Required` and
+    /// `Forbidden`, which upstream reports without the value.
+    pub value: Value,
+    /// A human explanation appended after the value, e.g. `uid must not be empty`.
+    pub detail: String,
+}
+
+impl Cause {
+    /// A `FieldValueInvalid` cause.
+    pub fn invalid(field: impl Into<String>, value: Value, detail: impl Into<String>) -> Self {
+        Cause {
+            kind: CauseType::Invalid,
+            field: field.into(),
+            value,
+            detail: detail.into(),
+        }
+    }
+
+    /// A `FieldValueRequired` cause.
+    pub fn required(field: impl Into<String>, detail: impl Into<String>) -> Self {
+        Cause {
+            kind: CauseType::Required,
+            field: field.into(),
+            value: Value::Null,
+            detail: detail.into(),
+        }
+    }
+
+    /// The cause's message without the field: `Invalid value: "": uid must not be empty`.
+    pub fn body(&self) -> String {
+        let mut text = match self.kind {
+            CauseType::Required | CauseType::Forbidden => self.kind.label().to_owned(),
+            _ => format!("{}: {}", self.kind.label(), go_value(&self.value)),
+        };
+        if !self.detail.is_empty() {
+            text.push_str(": ");
+            text.push_str(&self.detail);
+        }
+        text
+    }
+
+    fn to_json(&self) -> Value {
+        json!({ "reason": self.kind.reason(), "message": self.body(), "field": self.field })
+    }
+}
+
+impl fmt::Display for Cause {
+    /// `field: body`, the way an aggregated validation error lists it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.field, self.body())
+    }
+}
+
+/// Renders a value the way apimachinery's field errors print a bad value: strings quoted,
+/// numbers and booleans bare, `null` as `null`, anything else as JSON.
+fn go_value(value: &Value) -> String {
+    match value {
+        Value::String(s) => quote(s),
+        other => other.to_string(),
+    }
+}
+
+/// Go's `%q` for the strings that appear in these messages (names, uids, plain text).
+fn quote(s: &str) -> String {
+    Value::String(s.to_owned()).to_string()
+}
+
+/// The message of a list whose `continue` token was compacted away (exchange 53).
+pub const CONTINUE_EXPIRED_MESSAGE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
+/// The message of a list at an exact resourceVersion that was compacted away (exchange 54).
+pub const LIST_RESOURCE_VERSION_EXPIRED_MESSAGE: &str =
+    "The resourceVersion for the provided list is too old.";
+
+/// The patch types a custom resource accepts; anything else (strategic merge) gets a 415
+/// naming these (exchange 49).
+pub const CUSTOM_RESOURCE_PATCH_TYPES: [&str; 3] = [
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/apply-patch+yaml",
+];
+
+/// The message of a watch that starts before the oldest event the server still holds
+/// (exchange 55): `too old resource version: 300 (557)`.
+pub fn too_old_resource_version_message(requested: u64, oldest_available: u64) -> String {
+    format!("too old resource version: {requested} ({oldest_available})")
+}
+
+/// A `Status` with `status: Failure`. `details` is left out when `None`, as upstream leaves out
+/// a nil `*StatusDetails`.
+fn failure(code: StatusCode, reason: &str, message: &str, details: Option<Value>) -> Value {
+    let mut body = json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code.as_u16(),
+    });
+    if let (Some(details), Value::Object(map)) = (details, &mut body) {
+        map.insert("details".to_owned(), details);
+    }
+    body
+}
+
+/// `StatusDetails` naming one object: empty group and name are omitted, like upstream's
+/// `omitempty`. `kind` holds a resource or a kind, depending on the error.
+fn details(group: &str, kind: &str, name: &str) -> Map<String, Value> {
+    let mut map = Map::new();
+    if !name.is_empty() {
+        map.insert("name".to_owned(), Value::from(name));
+    }
+    if !group.is_empty() {
+        map.insert("group".to_owned(), Value::from(group));
+    }
+    if !kind.is_empty() {
+        map.insert("kind".to_owned(), Value::from(kind));
+    }
+    map
+}
+
+fn resource_details(gr: &GroupResource, name: &str) -> Value {
+    Value::Object(details(&gr.group, &gr.resource, name))
+}
+
+/// 404 `NotFound`: `jobs.batch "nope" not found` (exchanges 13, 31).
+pub fn not_found(gr: &GroupResource, name: &str) -> (StatusCode, Value) {
+    let code = StatusCode::NOT_FOUND;
+    let message = format!("{gr} {} not found", quote(name));
+    let body = failure(code, "NotFound", &message, Some(resource_details(gr, name)));
+    (code, body)
+}
+
+/// 404 for a path that names no resource the server serves (upstream's generic
+/// "the server could not find the requested resource", with empty details).
+pub fn not_found_path() -> (StatusCode, Value) {
+    let code = StatusCode::NOT_FOUND;
+    let message = "the server could not find the requested resource";
+    (code, failure(code, "NotFound", message, Some(json!({}))))
+}
+
+/// 409 `AlreadyExists`: `jobs.batch "pi" already exists` (exchange 10).
+pub fn already_exists(gr: &GroupResource, name: &str) -> (StatusCode, Value) {
+    let code = StatusCode::CONFLICT;
+    let message = format!("{gr} {} already exists", quote(name));
+    let body = failure(
+        code,
+        "AlreadyExists",
+        &message,
+        Some(resource_details(gr, name)),
+    );
+    (code, body)
+}
+
+/// 409 `Conflict` in upstream's `NewConflict` form: `Operation cannot be fulfilled on <what>
+/// "<name>": <why>`. `group`/`kind_or_resource` fill the details.
+fn conflict(group: &str, kind_or_resource: &str, what: &str, name: &str, why: &str) -> Value {
+    let message = format!(
+        "Operation cannot be fulfilled on {what} {}: {why}",
+        quote(name)
+    );
+    let details = Value::Object(details(group, kind_or_resource, name));
+    failure(StatusCode::CONFLICT, "Conflict", &message, Some(details))
+}
+
+/// 409 `Conflict` for an update carrying a stale resourceVersion (exchanges 36, 44).
+pub fn conflict_modified(gr: &GroupResource, name: &str) -> (StatusCode, Value) {
+    let why = "the object has been modified; please apply your changes to the latest version and try again";
+    let body = conflict(&gr.group, &gr.resource, &gr.to_string(), name, why);
+    (StatusCode::CONFLICT, body)
+}
+
+/// 409 `Conflict` for a delete whose UID precondition does not match (exchange 24). Upstream
+/// names the object by its kind here (`Job.batch`), not its resource.
+pub fn precondition_failed_uid(
+    gk: &GroupKind,
+    name: &str,
+    expected: &str,
+    actual: &str,
+) -> (StatusCode, Value) {
+    let why = format!(
+        "the UID in the precondition ({expected}) does not match the UID in record ({actual}). The object might have been deleted and then recreated"
+    );
+    let body = conflict(&gk.group, &gk.kind, &gk.to_string(), name, &why);
+    (StatusCode::CONFLICT, body)
+}
+
+/// 409 `Conflict` for a delete whose resourceVersion precondition does not match; same shape
+/// as [`precondition_failed_uid`].
+pub fn precondition_failed_rv(
+    gk: &GroupKind,
+    name: &str,
+    expected: &str,
+    actual: &str,
+) -> (StatusCode, Value) {
+    let why = format!(
+        "the ResourceVersion in the precondition ({expected}) does not match the ResourceVersion in record ({actual}). The object might have been modified"
+    );
+    let body = conflict(&gk.group, &gk.kind, &gk.to_string(), name, &why);
+    (StatusCode::CONFLICT, body)
+}
+
+/// 409 `Conflict` for an update (PUT or PATCH) whose body carries a `metadata.uid` different
+/// from the stored object's. Upstream fails the storage precondition and wraps the storage error
+/// verbatim, etcd key included: `Operation cannot be fulfilled on configmaps "x": StorageError:
+/// invalid object, Code: 4, Key: /registry/configmaps/ns/x, ResourceVersion: 0,
+/// AdditionalErrorMsg: Precondition failed: UID in precondition: <body uid>, UID in object meta:
+/// <stored uid>`. `namespace` is `None` for cluster-scoped resources.
+pub fn conflict_precondition_uid_update(
+    gr: &GroupResource,
+    namespace: Option<&str>,
+    name: &str,
+    precondition_uid: &str,
+    object_uid: &str,
+) -> (StatusCode, Value) {
+    let key = storage_key(gr, namespace, name);
+    let why = format!(
+        "StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: {precondition_uid}, UID in object meta: {object_uid}"
+    );
+    let body = conflict(&gr.group, &gr.resource, &gr.to_string(), name, &why);
+    (StatusCode::CONFLICT, body)
+}
+
+/// The etcd key kube-apiserver stores an object under: built-in resources (core group, the
+/// short built-in groups and `*.k8s.io`) as `/registry/<resource>/...`, custom resources as
+/// `/registry/<group>/<resource>/...`.
+fn storage_key(gr: &GroupResource, namespace: Option<&str>, name: &str) -> String {
+    const BUILT_IN_GROUPS: [&str; 5] = ["", "apps", "batch", "autoscaling", "policy"];
+    let built_in = BUILT_IN_GROUPS.contains(&gr.group.as_str()) || gr.group.ends_with(".k8s.io");
+    let mut key = String::from("/registry/");
+    if !built_in {
+        key.push_str(&gr.group);
+        key.push('/');
+    }
+    key.push_str(&gr.resource);
+    if let Some(namespace) = namespace {
+        key.push('/');
+        key.push_str(namespace);
+    }
+    key.push('/');
+    key.push_str(name);
+    key
+}
+
+/// 504 `Timeout` for a read at a resourceVersion newer than the server has (upstream's
+/// `NewTooLargeResourceVersionError`): the client should retry after a second.
+pub fn too_large_resource_version(requested: u64, current: u64) -> (StatusCode, Value) {
+    let code = StatusCode::GATEWAY_TIMEOUT;
+    let message = format!("Timeout: Too large resource version: {requested}, current: {current}");
+    let details = json!({
+        "causes": [{ "reason": "ResourceVersionTooLarge", "message": "Too large resource version" }],
+        "retryAfterSeconds": 1,
+    });
+    (code, failure(code, "Timeout", &message, Some(details)))
+}
+
+/// 422 `Invalid` with field causes: `ConfigMap "bad" is invalid: <causes>` (exchange 35).
+/// Several causes are listed as `[a, b]`, like Go's aggregated error.
+pub fn invalid(gk: &GroupKind, name: &str, causes: &[Cause]) -> (StatusCode, Value) {
+    let code = StatusCode::UNPROCESSABLE_ENTITY;
+    let mut message = format!("{gk} {} is invalid", quote(name));
+    match causes {
+        [] => {}
+        [only] => message.push_str(&format!(": {only}")),
+        many => {
+            let listed: Vec<String> = many.iter().map(Cause::to_string).collect();
+            message.push_str(&format!(": [{}]", listed.join(", ")));
+        }
+    }
+    let mut details = details(&gk.group, &gk.kind, name);
+    if !causes.is_empty() {
+        let causes = causes.iter().map(Cause::to_json).collect();
+        details.insert("causes".to_owned(), Value::Array(causes));
+    }
+    let body = failure(code, "Invalid", &message, Some(Value::Object(details)));
+    (code, body)
+}
+
+/// 422 `Invalid` with no details, what the server answers when applying a patch fails, e.g. a
+/// JSON patch `test` operation that does not hold (exchange 37).
+pub fn patch_rejected() -> (StatusCode, Value) {
+    let code = StatusCode::UNPROCESSABLE_ENTITY;
+    let message = "the server rejected our request due to an error in our request";
+    (code, failure(code, "Invalid", message, Some(json!({}))))
+}
+
+/// 400 `BadRequest` with the given message and no details (exchange 16).
+pub fn bad_request(message: &str) -> (StatusCode, Value) {
+    let code = StatusCode::BAD_REQUEST;
+    (code, failure(code, "BadRequest", message, None))
+}
+
+/// 410 `Expired`. `fresh_continue`, when given, goes to `metadata.continue`, as the server does
+/// for a compacted continue token so the client can carry on inconsistently (exchanges 53, 54).
+pub fn gone_expired(message: &str, fresh_continue: Option<String>) -> (StatusCode, Value) {
+    let code = StatusCode::GONE;
+    let mut body = failure(code, "Expired", message, None);
+    if let Some(token) = fresh_continue {
+        body["metadata"] = json!({ "continue": token });
+    }
+    (code, body)
+}
+
+/// 401 `Unauthorized` (exchange 41).
+pub fn unauthorized() -> (StatusCode, Value) {
+    let code = StatusCode::UNAUTHORIZED;
+    (code, failure(code, "Unauthorized", "Unauthorized", None))
+}
+
+/// 429 `TooManyRequests` with `details.retryAfterSeconds`, upstream's `NewTooManyRequests`.
+/// (The real server's priority-and-fairness filter answers 429 in plain text with a
+/// `Retry-After` header; the `Status` form is what clients must handle from other sources, and
+/// the server should send the header too.)
+pub fn too_many_requests(retry_after_seconds: u64) -> (StatusCode, Value) {
+    let code = StatusCode::TOO_MANY_REQUESTS;
+    let message = "Too many requests, please try again later.";
+    let mut details = Map::new();
+    if retry_after_seconds > 0 {
+        details.insert(
+            "retryAfterSeconds".to_owned(),
+            Value::from(retry_after_seconds),
+        );
+    }
+    let body = failure(
+        code,
+        "TooManyRequests",
+        message,
+        Some(Value::Object(details)),
+    );
+    (code, body)
+}
+
+/// 500 `InternalError`: `Internal error occurred: <msg>`, the message repeated as a cause.
+pub fn internal_error(message: &str) -> (StatusCode, Value) {
+    let code = StatusCode::INTERNAL_SERVER_ERROR;
+    let text = format!("Internal error occurred: {message}");
+    let details = json!({ "causes": [{ "message": message }] });
+    (code, failure(code, "InternalError", &text, Some(details)))
+}
+
+/// 503 `ServiceUnavailable` with the given message.
+pub fn service_unavailable(message: &str) -> (StatusCode, Value) {
+    let code = StatusCode::SERVICE_UNAVAILABLE;
+    (code, failure(code, "ServiceUnavailable", message, None))
+}
+
+/// 415 `UnsupportedMediaType` listing the media types that would have been accepted
+/// (exchange 49; pass [`CUSTOM_RESOURCE_PATCH_TYPES`] for a strategic patch of a custom
+/// resource). Upstream names the accepted types, not the rejected one.
+pub fn unsupported_media_type(accepted: &[&str]) -> (StatusCode, Value) {
+    let code = StatusCode::UNSUPPORTED_MEDIA_TYPE;
+    let message = format!(
+        "the body of the request was in an unknown format - accepted media types include: {}",
+        accepted.join(", ")
+    );
+    (code, failure(code, "UnsupportedMediaType", &message, None))
+}
+
+/// 405 `MethodNotAllowed`: `<action> is not supported on resources of kind "jobs.batch"`.
+pub fn method_not_allowed(gr: &GroupResource, action: &str) -> (StatusCode, Value) {
+    let code = StatusCode::METHOD_NOT_ALLOWED;
+    let message = format!(
+        "{action} is not supported on resources of kind {}",
+        quote(&gr.to_string())
+    );
+    let body = failure(
+        code,
+        "MethodNotAllowed",
+        &message,
+        Some(resource_details(gr, "")),
+    );
+    (code, body)
+}
+
+/// 200 `Success` for a delete that removed the object at once (exchange 29): the server
+/// answers with this `Status` instead of the object.
+pub fn success_deleted(gr: &GroupResource, name: &str, uid: &str) -> (StatusCode, Value) {
+    let mut details = details(&gr.group, &gr.resource, name);
+    details.insert("uid".to_owned(), Value::from(uid));
+    let body = json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": details,
+    });
+    (StatusCode::OK, body)
+}
+
+/// The watch-stream line that carries an error: `{"type":"ERROR","object":<Status>}`
+/// (exchange 55). The HTTP status of such a watch is still 200.
+pub fn watch_error_event(status_body: Value) -> Value {
+    json!({ "type": "ERROR", "object": status_body })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The response (status, body, or first decoded watch event) of a captured exchange.
+    fn captured(prefix: &str) -> (u16, Value) {
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/real-apiserver/exchanges"
+        );
+        let entries = std::fs::read_dir(dir).expect("fixtures directory is part of the repo");
+        let path = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .find(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(prefix))
+            })
+            .expect("exchange exists");
+        let text = std::fs::read_to_string(path).expect("fixture readable");
+        let exchange: Value = serde_json::from_str(&text).expect("fixture is JSON");
+        let response = &exchange["response"];
+        let status = response["status"].as_u64().expect("status") as u16;
+        let body = match response.get("body") {
+            Some(body) => body.clone(),
+            None => response["events"][0].clone(),
+        };
+        (status, body)
+    }
+
+    fn assert_matches_capture(prefix: &str, built: (StatusCode, Value)) {
+        let (status, body) = captured(prefix);
+        assert_eq!(built.0.as_u16(), status, "status of exchange {prefix}");
+        assert_eq!(built.1, body, "body of exchange {prefix}");
+    }
+
+    fn jobs() -> GroupResource {
+        GroupResource::new("batch", "jobs")
+    }
+
+    #[test]
+    fn group_resource_and_kind_render_like_the_server() {
+        assert_eq!(jobs().to_string(), "jobs.batch");
+        assert_eq!(
+            GroupResource::new("", "configmaps").to_string(),
+            "configmaps"
+        );
+        assert_eq!(GroupKind::new("batch", "Job").to_string(), "Job.batch");
+        assert_eq!(GroupKind::new("", "ConfigMap").to_string(), "ConfigMap");
+    }
+
+    #[test]
+    fn already_exists_matches_exchange_10() {
+        assert_matches_capture("10-", already_exists(&jobs(), "pi"));
+    }
+
+    #[test]
+    fn not_found_matches_exchanges_13_28_31() {
+        assert_matches_capture("13-", not_found(&jobs(), "nope"));
+        assert_matches_capture("31-", not_found(&jobs(), "nope"));
+        let (_, body28) = captured("28-");
+        let name = body28["details"]["name"].as_str().expect("name").to_owned();
+        assert_matches_capture("28-", not_found(&jobs(), &name));
+    }
+
+    #[test]
+    fn bad_request_matches_exchange_16() {
+        let message = "invalid continue token: continue key is not valid: invalid character '\\u0081' looking for beginning of value";
+        assert_matches_capture("16-", bad_request(message));
+    }
+
+    #[test]
+    fn uid_precondition_matches_exchange_24() {
+        let built = precondition_failed_uid(
+            &GroupKind::new("batch", "Job"),
+            "pi",
+            "00000000-0000-0000-0000-000000000000",
+            "085ad5ab-19e7-4b4b-9240-0c88f7b0971e",
+        );
+        assert_matches_capture("24-", built);
+    }
+
+    #[test]
+    fn rv_precondition_has_the_conflict_shape() {
+        let (code, body) = precondition_failed_rv(&GroupKind::new("batch", "Job"), "pi", "5", "7");
+        assert_eq!(code, StatusCode::CONFLICT);
+        assert_eq!(body["reason"], "Conflict");
+        assert_eq!(
+            body["details"],
+            json!({"name": "pi", "group": "batch", "kind": "Job"})
+        );
+        assert_eq!(
+            body["message"],
+            "Operation cannot be fulfilled on Job.batch \"pi\": the ResourceVersion in the precondition (5) does not match the ResourceVersion in record (7). The object might have been modified"
+        );
+    }
+
+    #[test]
+    fn success_deleted_matches_exchange_29() {
+        let built = success_deleted(&jobs(), "list-a", "19297836-5c0d-40c2-9153-263638eb844d");
+        assert_matches_capture("29-", built);
+    }
+
+    #[test]
+    fn invalid_matches_exchange_35() {
+        let cause = Cause::invalid(
+            "metadata.ownerReferences.uid",
+            json!(""),
+            "uid must not be empty",
+        );
+        let built = invalid(&GroupKind::new("", "ConfigMap"), "bad", &[cause]);
+        assert_matches_capture("35-", built);
+    }
+
+    #[test]
+    fn invalid_aggregates_several_causes() {
+        let causes = [
+            Cause::required("metadata.name", "name or generateName is required"),
+            Cause::invalid("spec.ttlSecondsAfterFinished", json!(-1), "must be >= 0"),
+        ];
+        let (code, body) = invalid(&GroupKind::new("batch", "Job"), "x", &causes);
+        assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(
+            body["message"],
+            "Job.batch \"x\" is invalid: [metadata.name: Required value: name or generateName is required, spec.ttlSecondsAfterFinished: Invalid value: -1: must be >= 0]"
+        );
+        assert_eq!(body["details"]["causes"][0]["reason"], "FieldValueRequired");
+        assert_eq!(body["details"]["group"], "batch");
+    }
+
+    #[test]
+    fn conflict_modified_matches_exchanges_36_44() {
+        let cm = GroupResource::new("", "configmaps");
+        assert_matches_capture("36-", conflict_modified(&cm, "dependent"));
+        let leases = GroupResource::new("coordination.k8s.io", "leases");
+        assert_matches_capture("44-", conflict_modified(&leases, "kube-gc"));
+    }
+
+    #[test]
+    fn patch_rejected_matches_exchange_37() {
+        assert_matches_capture("37-", patch_rejected());
+    }
+
+    #[test]
+    fn unauthorized_matches_exchange_41() {
+        assert_matches_capture("41-", unauthorized());
+    }
+
+    #[test]
+    fn unsupported_media_type_matches_exchange_49() {
+        assert_matches_capture("49-", unsupported_media_type(&CUSTOM_RESOURCE_PATCH_TYPES));
+    }
+
+    #[test]
+    fn gone_expired_matches_exchanges_53_54() {
+        let token = "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6LTEsInN0YXJ0Ijoia2VlcC0xXHUwMDAwIn0";
+        let built = gone_expired(CONTINUE_EXPIRED_MESSAGE, Some(token.to_owned()));
+        assert_matches_capture("53-", built);
+        assert_matches_capture(
+            "54-",
+            gone_expired(LIST_RESOURCE_VERSION_EXPIRED_MESSAGE, None),
+        );
+    }
+
+    #[test]
+    fn watch_error_event_matches_exchange_55() {
+        let message = too_old_resource_version_message(300, 557);
+        let (_, status) = gone_expired(&message, None);
+        let (code, event) = captured("55-");
+        assert_eq!(code, 200);
+        assert_eq!(watch_error_event(status), event);
+    }
+
+    #[test]
+    fn update_uid_precondition_wraps_the_storage_error() {
+        let cm = GroupResource::new("", "configmaps");
+        let (code, body) = conflict_precondition_uid_update(&cm, Some("ns"), "x", "a", "b");
+        assert_eq!(code, StatusCode::CONFLICT);
+        assert_eq!(
+            body["message"],
+            "Operation cannot be fulfilled on configmaps \"x\": StorageError: invalid object, Code: 4, Key: /registry/configmaps/ns/x, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: a, UID in object meta: b"
+        );
+        assert_eq!(body["details"], json!({"name": "x", "kind": "configmaps"}));
+        let vcjobs = GroupResource::new("batch.volcano.sh", "jobs");
+        assert_eq!(
+            storage_key(&vcjobs, Some("ns"), "v"),
+            "/registry/batch.volcano.sh/jobs/ns/v"
+        );
+        assert_eq!(storage_key(&jobs(), Some("ns"), "j"), "/registry/jobs/ns/j");
+        let leases = GroupResource::new("coordination.k8s.io", "leases");
+        assert_eq!(
+            storage_key(&leases, Some("ns"), "l"),
+            "/registry/leases/ns/l"
+        );
+        let namespaces = GroupResource::new("", "namespaces");
+        assert_eq!(
+            storage_key(&namespaces, None, "ns"),
+            "/registry/namespaces/ns"
+        );
+    }
+
+    #[test]
+    fn too_large_resource_version_is_a_retryable_timeout() {
+        let (code, body) = too_large_resource_version(900, 557);
+        assert_eq!(code.as_u16(), 504);
+        assert_eq!(
+            body,
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": "Timeout: Too large resource version: 900, current: 557",
+                "reason": "Timeout", "code": 504,
+                "details": {"causes": [{"reason": "ResourceVersionTooLarge",
+                    "message": "Too large resource version"}], "retryAfterSeconds": 1}})
+        );
+    }
+
+    #[test]
+    fn remaining_builders_have_upstream_shapes() {
+        let (code, body) = too_many_requests(3);
+        assert_eq!(code.as_u16(), 429);
+        assert_eq!(body["reason"], "TooManyRequests");
+        assert_eq!(body["details"], json!({"retryAfterSeconds": 3}));
+
+        let (code, body) = internal_error("boom");
+        assert_eq!(code.as_u16(), 500);
+        assert_eq!(body["message"], "Internal error occurred: boom");
+        assert_eq!(body["details"]["causes"], json!([{"message": "boom"}]));
+
+        let (code, body) = service_unavailable("etcd is down");
+        assert_eq!(code.as_u16(), 503);
+        assert_eq!(body["reason"], "ServiceUnavailable");
+        assert!(body.get("details").is_none());
+
+        let (code, body) = method_not_allowed(&jobs(), "deletecollection");
+        assert_eq!(code.as_u16(), 405);
+        assert_eq!(
+            body["message"],
+            "deletecollection is not supported on resources of kind \"jobs.batch\""
+        );
+        assert_eq!(body["details"], json!({"group": "batch", "kind": "jobs"}));
+
+        let (code, body) = not_found_path();
+        assert_eq!(code.as_u16(), 404);
+        assert_eq!(body["details"], json!({}));
+    }
+}

@@ -1,0 +1,330 @@
+//! Deleting objects: preconditions, propagation policies and finalizers.
+//!
+//! Contract (the real server's generic registry, `Store.Delete`):
+//! - `preconditions.uid` / `preconditions.resourceVersion` that do not match → 409.
+//! - The propagation policy (explicit, else the deprecated `orphanDependents`, else the
+//!   object's existing `orphan`/`foregroundDeletion` finalizer, else the resource's default)
+//!   decides whether the `orphan` (Orphan) or `foregroundDeletion` (Foreground) finalizer is set;
+//!   Background sets neither and removes a previous one.
+//! - An object left with no finalizers is removed at once ([`DeleteOutcome::Deleted`]).
+//!   Otherwise it is kept with `deletionTimestamp` (set once, never moved later),
+//!   `deletionGracePeriodSeconds: 0` and, if it tracks generations, `generation + 1`
+//!   ([`DeleteOutcome::Pending`]); a garbage collector or another controller finishes the job by
+//!   removing the finalizers. Deleting an object that is already being deleted returns it,
+//!   switching orphan ↔ foreground finalizers when the new request asks for that.
+//! - The simulated server never deletes dependents itself: that is kube-gc's job.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{Store, StoreError, Write};
+use crate::sim::clock::format_time;
+use crate::sim::history::ChangeKind;
+use crate::sim::object;
+use crate::sim::resources::{DefaultDeletion, ResourceDef, ResourceId};
+
+const ORPHAN: &str = "orphan";
+const FOREGROUND: &str = "foregroundDeletion";
+
+/// `propagationPolicy` of a DeleteOptions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Propagation {
+    /// Keep dependents (strip their owner references).
+    Orphan,
+    /// Delete the owner now; dependents afterwards.
+    Background,
+    /// Delete dependents first, then the owner.
+    Foreground,
+}
+
+impl Propagation {
+    /// Parses the API's spelling (`Orphan`, `Background`, `Foreground`).
+    pub fn parse(s: &str) -> Option<Propagation> {
+        match s {
+            "Orphan" => Some(Propagation::Orphan),
+            "Background" => Some(Propagation::Background),
+            "Foreground" => Some(Propagation::Foreground),
+            _ => None,
+        }
+    }
+}
+
+/// The parts of a DeleteOptions the simulated server honours.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeleteOptions {
+    /// `propagationPolicy`.
+    pub propagation: Option<Propagation>,
+    /// The deprecated `orphanDependents`.
+    pub orphan_dependents: Option<bool>,
+    /// `preconditions.uid`.
+    pub precondition_uid: Option<String>,
+    /// `preconditions.resourceVersion`.
+    pub precondition_resource_version: Option<String>,
+    /// `dryRun: ["All"]`: validate and answer, change nothing.
+    pub dry_run: bool,
+}
+
+impl DeleteOptions {
+    /// Options with just a propagation policy.
+    pub fn propagation(policy: Propagation) -> DeleteOptions {
+        DeleteOptions {
+            propagation: Some(policy),
+            ..DeleteOptions::default()
+        }
+    }
+}
+
+/// What a delete did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DeleteOutcome {
+    /// The object left storage; this is its final state.
+    Deleted(Arc<Value>),
+    /// The object stays, marked for deletion, until its finalizers are removed.
+    Pending(Arc<Value>),
+}
+
+impl Store {
+    /// Deletes an object following the API server's rules (see the module documentation).
+    pub fn delete(
+        &self,
+        resource: ResourceId,
+        namespace: Option<&str>,
+        name: &str,
+        options: &DeleteOptions,
+    ) -> Result<DeleteOutcome, StoreError> {
+        let def = self.def(resource);
+        let key = self.key(resource, namespace, name);
+        let now = self.clock.now();
+        let mut state = self.state.lock();
+        let existing = state.objects[resource.0]
+            .get(&key)
+            .cloned()
+            .ok_or_else(|| StoreError::NotFound {
+                resource,
+                name: name.to_string(),
+            })?;
+        check_delete_preconditions(resource, name, &existing, options)?;
+
+        let finalizers = finalizers_after_delete(def, &existing, options);
+        if finalizers.is_empty() {
+            if options.dry_run {
+                return Ok(DeleteOutcome::Deleted(existing));
+            }
+            let final_state = (*existing).clone();
+            let write = Write {
+                resource,
+                key,
+                kind: ChangeKind::Deleted,
+                object: final_state,
+                previous: Some(Arc::clone(&existing)),
+            };
+            state.commit(def, write, now);
+            state.trim_deletions(self.config.deletion_log_limit);
+            return Ok(DeleteOutcome::Deleted(existing));
+        }
+
+        let mut marked = (*existing).clone();
+        object::set_finalizers(&mut marked, &finalizers);
+        if object::deletion_timestamp(&marked).is_none() {
+            if object::generation(&marked) > 0 {
+                let next = object::generation(&marked) + 1;
+                object::set_meta(&mut marked, "generation", Some(Value::from(next)));
+            }
+            object::set_meta(
+                &mut marked,
+                "deletionTimestamp",
+                Some(Value::from(format_time(now))),
+            );
+        }
+        object::set_meta(
+            &mut marked,
+            "deletionGracePeriodSeconds",
+            Some(Value::from(0)),
+        );
+        if marked == *existing {
+            return Ok(DeleteOutcome::Pending(existing));
+        }
+        if options.dry_run {
+            return Ok(DeleteOutcome::Pending(Arc::new(marked)));
+        }
+        let stored = state.commit(
+            def,
+            Write {
+                resource,
+                key,
+                kind: ChangeKind::Modified,
+                object: marked,
+                previous: Some(existing),
+            },
+            now,
+        );
+        Ok(DeleteOutcome::Pending(stored))
+    }
+}
+
+fn check_delete_preconditions(
+    resource: ResourceId,
+    name: &str,
+    existing: &Value,
+    options: &DeleteOptions,
+) -> Result<(), StoreError> {
+    let checks = [
+        ("uid", &options.precondition_uid, object::uid(existing)),
+        (
+            "resourceVersion",
+            &options.precondition_resource_version,
+            object::resource_version(existing),
+        ),
+    ];
+    for (field, expected, actual) in checks {
+        if let Some(expected) = expected {
+            let actual = actual.unwrap_or_default();
+            if expected != actual {
+                return Err(StoreError::DeletePrecondition {
+                    resource,
+                    name: name.to_string(),
+                    field,
+                    expected: expected.clone(),
+                    actual: actual.to_string(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The object's finalizers once the delete request's propagation policy is applied: other
+/// finalizers are kept in order, then `orphan` or `foregroundDeletion` is appended if wanted.
+fn finalizers_after_delete(
+    def: &ResourceDef,
+    existing: &Value,
+    options: &DeleteOptions,
+) -> Vec<String> {
+    let current = object::finalizers(existing);
+    let mut result: Vec<String> = current
+        .iter()
+        .filter(|f| f.as_str() != ORPHAN && f.as_str() != FOREGROUND)
+        .cloned()
+        .collect();
+    if should_orphan(def, &current, options) {
+        result.push(ORPHAN.to_string());
+    } else if should_delete_in_foreground(&current, options) {
+        result.push(FOREGROUND.to_string());
+    }
+    let unchanged = {
+        let mut a = current.clone();
+        let mut b = result.clone();
+        a.sort();
+        b.sort();
+        a == b
+    };
+    // The real server leaves the list untouched (order included) when the set is the same.
+    if unchanged {
+        current
+    } else {
+        result
+    }
+}
+
+fn should_orphan(def: &ResourceDef, current: &[String], options: &DeleteOptions) -> bool {
+    if let Some(orphan) = options.orphan_dependents {
+        return orphan;
+    }
+    if let Some(policy) = options.propagation {
+        return policy == Propagation::Orphan;
+    }
+    for f in current {
+        match f.as_str() {
+            ORPHAN => return true,
+            FOREGROUND => return false,
+            _ => {}
+        }
+    }
+    def.default_deletion == DefaultDeletion::Orphan
+}
+
+fn should_delete_in_foreground(current: &[String], options: &DeleteOptions) -> bool {
+    if options.orphan_dependents.is_some() {
+        return false;
+    }
+    if let Some(policy) = options.propagation {
+        return policy == Propagation::Foreground;
+    }
+    for f in current {
+        match f.as_str() {
+            FOREGROUND => return true,
+            ORPHAN => return false,
+            _ => {}
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn jobs() -> ResourceDef {
+        ResourceDef::new("batch", "v1", "jobs", "Job")
+            .with_default_deletion(DefaultDeletion::Orphan)
+    }
+
+    fn with_finalizers(list: &[&str]) -> Value {
+        json!({"metadata": {"finalizers": list}})
+    }
+
+    #[test]
+    fn policies_choose_the_gc_finalizer() {
+        let none = with_finalizers(&[]);
+        let fg = DeleteOptions::propagation(Propagation::Foreground);
+        let bg = DeleteOptions::propagation(Propagation::Background);
+        let orphan = DeleteOptions::propagation(Propagation::Orphan);
+        assert_eq!(
+            finalizers_after_delete(&jobs(), &none, &fg),
+            vec![FOREGROUND]
+        );
+        assert_eq!(
+            finalizers_after_delete(&jobs(), &none, &orphan),
+            vec![ORPHAN]
+        );
+        assert!(finalizers_after_delete(&jobs(), &none, &bg).is_empty());
+        // batch/v1 Jobs default to orphaning (exchange 32).
+        assert_eq!(
+            finalizers_after_delete(&jobs(), &none, &DeleteOptions::default()),
+            vec![ORPHAN]
+        );
+    }
+
+    #[test]
+    fn other_finalizers_are_kept_and_gc_ones_switched() {
+        let obj = with_finalizers(&["example.com/x", ORPHAN]);
+        let fg = DeleteOptions::propagation(Propagation::Foreground);
+        assert_eq!(
+            finalizers_after_delete(&jobs(), &obj, &fg),
+            vec!["example.com/x", FOREGROUND]
+        );
+        let bg = DeleteOptions::propagation(Propagation::Background);
+        assert_eq!(
+            finalizers_after_delete(&jobs(), &obj, &bg),
+            vec!["example.com/x"]
+        );
+        // No policy: the existing finalizer wins over the resource default.
+        let foreground = with_finalizers(&[FOREGROUND]);
+        assert_eq!(
+            finalizers_after_delete(&jobs(), &foreground, &DeleteOptions::default()),
+            vec![FOREGROUND]
+        );
+    }
+
+    #[test]
+    fn orphan_dependents_overrides_everything() {
+        let options = DeleteOptions {
+            orphan_dependents: Some(false),
+            propagation: Some(Propagation::Orphan),
+            ..DeleteOptions::default()
+        };
+        assert!(finalizers_after_delete(&jobs(), &with_finalizers(&[]), &options).is_empty());
+    }
+}

@@ -1,0 +1,377 @@
+//! The simulated server's storage: objects, the global resourceVersion, history and watchers.
+//!
+//! Contract: one [`Store`] holds every object of every served resource as JSON, keyed like etcd
+//! keys (`namespace/name`). All state sits behind one mutex that is never held across an
+//! `.await`; each write takes it once, so writes are totally ordered by a single, monotonically
+//! increasing resourceVersion, exactly as etcd revisions order a real cluster's writes. Each
+//! committed write is appended to the [`History`] and offered to every open watch while the lock
+//! is held, so a watch never misses or reorders a change. The HTTP handlers and the in-process
+//! API of `SimServer` both go through these methods, so they obey the same rules (uid,
+//! resourceVersion, generation, finalizers, deletion).
+//!
+//! The write paths live in `write.rs` (create/update/patch), `delete.rs` and reads in `list.rs`.
+
+mod delete;
+mod error;
+mod list;
+mod watchers;
+mod write;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use parking_lot::Mutex;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+pub use delete::{DeleteOptions, DeleteOutcome, Propagation};
+pub use error::StoreError;
+pub use list::{ListOptions, ListPage};
+pub use watchers::{WatchItem, WatcherId};
+pub use write::UpdateTarget;
+
+use crate::sim::clock::Clock;
+use crate::sim::filter::ObjectFilter;
+use crate::sim::history::{Change, ChangeKind, History};
+use crate::sim::object;
+use crate::sim::resources::{Gvr, ResourceDef, ResourceId, Resources};
+use watchers::Watchers;
+
+/// Tuning of a [`Store`].
+#[derive(Debug, Clone)]
+pub struct StoreConfig {
+    /// Changes kept for watches and reads at old versions.
+    pub history_limit: usize,
+    /// Events a watcher may have queued before it is dropped as too slow.
+    pub watch_buffer: usize,
+    /// Deletions remembered by [`Store::deletions`] (oldest forgotten first).
+    pub deletion_log_limit: usize,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            history_limit: 100_000,
+            watch_buffer: 10_000,
+            deletion_log_limit: 100_000,
+        }
+    }
+}
+
+/// One object that left storage: what was deleted, when, and its final state.
+#[derive(Debug, Clone)]
+pub struct DeletionRecord {
+    /// resourceVersion of the deletion.
+    pub rv: u64,
+    /// Time of the deletion (server clock).
+    pub at: DateTime<Utc>,
+    /// The object's resource.
+    pub gvr: Gvr,
+    /// The object's namespace (`None` when cluster-scoped).
+    pub namespace: Option<String>,
+    /// The object's name.
+    pub name: String,
+    /// The object's uid.
+    pub uid: String,
+    /// The object as it was when it was removed.
+    pub final_state: Arc<Value>,
+}
+
+/// Where a new watch starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchStart {
+    /// Synthetic `ADDED` events for every current object, then live changes (`resourceVersion`
+    /// unset or `0`).
+    Current,
+    /// Like [`WatchStart::Current`], then a bookmark marking the end of the initial events
+    /// (`sendInitialEvents=true`).
+    InitialEventsThenBookmark,
+    /// Replay of every change after this resourceVersion, then live changes.
+    After(u64),
+}
+
+/// A registered watch: what to send first, then the live channel.
+#[derive(Debug)]
+pub struct WatchRegistration {
+    /// The registry id, for [`Store::unwatch`] and [`Store::request_bookmark`].
+    pub id: WatcherId,
+    /// Items to send before anything from `live`.
+    pub initial: Vec<WatchItem>,
+    /// Live items, in commit order; closes when the watcher is dropped.
+    pub live: mpsc::Receiver<WatchItem>,
+}
+
+struct State {
+    rv: u64,
+    objects: Vec<BTreeMap<String, Arc<Value>>>,
+    history: History,
+    watchers: Watchers,
+    deletions: VecDeque<DeletionRecord>,
+}
+
+/// The object store shared by the HTTP handlers and the in-process API.
+pub struct Store {
+    resources: Arc<Resources>,
+    clock: Arc<dyn Clock>,
+    config: StoreConfig,
+    state: Mutex<State>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = self.state.lock();
+        f.debug_struct("Store")
+            .field("resource_version", &state.rv)
+            .field("watchers", &state.watchers)
+            .finish()
+    }
+}
+
+impl Store {
+    /// An empty store for `resources`.
+    pub fn new(resources: Arc<Resources>, clock: Arc<dyn Clock>, config: StoreConfig) -> Store {
+        let objects = vec![BTreeMap::new(); resources.len()];
+        let state = State {
+            rv: 0,
+            objects,
+            history: History::new(0, config.history_limit),
+            watchers: Watchers::default(),
+            deletions: VecDeque::new(),
+        };
+        Store {
+            resources,
+            clock,
+            config,
+            state: Mutex::new(state),
+        }
+    }
+
+    /// The served resources.
+    pub fn resources(&self) -> &Arc<Resources> {
+        &self.resources
+    }
+
+    /// The clock used for timestamps.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// The current (latest committed) resourceVersion.
+    pub fn resource_version(&self) -> u64 {
+        self.state.lock().rv
+    }
+
+    /// One object.
+    pub fn get(
+        &self,
+        resource: ResourceId,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Arc<Value>, StoreError> {
+        let key = self.key(resource, namespace, name);
+        let state = self.state.lock();
+        state.objects[resource.0]
+            .get(&key)
+            .cloned()
+            .ok_or_else(|| StoreError::NotFound {
+                resource,
+                name: name.to_string(),
+            })
+    }
+
+    /// Opens a watch on `resource` for objects passing `filter`.
+    ///
+    /// Fails with [`StoreError::WatchTooOld`] when `start` is a version older than the history
+    /// window.
+    pub fn watch(
+        &self,
+        resource: ResourceId,
+        filter: ObjectFilter,
+        start: WatchStart,
+    ) -> Result<WatchRegistration, StoreError> {
+        let (tx, live) = mpsc::channel(self.config.watch_buffer.max(1));
+        let mut state = self.state.lock();
+        let now = state.rv;
+        let (initial, after_rv) = match start {
+            WatchStart::Current | WatchStart::InitialEventsThenBookmark => {
+                let mut initial: Vec<WatchItem> = state.objects[resource.0]
+                    .values()
+                    .filter(|obj| filter.matches(obj))
+                    .map(|obj| WatchItem::Event {
+                        event_type: "ADDED",
+                        object: Arc::clone(obj),
+                    })
+                    .collect();
+                if start == WatchStart::InitialEventsThenBookmark {
+                    initial.push(WatchItem::Bookmark {
+                        rv: now,
+                        initial_events_end: true,
+                    });
+                }
+                (initial, now)
+            }
+            WatchStart::After(rv) => {
+                if !state.history.covers(rv) {
+                    return Err(StoreError::WatchTooOld {
+                        requested: rv,
+                        oldest: state.history.window_start(),
+                    });
+                }
+                let initial = state
+                    .history
+                    .since(rv)
+                    .filter(|c| c.resource == resource)
+                    .filter_map(|c| filter.event_for(c))
+                    .map(|(event_type, object)| WatchItem::Event { event_type, object })
+                    .collect();
+                (initial, rv.max(now))
+            }
+        };
+        let id = state.watchers.add(resource, filter, after_rv, tx);
+        Ok(WatchRegistration { id, initial, live })
+    }
+
+    /// Closes a watch's registration (its live channel ends).
+    pub fn unwatch(&self, id: WatcherId) {
+        self.state.lock().watchers.remove(id);
+    }
+
+    /// Queues a bookmark at the current resourceVersion behind the watcher's pending events.
+    pub fn request_bookmark(&self, id: WatcherId) {
+        let mut state = self.state.lock();
+        let rv = state.rv;
+        state.watchers.bookmark(id, rv);
+    }
+
+    /// Ends every open watch (their streams end after draining what is queued).
+    pub fn close_watches(&self) {
+        self.state.lock().watchers.clear();
+    }
+
+    /// Number of open watches.
+    pub fn open_watches(&self) -> usize {
+        self.state.lock().watchers.len()
+    }
+
+    /// How many watchers were dropped because their buffer filled up.
+    pub fn slow_watchers_dropped(&self) -> u64 {
+        self.state.lock().watchers.dropped_slow()
+    }
+
+    /// Forgets all history: watches and exact reads from any earlier version now get 410.
+    pub fn compact(&self) {
+        let mut state = self.state.lock();
+        let rv = state.rv;
+        state.history.compact(rv);
+    }
+
+    /// The oldest resourceVersion watches can still start from.
+    pub fn oldest_resource_version(&self) -> u64 {
+        self.state.lock().history.window_start()
+    }
+
+    /// The retained change log, oldest first.
+    pub fn history(&self) -> Vec<Arc<Change>> {
+        self.state.lock().history.iter().cloned().collect()
+    }
+
+    /// Objects removed from storage, oldest first (bounded by
+    /// [`StoreConfig::deletion_log_limit`]; unaffected by [`Store::compact`]).
+    pub fn deletions(&self) -> Vec<DeletionRecord> {
+        self.state.lock().deletions.iter().cloned().collect()
+    }
+
+    /// Every current object of `resource` (in key order), optionally in one namespace.
+    pub fn snapshot(&self, resource: ResourceId, namespace: Option<&str>) -> Vec<Arc<Value>> {
+        let filter = ObjectFilter::namespace(namespace);
+        let state = self.state.lock();
+        state.objects[resource.0]
+            .values()
+            .filter(|obj| filter.matches(obj))
+            .cloned()
+            .collect()
+    }
+
+    fn def(&self, resource: ResourceId) -> &ResourceDef {
+        self.resources.def(resource)
+    }
+
+    fn key(&self, resource: ResourceId, namespace: Option<&str>, name: &str) -> String {
+        let namespace = namespace.filter(|_| self.def(resource).namespaced);
+        object::store_key(namespace, name)
+    }
+}
+
+/// One write about to be committed.
+struct Write {
+    resource: ResourceId,
+    key: String,
+    kind: ChangeKind,
+    /// The new object (the final state, for a deletion); its resourceVersion is set on commit.
+    object: Value,
+    /// The stored object being replaced (`None` on create).
+    previous: Option<Arc<Value>>,
+}
+
+impl State {
+    /// Commits one write: assigns the next resourceVersion, updates the object map, appends the
+    /// change to the history, offers it to watchers and, for deletions, logs the final state.
+    fn commit(&mut self, def: &ResourceDef, write: Write, at: DateTime<Utc>) -> Arc<Value> {
+        let Write {
+            resource,
+            key,
+            kind,
+            object: mut obj,
+            previous,
+        } = write;
+        self.rv += 1;
+        object::set_meta(
+            &mut obj,
+            "resourceVersion",
+            Some(Value::from(self.rv.to_string())),
+        );
+        let obj = Arc::new(obj);
+        let objects = &mut self.objects[resource.0];
+        match kind {
+            ChangeKind::Deleted => {
+                objects.remove(&key);
+            }
+            ChangeKind::Added | ChangeKind::Modified => {
+                objects.insert(key.clone(), Arc::clone(&obj));
+            }
+        }
+        if kind == ChangeKind::Deleted {
+            self.deletions.push_back(DeletionRecord {
+                rv: self.rv,
+                at,
+                gvr: Gvr::new(&def.group, &def.version, &def.resource),
+                namespace: object::namespace(&obj).map(str::to_string),
+                name: object::name(&obj).unwrap_or_default().to_string(),
+                uid: object::uid(&obj).unwrap_or_default().to_string(),
+                final_state: Arc::clone(&obj),
+            });
+        }
+        let change = Arc::new(Change {
+            rv: self.rv,
+            at,
+            resource,
+            key,
+            kind,
+            object: Arc::clone(&obj),
+            previous,
+        });
+        self.watchers.dispatch(&change);
+        self.history.push(change);
+        obj
+    }
+
+    fn trim_deletions(&mut self, limit: usize) {
+        while self.deletions.len() > limit {
+            self.deletions.pop_front();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

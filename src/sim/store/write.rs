@@ -1,0 +1,446 @@
+//! Creating and updating objects: the server-side rules every write obeys.
+//!
+//! Contract (as a v1.28 kube-apiserver):
+//! - create assigns uid, creationTimestamp, resourceVersion, `generation: 1` where the resource
+//!   tracks generations, and resolves `generateName`; it refuses duplicates (409), invalid
+//!   objects (422) and objects in a namespace that does not exist (404).
+//! - update (PUT, and PATCH after the patch is applied) is conditional on `metadata.resourceVersion`
+//!   when the body carries one (409 when stale) and on `metadata.uid` likewise; server-owned
+//!   metadata cannot be changed; on resources with a status subresource the main resource ignores
+//!   `.status` and `/status` changes only `.status`; `generation` is bumped when anything but
+//!   metadata and status changes.
+//! - a write that changes nothing is not committed: no new resourceVersion, no watch event.
+//! - an object being deleted whose last finalizer is removed leaves storage at once.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::{State, Store, StoreError, Write};
+use crate::sim::clock::format_time;
+use crate::sim::history::ChangeKind;
+use crate::sim::object;
+use crate::sim::resources::{ResourceDef, ResourceId};
+use crate::sim::validation;
+
+/// Which part of an object an update may change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpdateTarget {
+    /// The main resource: everything but `.status` (when there is a status subresource).
+    Main,
+    /// The `status` subresource: only `.status`.
+    Status,
+}
+
+/// Metadata fields only the server sets; an update cannot change them.
+const SERVER_OWNED_METADATA: [&str; 6] = [
+    "name",
+    "namespace",
+    "uid",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+];
+
+impl Store {
+    /// Creates an object of `resource` in `namespace` (ignored for cluster-scoped resources).
+    /// With `dry_run` the object is validated and returned but not stored.
+    pub fn create(
+        &self,
+        resource: ResourceId,
+        namespace: Option<&str>,
+        mut obj: Value,
+        dry_run: bool,
+    ) -> Result<Arc<Value>, StoreError> {
+        let def = self.def(resource);
+        let namespace = if def.namespaced {
+            Some(self.request_namespace(namespace, &obj)?)
+        } else {
+            None
+        };
+        let now = self.clock.now();
+        prepare_new_object(def, &mut obj, namespace.as_deref(), now);
+        let mut state = self.state.lock();
+        if let Some(ns) = &namespace {
+            self.require_namespace(&state, ns)?;
+        }
+        let name = self.resolve_name(&state, resource, namespace.as_deref(), &mut obj);
+        let errors = validation::validate_create(def, &obj);
+        if !errors.is_empty() {
+            return Err(StoreError::Invalid {
+                resource,
+                name,
+                errors,
+            });
+        }
+        let key = object::store_key(namespace.as_deref(), &name);
+        if state.objects[resource.0].contains_key(&key) {
+            return Err(StoreError::AlreadyExists { resource, name });
+        }
+        if dry_run {
+            return Ok(Arc::new(obj));
+        }
+        Ok(state.commit(
+            def,
+            Write {
+                resource,
+                key,
+                kind: ChangeKind::Added,
+                object: obj,
+                previous: None,
+            },
+            now,
+        ))
+    }
+
+    /// Replaces an object (PUT). `obj` is the complete new object.
+    pub fn update(
+        &self,
+        resource: ResourceId,
+        namespace: Option<&str>,
+        name: &str,
+        obj: Value,
+        target: UpdateTarget,
+        dry_run: bool,
+    ) -> Result<Arc<Value>, StoreError> {
+        self.check_body_identity(resource, namespace, name, &obj)?;
+        self.modify(resource, namespace, name, target, dry_run, |_| Ok(obj))
+    }
+
+    /// Changes an object by applying `apply` to a copy of its stored state (PATCH). A
+    /// `metadata.resourceVersion` or `metadata.uid` the patch puts into the object acts as a
+    /// precondition, as on the real server.
+    pub fn patch<E: From<StoreError>>(
+        &self,
+        resource: ResourceId,
+        namespace: Option<&str>,
+        name: &str,
+        target: UpdateTarget,
+        dry_run: bool,
+        apply: impl FnOnce(&mut Value) -> Result<(), E>,
+    ) -> Result<Arc<Value>, E> {
+        self.modify(resource, namespace, name, target, dry_run, |existing| {
+            let mut patched = existing.clone();
+            apply(&mut patched)?;
+            Ok(patched)
+        })
+    }
+
+    /// The shared update path: `incoming` builds the requested object from the stored one
+    /// while the lock is held, so read-modify-write is atomic.
+    fn modify<E: From<StoreError>>(
+        &self,
+        resource: ResourceId,
+        namespace: Option<&str>,
+        name: &str,
+        target: UpdateTarget,
+        dry_run: bool,
+        incoming: impl FnOnce(&Value) -> Result<Value, E>,
+    ) -> Result<Arc<Value>, E> {
+        let def = self.def(resource);
+        let key = self.key(resource, namespace, name);
+        let now = self.clock.now();
+        let mut state = self.state.lock();
+        let existing = state.objects[resource.0]
+            .get(&key)
+            .cloned()
+            .ok_or_else(|| StoreError::NotFound {
+                resource,
+                name: name.to_string(),
+            })?;
+        let requested = incoming(&existing)?;
+        check_preconditions(resource, name, &existing, &requested)?;
+        let updated = merge_update(def, &existing, requested, target);
+        let errors = validation::validate_update(&existing, &updated);
+        if !errors.is_empty() {
+            return Err(StoreError::Invalid {
+                resource,
+                name: name.to_string(),
+                errors,
+            }
+            .into());
+        }
+        if updated == *existing || dry_run {
+            return Ok(if dry_run { Arc::new(updated) } else { existing });
+        }
+        let finished_deleting = object::deletion_timestamp(&updated).is_some()
+            && object::finalizers(&updated).is_empty();
+        if finished_deleting {
+            // The response shows the last state as stored; the DELETED event carries the
+            // deletion's own resourceVersion (exchanges 27 and 20).
+            let last_state = Arc::new(updated.clone());
+            state.commit(
+                def,
+                Write {
+                    resource,
+                    key,
+                    kind: ChangeKind::Deleted,
+                    object: updated,
+                    previous: Some(existing),
+                },
+                now,
+            );
+            state.trim_deletions(self.config.deletion_log_limit);
+            return Ok(last_state);
+        }
+        Ok(state.commit(
+            def,
+            Write {
+                resource,
+                key,
+                kind: ChangeKind::Modified,
+                object: updated,
+                previous: Some(existing),
+            },
+            now,
+        ))
+    }
+
+    /// The namespace a namespaced create goes to: the URL's, which a namespace in the body must
+    /// agree with.
+    fn request_namespace(
+        &self,
+        namespace: Option<&str>,
+        obj: &Value,
+    ) -> Result<String, StoreError> {
+        let body_ns = object::namespace(obj).filter(|ns| !ns.is_empty());
+        match (namespace, body_ns) {
+            (Some(url), Some(body)) if url != body => Err(namespace_mismatch()),
+            (Some(url), _) => Ok(url.to_string()),
+            (None, Some(body)) => Ok(body.to_string()),
+            (None, None) => Err(StoreError::BadRequest(
+                "the server could not find the requested resource: a namespace is required"
+                    .to_string(),
+            )),
+        }
+    }
+
+    fn require_namespace(&self, state: &State, namespace: &str) -> Result<(), StoreError> {
+        let Some(namespaces) = self.resources.namespaces() else {
+            return Ok(());
+        };
+        if state.objects[namespaces.0].contains_key(namespace) {
+            Ok(())
+        } else {
+            Err(StoreError::NotFound {
+                resource: namespaces,
+                name: namespace.to_string(),
+            })
+        }
+    }
+
+    /// Resolves `generateName` (retrying a few suffixes on collision) and returns the name.
+    fn resolve_name(
+        &self,
+        state: &State,
+        resource: ResourceId,
+        namespace: Option<&str>,
+        obj: &mut Value,
+    ) -> String {
+        if let Some(name) = object::name(obj).filter(|n| !n.is_empty()) {
+            return name.to_string();
+        }
+        let Some(prefix) = object::meta_str(obj, "generateName").map(str::to_string) else {
+            return String::new();
+        };
+        let mut name = format!("{prefix}{}", object::random_name_suffix());
+        for _ in 0..8 {
+            let key = object::store_key(namespace, &name);
+            if !state.objects[resource.0].contains_key(&key) {
+                break;
+            }
+            name = format!("{prefix}{}", object::random_name_suffix());
+        }
+        object::set_meta(obj, "name", Some(Value::from(name.clone())));
+        name
+    }
+
+    fn check_body_identity(
+        &self,
+        resource: ResourceId,
+        namespace: Option<&str>,
+        name: &str,
+        obj: &Value,
+    ) -> Result<(), StoreError> {
+        if let Some(body_name) = object::name(obj).filter(|n| !n.is_empty()) {
+            if body_name != name {
+                return Err(StoreError::BadRequest(format!(
+                    "the name of the object ({body_name}) does not match the name on the URL ({name})"
+                )));
+            }
+        }
+        let body_ns = object::namespace(obj).filter(|ns| !ns.is_empty());
+        if self.def(resource).namespaced && body_ns.is_some() && body_ns != namespace {
+            return Err(namespace_mismatch());
+        }
+        Ok(())
+    }
+}
+
+fn namespace_mismatch() -> StoreError {
+    StoreError::BadRequest(
+        "the namespace of the provided object does not match the namespace sent on the request"
+            .to_string(),
+    )
+}
+
+/// Fills in what the server owns on a new object.
+fn prepare_new_object(
+    def: &ResourceDef,
+    obj: &mut Value,
+    namespace: Option<&str>,
+    now: chrono::DateTime<chrono::Utc>,
+) {
+    if !obj.is_object() {
+        *obj = Value::Object(Map::new());
+    }
+    obj["kind"] = Value::from(def.kind.clone());
+    obj["apiVersion"] = Value::from(def.api_version());
+    let metadata = object::meta_mut(obj);
+    for field in [
+        "uid",
+        "resourceVersion",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+        "namespace",
+    ] {
+        metadata.remove(field);
+    }
+    metadata.insert("uid".into(), Value::from(object::random_uid()));
+    metadata.insert("creationTimestamp".into(), Value::from(format_time(now)));
+    if let Some(ns) = namespace {
+        metadata.insert("namespace".into(), Value::from(ns));
+    }
+    if def.tracks_generation {
+        metadata.insert("generation".into(), Value::from(1));
+    }
+    if def.has_status {
+        // Status is owned by controllers writing to /status; built-in types start with an
+        // empty one (exchange 20), custom resources with none (exchange 47).
+        if def.is_custom {
+            if let Some(map) = obj.as_object_mut() {
+                map.remove("status");
+            }
+        } else {
+            obj["status"] = Value::Object(Map::new());
+        }
+    }
+    if def.group.is_empty() && def.resource == "namespaces" {
+        prepare_namespace(obj);
+    }
+}
+
+/// Namespaces get the name label, the `kubernetes` finalizer in spec and phase Active.
+fn prepare_namespace(obj: &mut Value) {
+    let name = object::name(obj).unwrap_or_default().to_string();
+    let metadata = object::meta_mut(obj);
+    let labels = metadata
+        .entry("labels")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Some(labels) = labels.as_object_mut() {
+        labels.insert("kubernetes.io/metadata.name".into(), Value::from(name));
+    }
+    if obj.get("spec").and_then(|s| s.get("finalizers")).is_none() {
+        obj["spec"] = serde_json::json!({"finalizers": ["kubernetes"]});
+    }
+    obj["status"] = serde_json::json!({"phase": "Active"});
+}
+
+/// A resourceVersion or uid carried by the requested object must match the stored one.
+fn check_preconditions(
+    resource: ResourceId,
+    name: &str,
+    existing: &Value,
+    requested: &Value,
+) -> Result<(), StoreError> {
+    if let Some(rv) = object::resource_version(requested).filter(|rv| !rv.is_empty()) {
+        if Some(rv) != object::resource_version(existing) {
+            return Err(StoreError::Conflict {
+                resource,
+                name: name.to_string(),
+            });
+        }
+    }
+    if let Some(uid) = object::uid(requested).filter(|uid| !uid.is_empty()) {
+        let actual = object::uid(existing).unwrap_or_default();
+        if uid != actual {
+            return Err(StoreError::UidMismatch {
+                resource,
+                namespace: object::namespace(existing).map(str::to_string),
+                name: name.to_string(),
+                requested: uid.to_string(),
+                actual: actual.to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Builds the object to store from the stored one and the requested one.
+fn merge_update(
+    def: &ResourceDef,
+    existing: &Value,
+    requested: Value,
+    target: UpdateTarget,
+) -> Value {
+    let mut updated = match target {
+        UpdateTarget::Main => {
+            let mut updated = requested;
+            if def.has_status {
+                set_top_level(&mut updated, "status", existing.get("status").cloned());
+            }
+            updated
+        }
+        UpdateTarget::Status => {
+            let mut updated = existing.clone();
+            set_top_level(&mut updated, "status", requested.get("status").cloned());
+            updated
+        }
+    };
+    if !updated.is_object() {
+        updated = Value::Object(Map::new());
+    }
+    updated["kind"] = Value::from(def.kind.clone());
+    updated["apiVersion"] = Value::from(def.api_version());
+    for field in SERVER_OWNED_METADATA
+        .iter()
+        .chain(["resourceVersion", "generation"].iter())
+    {
+        let value = object::meta(existing).and_then(|m| m.get(*field)).cloned();
+        object::set_meta(&mut updated, field, value);
+    }
+    if def.tracks_generation && content_changed(existing, &updated) {
+        let next = object::generation(existing) + 1;
+        object::set_meta(&mut updated, "generation", Some(Value::from(next)));
+    }
+    updated
+}
+
+fn set_top_level(obj: &mut Value, field: &str, value: Option<Value>) {
+    if let Some(map) = obj.as_object_mut() {
+        match value {
+            Some(v) => {
+                map.insert(field.to_string(), v);
+            }
+            None => {
+                map.remove(field);
+            }
+        }
+    }
+}
+
+/// Whether anything but `metadata` and `status` differs (what makes `generation` move).
+fn content_changed(a: &Value, b: &Value) -> bool {
+    let strip = |v: &Value| -> Map<String, Value> {
+        v.as_object()
+            .map(|m| {
+                m.iter()
+                    .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status"))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    strip(a) != strip(b)
+}

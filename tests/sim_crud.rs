@@ -1,0 +1,470 @@
+//! Create, read, update, patch and delete over HTTP, compared with the real server's captures.
+
+mod sim_support;
+
+use kube_gc::sim::SimConfig;
+use serde_json::{json, Value};
+use sim_support::*;
+
+const JOBS: &str = "/apis/batch/v1/namespaces/capture/jobs";
+const CONFIGMAPS: &str = "/api/v1/namespaces/capture/configmaps";
+
+fn request_body(prefix: &str) -> Value {
+    exchange(prefix)["request"]["body"].clone()
+}
+
+#[tokio::test]
+async fn create_then_create_again_matches_exchanges_09_and_10() {
+    let server = start(SimConfig::default()).await;
+    let http = client();
+    let (code, created) = send(http.post(url(&server, JOBS)).json(&request_body("09-"))).await;
+    assert_eq!(code, 201);
+    let real = captured_body("09-");
+    assert_eq!(created["kind"], real["kind"]);
+    assert_eq!(created["apiVersion"], real["apiVersion"]);
+    for field in ["name", "namespace", "generation", "labels"] {
+        assert_eq!(
+            created["metadata"][field], real["metadata"][field],
+            "metadata.{field}"
+        );
+    }
+    for field in ["uid", "resourceVersion", "creationTimestamp"] {
+        assert!(
+            created["metadata"][field].is_string(),
+            "metadata.{field} is set"
+        );
+    }
+    assert_eq!(created["status"], json!({}));
+
+    let (code, again) = send(http.post(url(&server, JOBS)).json(&request_body("10-"))).await;
+    assert_eq!(code, 409);
+    assert_eq!(again, captured_body("10-"));
+}
+
+#[tokio::test]
+async fn get_missing_and_namespace_missing_are_404s() {
+    let server = start(SimConfig::default()).await;
+    let http = client();
+    let (code, body) = send(http.get(url(&server, &format!("{JOBS}/nope")))).await;
+    assert_eq!(code, 404);
+    assert_eq!(body, captured_body("13-"));
+
+    let (code, body) = send(
+        http.post(url(&server, "/apis/batch/v1/namespaces/missing/jobs"))
+            .json(&json!({"metadata": {"name": "x"}})),
+    )
+    .await;
+    assert_eq!(code, 404);
+    assert_eq!(body["message"], "namespaces \"missing\" not found");
+
+    // A body naming another namespace than the URL is a bad request.
+    let (code, body) = send(
+        http.post(url(&server, "/apis/batch/v1/namespaces/default/jobs"))
+            .json(&job("x")),
+    )
+    .await;
+    assert_eq!(code, 400);
+    assert_eq!(
+        body["message"],
+        "the namespace of the provided object does not match the namespace sent on the request"
+    );
+
+    let (code, body) = send(http.get(url(&server, "/apis/nothing.example/v1/things"))).await;
+    assert_eq!(code, 404);
+    assert_eq!(body["reason"], "NotFound");
+}
+
+#[tokio::test]
+async fn generate_name_gets_a_random_suffix_like_exchange_45() {
+    let server = start(SimConfig::default()).await;
+    let (code, body) = send(
+        client()
+            .post(url(&server, "/api/v1/namespaces/capture/events"))
+            .json(&request_body("45-")),
+    )
+    .await;
+    assert_eq!(code, 201);
+    let name = body["metadata"]["name"].as_str().unwrap_or_default();
+    assert!(
+        name.starts_with("dependent.") && name.len() == "dependent.nqkg7".len(),
+        "{name}"
+    );
+    assert_eq!(body["metadata"]["generateName"], "dependent.");
+    assert!(
+        body["metadata"].get("generation").is_none(),
+        "events have no generation"
+    );
+}
+
+#[tokio::test]
+async fn invalid_owner_reference_is_422_like_exchange_35() {
+    let server = start(SimConfig::default()).await;
+    let (code, body) = send(
+        client()
+            .post(url(&server, CONFIGMAPS))
+            .json(&request_body("35-")),
+    )
+    .await;
+    assert_eq!(code, 422);
+    assert_eq!(body, captured_body("35-"));
+}
+
+#[tokio::test]
+async fn stale_update_is_409_like_exchange_36_and_no_op_writes_keep_the_version() {
+    let server = start(SimConfig::default()).await;
+    let http = client();
+    let owner = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dependent"}, "data": {"k": "v"}});
+    let (_, created) = send(http.post(url(&server, CONFIGMAPS)).json(&owner)).await;
+    let mut changed = created.clone();
+    changed["data"]["k"] = json!("w");
+    let path = url(&server, &format!("{CONFIGMAPS}/dependent"));
+    let (code, updated) = send(http.put(&path).json(&changed)).await;
+    assert_eq!(code, 200);
+    assert!(rv(&updated) > rv(&created));
+
+    // The same stale body again: conflict, as in exchange 36.
+    let (code, body) = send(http.put(&path).json(&changed)).await;
+    assert_eq!(code, 409);
+    assert_eq!(body, captured_body("36-"));
+
+    // Writing what is already stored changes nothing.
+    let before = server.resource_version();
+    let (code, same) = send(http.put(&path).json(&updated)).await;
+    assert_eq!(code, 200);
+    assert_eq!(rv(&same), rv(&updated));
+    assert_eq!(server.resource_version(), before);
+}
+
+#[tokio::test]
+async fn a_body_uid_that_differs_is_a_precondition_conflict() {
+    let server = start(SimConfig::default()).await;
+    let http = client();
+    let cm = json!({"metadata": {"name": "dependent"}, "data": {"k": "v"}});
+    send(http.post(url(&server, CONFIGMAPS)).json(&cm)).await;
+    let patch = json!({"metadata": {"uid": "00000000-0000-0000-0000-000000000000"}});
+    let (code, body) = send(
+        http.patch(url(&server, &format!("{CONFIGMAPS}/dependent")))
+            .header("content-type", "application/merge-patch+json")
+            .json(&patch),
+    )
+    .await;
+    assert_eq!(code, 409);
+    assert_eq!(body["reason"], "Conflict");
+    assert!(body["message"]
+        .as_str()
+        .is_some_and(|m| m.contains("Precondition failed: UID in precondition")));
+}
+
+#[tokio::test]
+async fn patches_of_each_kind_like_exchanges_37_to_39_and_49() {
+    let server = start(SimConfig::default()).await;
+    let http = client();
+    for name in ["owner", "dependent"] {
+        let cm = json!({"metadata": {"name": name, "ownerReferences": [
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "u-1"}]}, "data": {"k": "v"}});
+        send(http.post(url(&server, CONFIGMAPS)).json(&cm)).await;
+    }
+    let dependent = url(&server, &format!("{CONFIGMAPS}/dependent"));
+    let json_patch = |body: Value| {
+        http.patch(&dependent)
+            .header("content-type", "application/json-patch+json")
+            .json(&body)
+    };
+    let (code, body) = send(json_patch(request_body("37-"))).await;
+    assert_eq!(code, 422);
+    assert_eq!(body, captured_body("37-"));
+
+    let current = server
+        .get(&configmaps(), Some("capture"), "dependent")
+        .unwrap_or_default();
+    let guarded = json!([
+        {"op": "test", "path": "/metadata/uid", "value": current["metadata"]["uid"]},
+        {"op": "remove", "path": "/metadata/ownerReferences/0"}]);
+    let (code, body) = send(json_patch(guarded)).await;
+    assert_eq!(code, 200);
+    assert_eq!(body["metadata"]["ownerReferences"], json!([]));
+
+    let (code, body) = send(
+        http.patch(url(&server, &format!("{CONFIGMAPS}/owner")))
+            .header("content-type", "application/strategic-merge-patch+json")
+            .json(&request_body("39-")),
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(body["metadata"]["labels"], json!({"s": "1"}));
+
+    let (code, _) = send(
+        http.post(url(
+            &server,
+            "/apis/batch.volcano.sh/v1alpha1/namespaces/capture/jobs",
+        ))
+        .json(&request_body("47-")),
+    )
+    .await;
+    assert_eq!(code, 201);
+    let (code, body) = send(
+        http.patch(url(
+            &server,
+            "/apis/batch.volcano.sh/v1alpha1/namespaces/capture/jobs/vc",
+        ))
+        .header("content-type", "application/strategic-merge-patch+json")
+        .json(&request_body("49-")),
+    )
+    .await;
+    assert_eq!(code, 415);
+    assert_eq!(body, captured_body("49-"));
+}
+
+#[tokio::test]
+async fn status_subresource_like_exchanges_11_and_48() {
+    let server = start(SimConfig::default()).await;
+    let http = client();
+    create_job(&server, "pi");
+    let (code, body) = send(
+        http.patch(url(&server, &format!("{JOBS}/pi/status")))
+            .header("content-type", "application/merge-patch+json")
+            .json(&request_body("11-")),
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(body["status"], captured_body("11-")["status"]);
+    assert_eq!(body["metadata"]["generation"], 1);
+
+    // The main resource ignores status.
+    let mut put = body.clone();
+    put["status"] = json!({});
+    put["metadata"]["labels"]["more"] = json!("x");
+    let (code, body) = send(http.put(url(&server, &format!("{JOBS}/pi"))).json(&put)).await;
+    assert_eq!(code, 200);
+    assert_eq!(body["status"]["succeeded"], 1);
+    assert_eq!(body["metadata"]["labels"]["more"], "x");
+
+    let (code, _) = send(
+        http.post(url(
+            &server,
+            "/apis/batch.volcano.sh/v1alpha1/namespaces/capture/jobs",
+        ))
+        .json(&request_body("47-")),
+    )
+    .await;
+    assert_eq!(code, 201);
+    let (code, body) = send(
+        http.patch(url(
+            &server,
+            "/apis/batch.volcano.sh/v1alpha1/namespaces/capture/jobs/vc/status",
+        ))
+        .header("content-type", "application/merge-patch+json")
+        .json(&request_body("48-")),
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(body["status"], captured_body("48-")["status"]);
+}
+
+#[tokio::test]
+async fn deletes_like_exchanges_24_to_32() {
+    let server = start(SimConfig::default()).await;
+    let http = client();
+    for name in ["pi", "list-a", "list-b", "list-c"] {
+        create_job(&server, name);
+    }
+    let path = |name: &str| url(&server, &format!("{JOBS}/{name}"));
+
+    let (code, body) = send(http.delete(path("pi")).json(&request_body("24-"))).await;
+    assert_eq!(code, 409);
+    let mut expected = captured_body("24-");
+    let mut actual = body.clone();
+    // The record's uid differs from the capture's.
+    for v in [&mut expected, &mut actual] {
+        let message = v["message"].as_str().unwrap_or_default();
+        let cut = message.find("UID in record").unwrap_or(0);
+        v["message"] = json!(message[..cut].to_string());
+    }
+    assert_eq!(actual, expected);
+
+    let uid = server
+        .get(&jobs(), Some("capture"), "pi")
+        .unwrap_or_default()["metadata"]["uid"]
+        .clone();
+    let foreground = json!({"propagationPolicy": "Foreground", "preconditions": {"uid": uid}});
+    let (code, body) = send(http.delete(path("pi")).json(&foreground)).await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        body["metadata"]["finalizers"],
+        json!(["foregroundDeletion"])
+    );
+    assert_eq!(body["metadata"]["deletionGracePeriodSeconds"], 0);
+    assert_eq!(body["metadata"]["generation"], 2);
+    assert!(body["metadata"]["deletionTimestamp"].is_string());
+
+    let (code, body) = send(
+        http.patch(path("pi"))
+            .header("content-type", "application/merge-patch+json")
+            .json(&request_body("27-")),
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert!(body["metadata"].get("finalizers").is_none());
+    let (code, body) = send(http.get(path("pi"))).await;
+    assert_eq!(code, 404);
+    assert_eq!(body, captured_body("28-"));
+
+    let (code, body) = send(http.delete(path("list-a")).json(&request_body("29-"))).await;
+    assert_eq!(code, 200);
+    let mut expected = captured_body("29-");
+    let mut actual = body;
+    redact(&mut expected, &["uid"]);
+    redact(&mut actual, &["uid"]);
+    assert_eq!(actual, expected);
+
+    let (code, body) = send(http.delete(path("list-b")).json(&request_body("30-"))).await;
+    assert_eq!(code, 200);
+    assert_eq!(body["metadata"]["finalizers"], json!(["orphan"]));
+
+    let response = http.delete(path("list-c")).send().await;
+    let response = match response {
+        Ok(r) => r,
+        Err(e) => panic!("{e}"),
+    };
+    let warning = response
+        .headers()
+        .get("warning")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    assert_eq!(
+        warning.as_deref(),
+        exchange("32-")["response"]["headers"]["warning"].as_str()
+    );
+    let (code, body) = status_and_json(response).await;
+    assert_eq!(code, 200);
+    assert_eq!(body["metadata"]["finalizers"], json!(["orphan"]));
+
+    let (code, body) = send(http.delete(path("nope")).json(&request_body("31-"))).await;
+    assert_eq!(code, 404);
+    assert_eq!(body, captured_body("31-"));
+
+    // Foreground delete of a custom resource (exchange 51).
+    send(
+        http.post(url(
+            &server,
+            "/apis/batch.volcano.sh/v1alpha1/namespaces/capture/jobs",
+        ))
+        .json(&request_body("47-")),
+    )
+    .await;
+    let (code, body) = send(
+        http.delete(url(
+            &server,
+            "/apis/batch.volcano.sh/v1alpha1/namespaces/capture/jobs/vc",
+        ))
+        .json(&json!({"propagationPolicy": "Foreground"})),
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        body["metadata"]["finalizers"],
+        json!(["foregroundDeletion"])
+    );
+    assert_eq!(body["metadata"]["generation"], 2);
+}
+
+#[tokio::test]
+async fn deleting_twice_switches_gc_finalizers_and_new_finalizers_are_refused() {
+    let server = start(SimConfig::default()).await;
+    let http = client();
+    create_job(&server, "pi");
+    let path = url(&server, &format!("{JOBS}/pi"));
+    let (_, first) = send(
+        http.delete(&path)
+            .json(&json!({"propagationPolicy": "Orphan"})),
+    )
+    .await;
+    let (code, second) = send(
+        http.delete(&path)
+            .json(&json!({"propagationPolicy": "Foreground"})),
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        second["metadata"]["finalizers"],
+        json!(["foregroundDeletion"])
+    );
+    assert_eq!(
+        second["metadata"]["deletionTimestamp"],
+        first["metadata"]["deletionTimestamp"]
+    );
+
+    let (code, body) = send(
+        http.patch(&path)
+            .header("content-type", "application/merge-patch+json")
+            .json(&json!({"metadata": {"finalizers": ["foregroundDeletion", "example.com/x"]}})),
+    )
+    .await;
+    assert_eq!(code, 422);
+    assert_eq!(body["details"]["causes"][0]["field"], "metadata.finalizers");
+}
+
+#[tokio::test]
+async fn dry_run_changes_nothing() {
+    let server = start(SimConfig::default()).await;
+    let http = client();
+    let before = server.resource_version();
+    let (code, body) = send(
+        http.post(url(&server, &format!("{JOBS}?dryRun=All")))
+            .json(&job("dry")),
+    )
+    .await;
+    assert_eq!(code, 201);
+    assert_eq!(body["metadata"]["name"], "dry");
+    create_job(&server, "real");
+    let after_create = server.resource_version();
+    let (code, _) = send(
+        http.delete(url(&server, &format!("{JOBS}/real?dryRun=All")))
+            .json(&json!({"propagationPolicy": "Background"})),
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(server.resource_version(), after_create);
+    assert_eq!(after_create, before + 1);
+    assert!(server.get(&jobs(), Some("capture"), "dry").is_err());
+}
+
+#[tokio::test]
+async fn a_configured_token_is_required_like_exchange_41() {
+    let server = start(SimConfig::default().with_token("s3cret")).await;
+    let http = client();
+    let (code, body) = send(
+        http.get(url(&server, "/api/v1/namespaces"))
+            .bearer_auth("wrong"),
+    )
+    .await;
+    assert_eq!(code, 401);
+    assert_eq!(body, captured_body("41-"));
+    let (code, _) = send(http.get(url(&server, "/api/v1/namespaces"))).await;
+    assert_eq!(code, 401);
+    let (code, body) = send(
+        http.get(url(&server, "/api/v1/namespaces"))
+            .bearer_auth("s3cret"),
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(body["kind"], "NamespaceList");
+}
+
+#[tokio::test]
+async fn lease_renewals_conflict_like_exchanges_42_to_44() {
+    let server = start(SimConfig::default()).await;
+    let http = client();
+    let leases = "/apis/coordination.k8s.io/v1/namespaces/capture/leases";
+    let (code, created) = send(http.post(url(&server, leases)).json(&request_body("42-"))).await;
+    assert_eq!(code, 201);
+    assert_eq!(created["spec"], captured_body("42-")["spec"]);
+    let mut renew = created.clone();
+    renew["spec"]["renewTime"] = json!("2026-11-22T00:00:02.000000Z");
+    let path = url(&server, &format!("{leases}/kube-gc"));
+    let (code, _) = send(http.put(&path).json(&renew)).await;
+    assert_eq!(code, 200);
+    let (code, body) = send(http.put(&path).json(&renew)).await;
+    assert_eq!(code, 409);
+    assert_eq!(body, captured_body("44-"));
+}

@@ -1,0 +1,118 @@
+//! Discovery documents over HTTP, compared with the real server's captures (exchanges 01–07, 46).
+
+mod sim_support;
+
+use kube_gc::sim::SimConfig;
+use serde_json::Value;
+use sim_support::*;
+
+/// A discovery entry without what the simulated server does not produce (storage hashes), with
+/// verbs sorted (the CRD capture lists them in another order).
+fn comparable(entry: &Value) -> Value {
+    let mut entry = entry.clone();
+    if let Some(map) = entry.as_object_mut() {
+        map.remove("storageVersionHash");
+        if let Some(Value::Array(verbs)) = map.get_mut("verbs") {
+            verbs.retain(|v| v != "deletecollection");
+            verbs.sort_by_key(|v| v.as_str().unwrap_or_default().to_string());
+        }
+    }
+    entry
+}
+
+fn entry<'a>(doc: &'a Value, name: &str) -> Option<&'a Value> {
+    doc["resources"]
+        .as_array()?
+        .iter()
+        .find(|r| r["name"] == name)
+}
+
+async fn get(path: &str) -> Value {
+    let server = start(SimConfig::default()).await;
+    let (code, body) = send(client().get(url(&server, path))).await;
+    assert_eq!(code, 200, "{path}");
+    body
+}
+
+#[tokio::test]
+async fn group_version_documents_match_the_captures() {
+    for (path, prefix, names) in [
+        (
+            "/api/v1",
+            "03-",
+            vec![
+                "configmaps",
+                "namespaces",
+                "namespaces/status",
+                "events",
+                "secrets",
+            ],
+        ),
+        ("/apis/batch/v1", "05-", vec!["jobs", "jobs/status"]),
+        (
+            "/apis/apps/v1",
+            "06-",
+            vec![
+                "deployments",
+                "deployments/status",
+                "replicasets",
+                "replicasets/status",
+            ],
+        ),
+        ("/apis/coordination.k8s.io/v1", "07-", vec!["leases"]),
+        (
+            "/apis/batch.volcano.sh/v1alpha1",
+            "46-",
+            vec!["jobs", "jobs/status"],
+        ),
+    ] {
+        let ours = get(path).await;
+        let real = captured_body(prefix);
+        assert_eq!(ours["kind"], real["kind"], "{path}");
+        assert_eq!(ours.get("apiVersion"), real.get("apiVersion"), "{path}");
+        assert_eq!(ours["groupVersion"], real["groupVersion"], "{path}");
+        for name in names {
+            let mine = entry(&ours, name).map(comparable);
+            let theirs = entry(&real, name).map(comparable);
+            assert!(mine.is_some(), "{path} lists {name}");
+            assert_eq!(mine, theirs, "{path} {name}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn root_documents_have_the_real_shapes() {
+    let version = get("/version").await;
+    let real = captured_body("01-");
+    let keys = |v: &Value| v.as_object().map(|o| o.keys().cloned().collect::<Vec<_>>());
+    assert_eq!(keys(&version), keys(&real));
+    assert_eq!(version["minor"], "28");
+
+    let api = get("/api").await;
+    assert_eq!(keys(&api), keys(&captured_body("02-")));
+    assert_eq!(api["versions"], captured_body("02-")["versions"]);
+
+    let apis = get("/apis").await;
+    let real = captured_body("04-");
+    assert_eq!(apis["kind"], real["kind"]);
+    assert_eq!(apis["apiVersion"], real["apiVersion"]);
+    let group = |doc: &Value, name: &str| {
+        doc["groups"]
+            .as_array()
+            .and_then(|g| g.iter().find(|g| g["name"] == name))
+            .cloned()
+    };
+    for name in [
+        "apps",
+        "batch",
+        "coordination.k8s.io",
+        "events.k8s.io",
+        "rbac.authorization.k8s.io",
+    ] {
+        assert_eq!(group(&apis, name), group(&real, name), "{name}");
+    }
+
+    let batch = get("/apis/batch").await;
+    assert_eq!(batch["kind"], "APIGroup");
+    assert_eq!(batch["preferredVersion"]["groupVersion"], "batch/v1");
+}
