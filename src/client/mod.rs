@@ -35,7 +35,8 @@
 //!    the crate's [`TokenBucket`](crate::token_bucket::TokenBucket)), then the
 //!    `Authorization` and impersonation headers, then reqwest (HTTP/2 when ALPN offers it,
 //!    pooled connections, per-request timeout except for watches). A 401 with a refreshable
-//!    credential is retried once; a 429/5xx with `Retry-After` is retried after that wait.
+//!    credential is retried once; a 429/5xx with `Retry-After` is retried after that wait
+//!    ([`retry`]).
 //! 4. The answer: an error status becomes an [`Error::Api`] from its Status body
 //!    ([`error`]); a success is decoded from JSON, or streamed into
 //!    [`WatchEvent`](crate::api::WatchEvent)s ([`watch_stream`]). Lists are paged and
@@ -56,6 +57,7 @@ pub mod pager;
 pub mod params;
 pub mod request;
 pub mod resource_ref;
+pub mod retry;
 pub mod throttle;
 pub mod transport;
 pub mod watch_stream;

@@ -11,11 +11,10 @@
 //! - Every attempt takes a throttle token first, so `--kube-api-qps` bounds what the server
 //!   sees, retries included. The credential is fetched after the throttle wait, so a token is
 //!   as fresh as possible when it leaves.
-//! - A 401 with a credential that can be refreshed (exec plugin, token file) invalidates it and
-//!   the request is sent once more; a second 401 is returned as the error.
-//! - A 429 or 5xx carrying `Retry-After` means the server did not process the request: the
-//!   client waits that long and sends it again, at most [`MAX_RETRY_AFTER_RETRIES`] times (as
-//!   client-go does). Any other error status becomes an [`Error::Api`] built from the body.
+//! - The client resends a request on its own only as [`RetryPolicy`] decides: once after a 401
+//!   with a refreshable credential (exec plugin, token file), which is invalidated first; and
+//!   after the wait a 429 or 5xx asks for with `Retry-After`. Any other error status becomes an
+//!   [`Error::Api`] built from the body.
 //! - Requests other than watches are bounded by the per-request timeout (body included). A
 //!   watch has none: the server's `timeoutSeconds` ends it.
 //! - `Client` is cheap to clone; clones share the connection pool (HTTP/2 when the server's
@@ -25,8 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{HeaderMap, ACCEPT, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
-use http::StatusCode;
+use http::header::{HeaderMap, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use serde::de::DeserializeOwned;
 use url::Url;
 
@@ -36,11 +34,9 @@ use super::config::ClientConfig;
 use super::error::{ApiError, Error};
 use super::options::{BuildError, ClientOptions};
 use super::request::{ApiRequest, ResponseKind};
+use super::retry::{RetryPolicy, Step};
 use super::throttle::Throttle;
 use super::watch_stream::WatchStream;
-
-/// How many times a request answered with `Retry-After` is sent again (client-go's limit).
-pub const MAX_RETRY_AFTER_RETRIES: u32 = 10;
 
 /// A connection to one API server, as one identity, under one rate limit.
 #[derive(Clone, Debug)]
@@ -95,33 +91,24 @@ impl Client {
     }
 
     /// Sends `request` and returns the successful response, headers read and body not yet.
+    /// Resends it when [`RetryPolicy`] says so (a refreshed credential, a `Retry-After`).
     pub async fn send(&self, request: &ApiRequest) -> Result<reqwest::Response, Error> {
-        let mut refreshed_credentials = false;
-        let mut retries = 0;
+        let mut policy = RetryPolicy::default();
         loop {
             let response = self.send_once(request).await?;
             let status = response.status();
-            if status.is_success() {
-                return Ok(response);
-            }
-            if status == StatusCode::UNAUTHORIZED
-                && !refreshed_credentials
-                && self.credentials_can_refresh()
-            {
-                tracing::debug!(url = %request.url, "401: refreshing credentials and retrying once");
-                self.inner.auth.invalidate();
-                refreshed_credentials = true;
-                continue;
-            }
-            if let Some(wait) = server_requested_wait(&response) {
-                if retries < MAX_RETRY_AFTER_RETRIES {
-                    retries += 1;
-                    tracing::debug!(url = %request.url, %status, ?wait, retries, "server asked to retry later");
-                    tokio::time::sleep(wait).await;
-                    continue;
+            match policy.next_step(status, response.headers(), self.credentials_can_refresh()) {
+                Step::Accept => return Ok(response),
+                Step::RefreshCredentials => {
+                    tracing::debug!(url = %request.url, "401: refreshing the credential and resending once");
+                    self.inner.auth.invalidate();
                 }
+                Step::WaitAndResend(wait) => {
+                    tracing::debug!(url = %request.url, %status, ?wait, "server asked to come back later");
+                    tokio::time::sleep(wait).await;
+                }
+                Step::Fail => return Err(error_from_response(response).await),
             }
-            return Err(error_from_response(response).await);
         }
     }
 
@@ -184,17 +171,6 @@ impl Client {
     fn credentials_can_refresh(&self) -> bool {
         matches!(self.inner.auth, Auth::Exec(_) | Auth::TokenFile(_))
     }
-}
-
-/// The wait a 429 or 5xx response asks for with `Retry-After` (client-go's `checkWait`). The
-/// server did not process such a request, so sending it again is safe for every verb.
-fn server_requested_wait(response: &reqwest::Response) -> Option<Duration> {
-    let status = response.status();
-    if status != StatusCode::TOO_MANY_REQUESTS && !status.is_server_error() {
-        return None;
-    }
-    let seconds = response.headers().get(RETRY_AFTER)?.to_str().ok()?;
-    seconds.trim().parse::<u64>().ok().map(Duration::from_secs)
 }
 
 /// The typed error of an error response, from its status, headers and (Status) body.
