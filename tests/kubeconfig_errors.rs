@@ -43,6 +43,10 @@ fn references_to_missing_entries() {
         "no context chosen: {file} set no current-context and --context was not given",
     );
     assert_error("unknown-context", "context \"prod\" is not in {file}");
+    assert_error(
+        "duplicate-cluster",
+        "kubeconfig {file} defines cluster \"dev\" twice",
+    );
 }
 
 #[test]
@@ -66,6 +70,11 @@ fn unusable_cluster_fields() {
         "data-and-path",
         "cluster \"dev\" in {file} sets both certificate-authority-data and \
          certificate-authority; keep only one",
+    );
+    assert_error(
+        "bad-tls-server-name",
+        "cluster \"dev\" in {file}: tls-server-name \"api server!\" is not a valid DNS name or \
+         IP address",
     );
     assert_error(
         "bad-proxy",

@@ -3,7 +3,6 @@
 
 mod kubeconfig_common;
 
-use std::path::Path;
 use std::sync::Arc;
 
 use base64::Engine;
@@ -171,7 +170,7 @@ async fn interactive_mode_decides_stdin() {
         .await
         .unwrap_err()
         .to_string();
-    let plugin = Path::new(&fixture("exec")).join("./plugin.sh");
+    let plugin = fixture("exec/plugin.sh");
     assert_eq!(
         err,
         format!(
@@ -206,7 +205,7 @@ async fn plugin_failures_quote_stderr() {
         .await
         .unwrap_err()
         .to_string();
-    let plugin = fixture("exec").join("./plugin.sh");
+    let plugin = fixture("exec/plugin.sh");
     assert_eq!(
         err,
         format!(

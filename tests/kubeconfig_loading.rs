@@ -385,3 +385,45 @@ fn config_view_prints_a_redacted_summary() {
     );
     assert_eq!(text, expected);
 }
+
+#[test]
+fn config_view_shows_insecure_servers_proxies_and_exec_plugins() {
+    let env = hermetic_env();
+    let options = LoadOptions {
+        kubeconfig: Some(fixture("exec/config.yaml")),
+        context: Some("v1".into()),
+    };
+    let text = config_view(&options, &env).unwrap();
+    let plugin = fixture("exec/plugin.sh");
+    assert!(
+        text.contains("TLS server name:    api.internal\n"),
+        "{text}"
+    );
+    let auth = format!(
+        "Auth:               exec plugin {} get-token --cluster local (client.authentication.k8s.io/v1)\n",
+        plugin.display()
+    );
+    assert!(text.contains(&auth), "{text}");
+
+    let options = LoadOptions {
+        kubeconfig: Some(fixture("merge/first.yaml")),
+        context: None,
+    };
+    let text = config_view(&options, &env).unwrap();
+    assert!(
+        text.contains("CA:                 NOT VERIFIED (insecure-skip-tls-verify: true)\n"),
+        "{text}"
+    );
+
+    let dir = service_account("gc-system");
+    let text = config_view(&LoadOptions::default(), &pod_env(dir.path())).unwrap();
+    let expected = format!(
+        "Source:             in-cluster service account ({dir})\n\
+         Server:             https://10.96.0.1/\n\
+         CA:                 {dir}/ca.crt (1 certificate)\n\
+         Auth:               bearer token from {dir}/token\n\
+         Namespace:          gc-system\n",
+        dir = dir.path().display()
+    );
+    assert_eq!(text, expected);
+}

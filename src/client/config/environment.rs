@@ -25,7 +25,8 @@ pub type WallClock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
 /// Which certificates to trust when a cluster names no certificate authority.
 #[derive(Clone)]
 pub enum SystemRoots {
-    /// The operating system's trust store, loaded when a TLS configuration needs it.
+    /// The operating system's trust store, loaded when a TLS configuration needs it
+    /// (rustls-native-certs, which honours `SSL_CERT_FILE` and `SSL_CERT_DIR` as Go does).
     Native,
     /// A fixed list (tests; or an empty list to trust nothing without an explicit CA).
     Fixed(Vec<CertificateDer<'static>>),

@@ -102,6 +102,16 @@ pub enum ConfigError {
         /// What the parser said.
         source: ParseError,
     },
+    /// One file defines the same cluster, user or context name twice.
+    #[error("kubeconfig {path} defines {kind} \"{name}\" twice")]
+    DuplicateName {
+        /// The file.
+        path: PathBuf,
+        /// `cluster`, `user` or `context`.
+        kind: &'static str,
+        /// The repeated name.
+        name: String,
+    },
     /// Neither a kubeconfig nor an in-cluster service account was found.
     #[error(
         "no configuration found: no kubeconfig at {looked_at}, and KUBERNETES_SERVICE_HOST is \
@@ -191,6 +201,15 @@ pub enum ConfigError {
     /// rustls refused the TLS settings.
     #[error("cannot build the TLS configuration: {0}")]
     Tls(#[from] rustls::Error),
+    /// No trust anchors, so no server certificate could ever be verified.
+    #[error("cannot verify the API server: {0}")]
+    Verifier(#[from] rustls::client::VerifierBuilderError),
+    /// None of the configured CA certificates can be parsed as a trust anchor.
+    #[error("the certificate authority holds no certificate usable as a trust anchor")]
+    UnusableCertificateAuthority,
+    /// `tls-server-name` is not a DNS name or IP address.
+    #[error("tls-server-name \"{0}\" is not a valid DNS name or IP address")]
+    InvalidServerName(String),
     /// The operating system's trust store could not be read and no CA was configured.
     #[error(
         "no certificate authority configured and the system trust store has none usable ({0}); \

@@ -121,6 +121,14 @@ mod tests {
         assert_eq!(escape_header_key("ü"), "%c3%bc");
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_extra_key_becomes_a_valid_header_name(key in "\\PC*") {
+            let name = format!("impersonate-extra-{}", escape_header_key(&key));
+            proptest::prop_assert!(HeaderName::try_from(name.as_str()).is_ok(), "{}", name);
+        }
+    }
+
     #[test]
     fn nothing_to_impersonate_means_no_headers() {
         assert!(Impersonation::default().is_empty());

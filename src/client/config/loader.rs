@@ -6,11 +6,11 @@
 //!
 //! How they merge: for each map key (a cluster, user or context name) the first file that
 //! defines it wins, whole entry, no field-by-field mixing; `current-context` comes from the first
-//! file that sets one. Before merging, relative paths in a file (CA, client certificate and key,
+//! file that sets one. A name defined twice within one file is an error, as in client-go. Before merging, relative paths in a file (CA, client certificate and key,
 //! token file, an exec command containing a path separator) are resolved against that file's
 //! own directory, and every entry remembers the file it came from, so errors can name it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use super::environment::Environment;
@@ -64,32 +64,49 @@ impl MergedKubeconfig {
         FileList(self.files.clone())
     }
 
-    /// Adds one file's content; entries already present win.
-    fn merge(&mut self, file: &Path, config: Kubeconfig) {
+    /// Adds one file's content; entries already present (from earlier files) win.
+    fn merge(&mut self, file: &Path, config: Kubeconfig) -> Result<(), ConfigError> {
         self.files.push(file.to_path_buf());
-        let sourced = |value| Sourced::new(value, file);
         if self.current_context.is_none() {
             self.current_context = config
                 .current_context
                 .filter(|name| !name.is_empty())
-                .map(sourced);
+                .map(|name| Sourced::new(name, file));
         }
-        for entry in config.clusters.unwrap_or_default() {
-            let value = entry.cluster.unwrap_or_default();
-            let sourced = Sourced::new(value, file);
-            self.clusters.entry(entry.name).or_insert(sourced);
-        }
-        for entry in config.users.unwrap_or_default() {
-            let value = entry.user.unwrap_or_default();
-            let sourced = Sourced::new(value, file);
-            self.users.entry(entry.name).or_insert(sourced);
-        }
-        for entry in config.contexts.unwrap_or_default() {
-            let value = entry.context.unwrap_or_default();
-            let sourced = Sourced::new(value, file);
-            self.contexts.entry(entry.name).or_insert(sourced);
-        }
+        let clusters = config.clusters.unwrap_or_default().into_iter();
+        let clusters = clusters.map(|entry| (entry.name, entry.cluster.unwrap_or_default()));
+        merge_named(&mut self.clusters, file, "cluster", clusters)?;
+        let users = config.users.unwrap_or_default().into_iter();
+        let users = users.map(|entry| (entry.name, entry.user.unwrap_or_default()));
+        merge_named(&mut self.users, file, "user", users)?;
+        let contexts = config.contexts.unwrap_or_default().into_iter();
+        let contexts = contexts.map(|entry| (entry.name, entry.context.unwrap_or_default()));
+        merge_named(&mut self.contexts, file, "context", contexts)
     }
+}
+
+/// Adds one file's named entries to `merged`, keeping entries an earlier file defined. A name
+/// used twice within one file is an error, as in client-go.
+fn merge_named<T>(
+    merged: &mut BTreeMap<String, Sourced<T>>,
+    file: &Path,
+    kind: &'static str,
+    entries: impl Iterator<Item = (String, T)>,
+) -> Result<(), ConfigError> {
+    let mut seen = BTreeSet::new();
+    for (name, value) in entries {
+        if !seen.insert(name.clone()) {
+            return Err(ConfigError::DuplicateName {
+                path: file.to_path_buf(),
+                kind,
+                name,
+            });
+        }
+        merged
+            .entry(name)
+            .or_insert_with(|| Sourced::new(value, file));
+    }
+    Ok(())
 }
 
 /// The kubeconfig files to read, and whether they must exist.
@@ -167,7 +184,7 @@ impl Search {
                     source,
                 })?;
             resolve_relative_paths(&mut config, path.parent().unwrap_or(Path::new("")));
-            merged.merge(path, config);
+            merged.merge(path, config)?;
         }
         Ok(merged)
     }
@@ -210,7 +227,9 @@ fn resolve(field: &mut Option<String>, dir: &Path) {
     if let Some(value) = field.as_mut() {
         let path = Path::new(value.as_str());
         if !value.is_empty() && path.is_relative() {
-            *value = dir.join(path).to_string_lossy().into_owned();
+            // Collecting the components drops "." segments: "dir/./x" reads better as "dir/x".
+            let joined: PathBuf = dir.join(path).components().collect();
+            *value = joined.to_string_lossy().into_owned();
         }
     }
 }
@@ -267,7 +286,7 @@ mod tests {
         assert_eq!(u.exec.as_ref().unwrap().command.as_deref(), Some("aws"));
         let v = users[1].user.as_ref().unwrap();
         let command = v.exec.as_ref().unwrap().command.as_deref();
-        assert_eq!(command, Some("/cfg/./bin/plugin"));
+        assert_eq!(command, Some("/cfg/bin/plugin"));
     }
 
     #[test]
@@ -281,8 +300,8 @@ mod tests {
             b"current-context: b\nclusters:\n- name: shared\n  cluster: {server: https://second}\n- name: other\n  cluster: {server: https://other}\n",
         )
         .unwrap();
-        merged.merge(Path::new("/1"), first);
-        merged.merge(Path::new("/2"), second);
+        merged.merge(Path::new("/1"), first).unwrap();
+        merged.merge(Path::new("/2"), second).unwrap();
         let current = merged.current_context.as_ref().unwrap();
         assert_eq!(
             (current.value.as_str(), current.file.as_path()),

@@ -180,6 +180,12 @@ impl ResolvedCluster {
             }),
         };
         let server_name = non_empty(value.tls_server_name.as_deref()).map(String::from);
+        if let Some(name) = &server_name {
+            rustls_pki_types::ServerName::try_from(name.as_str()).map_err(|_| {
+                let problem = format!("\"{name}\" is not a valid DNS name or IP address");
+                fields.error("tls-server-name", FieldProblem::Invalid(problem))
+            })?;
+        }
         let exec_cluster_info = exec_cluster_info(value, &server, ca_pem.as_ref().map(|c| &c.0));
         Ok(ResolvedCluster {
             server,

@@ -91,6 +91,16 @@ mod tests {
         assert_eq!(decode(&be).as_deref(), Ok(text));
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_text_survives_a_utf16_round_trip(text in "\\PC*") {
+            let le = utf16_bytes(&text, UTF16_LE_BOM, u16::to_le_bytes);
+            let be = utf16_bytes(&text, UTF16_BE_BOM, u16::to_be_bytes);
+            proptest::prop_assert_eq!(decode(&le), Ok(text.clone()));
+            proptest::prop_assert_eq!(decode(&be), Ok(text));
+        }
+    }
+
     #[test]
     fn broken_encodings_are_named() {
         let no_bom = utf16_bytes("kind: Config", &[], u16::to_le_bytes);

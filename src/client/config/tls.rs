@@ -94,16 +94,12 @@ impl TlsSettings {
         }
         let store = self.root_store(roots)?;
         let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(store), provider.clone())
-            .build()
-            .map_err(|err| ConfigError::Tls(rustls::Error::General(err.to_string())))?;
+            .build()?;
         match &self.server_name {
             None => Ok(webpki),
             Some(name) => {
-                let name = ServerName::try_from(name.clone()).map_err(|err| {
-                    ConfigError::Tls(rustls::Error::General(format!(
-                        "tls-server-name \"{name}\" is not a valid server name: {err}"
-                    )))
-                })?;
+                let name = ServerName::try_from(name.clone())
+                    .map_err(|_| ConfigError::InvalidServerName(name.clone()))?;
                 Ok(Arc::new(VerifyAgainstName {
                     inner: webpki,
                     name,
@@ -118,9 +114,7 @@ impl TlsSettings {
             (Some(ca), _) => {
                 let (added, _) = store.add_parsable_certificates(ca.certificates.iter().cloned());
                 if added == 0 {
-                    return Err(ConfigError::Tls(rustls::Error::General(
-                        "the certificate authority holds no usable certificate".into(),
-                    )));
+                    return Err(ConfigError::UnusableCertificateAuthority);
                 }
             }
             (None, SystemRoots::Fixed(certificates)) => {
@@ -369,8 +363,7 @@ mod tests {
     #[test]
     fn an_empty_trust_store_is_refused_up_front() {
         let settings = TlsSettings::default();
-        assert!(settings
-            .rustls_config(&SystemRoots::Fixed(Vec::new()))
-            .is_err());
+        let result = settings.rustls_config(&SystemRoots::Fixed(Vec::new()));
+        assert!(matches!(result, Err(ConfigError::Verifier(_))));
     }
 }

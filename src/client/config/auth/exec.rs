@@ -13,6 +13,10 @@
 //! `interactiveMode` decides stdin: `Never` gives the program none; `IfAvailable` (the `v1beta1`
 //! default) passes stdin through only when it is a terminal; `Always` requires a terminal.
 //! `v1` requires the field, as client-go does. A missing program is reported with `installHint`.
+//!
+//! A client certificate returned by the plugin goes into the TLS configuration's
+//! [`ClientCertSlot`] and is presented from the next handshake on; connections already open keep
+//! the certificate they were made with until the HTTP client closes them.
 
 use std::collections::BTreeMap;
 use std::fmt;
