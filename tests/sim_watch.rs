@@ -304,3 +304,27 @@ async fn dropping_connections_ends_open_watches() {
     let (code, _) = send(client().get(url(&server, JOBS))).await;
     assert_eq!(code, 200);
 }
+
+#[tokio::test(start_paused = true)]
+async fn injected_cuts_end_watches_after_a_duration() {
+    let plan = FaultPlan::new(7).cut_watches_after(Duration::from_secs(30));
+    let server = start(SimConfig::default().with_fault_plan(plan)).await;
+    let started = tokio::time::Instant::now();
+    let events = open(
+        &server,
+        "watch=1&allowWatchBookmarks=true&timeoutSeconds=300",
+        None,
+    )
+    .await
+    .rest()
+    .await;
+    assert!(
+        events.is_empty(),
+        "a cut is not a timeout: no final bookmark"
+    );
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed >= Duration::from_secs(30) && elapsed < Duration::from_secs(60),
+        "{elapsed:?}"
+    );
+}
