@@ -4,7 +4,7 @@
 //! real server applies it: route the path, authenticate (`Authorization: Bearer` when a token is
 //! configured → else 401), apply injected faults (delay, or an error / 429 with `Retry-After`),
 //! run the verb against the store, and record the exchange in the journal. Each verb lives in
-//! its own module: [`read`] (get, list), [`write`] (create, update, patch, delete), [`watch`]
+//! its own module: [`read`] (get, list), [`write`](mod@write) (create, update, patch, delete), [`watch`]
 //! (streaming), [`discovery`]; [`errors`] maps refusals to `Status` bodies and [`response`] builds
 //! responses.
 
