@@ -190,6 +190,10 @@ fn dispatch(
         (&Method::GET, Some(_)) => read::get(ctx, incoming, target),
         (&Method::GET, None) if incoming.is_watch() => watch::watch(ctx, incoming, target),
         (&Method::GET, None) => read::list(ctx, incoming, target),
+        // Objects of a namespaced resource are created through their namespace's collection.
+        (&Method::POST, None) if def.namespaced && target.namespace.is_none() => {
+            unsupported("create")
+        }
         (&Method::POST, None) => write::create(ctx, incoming, target),
         (&Method::PUT, Some(_)) => write::update(ctx, incoming, target),
         (&Method::PATCH, Some(_)) => write::patch(ctx, incoming, target),

@@ -144,6 +144,10 @@ fn watch_start(ctx: &Context, incoming: &Incoming) -> Result<WatchStart, Handler
         return Ok(WatchStart::InitialEventsThenBookmark);
     }
     match rv {
+        // Explicitly no initial events: start at the current version.
+        None if send_initial == Some("false") => {
+            Ok(WatchStart::After(ctx.store.resource_version()))
+        }
         None | Some("0") => Ok(WatchStart::Current),
         Some(rv) => Ok(WatchStart::After(parse_rv(rv)?)),
     }

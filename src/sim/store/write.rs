@@ -180,7 +180,6 @@ impl Store {
                 },
                 now,
             );
-            state.trim_deletions(self.config.deletion_log_limit);
             return Ok(last_state);
         }
         Ok(state.commit(
@@ -209,8 +208,7 @@ impl Store {
             (Some(url), _) => Ok(url.to_string()),
             (None, Some(body)) => Ok(body.to_string()),
             (None, None) => Err(StoreError::BadRequest(
-                "the server could not find the requested resource: a namespace is required"
-                    .to_string(),
+                "a namespace is required to create an object of a namespaced resource".to_string(),
             )),
         }
     }
