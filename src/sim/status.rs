@@ -267,6 +267,47 @@ pub fn not_found_path() -> (StatusCode, Value) {
     (code, failure(code, "NotFound", message, Some(json!({}))))
 }
 
+/// 403 `Forbidden` as the authorization filter answers a request RBAC denies:
+/// `jobs.batch "pi" is forbidden: User "bob" cannot delete resource "jobs" in API group "batch"
+/// in the namespace "ns"` (`at the cluster scope` when `namespace` is `None`; no quoted name for
+/// collection requests, where `name` is empty).
+pub fn forbidden(
+    gr: &GroupResource,
+    name: &str,
+    user: &str,
+    verb: &str,
+    namespace: Option<&str>,
+) -> (StatusCode, Value) {
+    let code = StatusCode::FORBIDDEN;
+    let scope = match namespace {
+        Some(ns) => format!("in the namespace {}", quote(ns)),
+        None => "at the cluster scope".to_owned(),
+    };
+    let why = format!(
+        "User {} cannot {verb} resource {} in API group {} {scope}",
+        quote(user),
+        quote(&gr.resource),
+        quote(&gr.group)
+    );
+    // Upstream escapes these so the message cannot pass for HTML.
+    let why = why
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    let message = if name.is_empty() {
+        format!("{gr} is forbidden: {why}")
+    } else {
+        format!("{gr} {} is forbidden: {why}", quote(name))
+    };
+    let body = failure(
+        code,
+        "Forbidden",
+        &message,
+        Some(resource_details(gr, name)),
+    );
+    (code, body)
+}
+
 /// 409 `AlreadyExists`: `jobs.batch "pi" already exists` (exchange 10).
 pub fn already_exists(gr: &GroupResource, name: &str) -> (StatusCode, Value) {
     let code = StatusCode::CONFLICT;
@@ -434,6 +475,12 @@ pub fn unauthorized() -> (StatusCode, Value) {
     let code = StatusCode::UNAUTHORIZED;
     (code, failure(code, "Unauthorized", "Unauthorized", None))
 }
+
+/// The plain-text body of the 429 that the real server's max-in-flight and
+/// priority-and-fairness filters send (Go's `http.Error`: `Content-Type: text/plain;
+/// charset=utf-8`, `X-Content-Type-Options: nosniff`, and a `Retry-After` header). Clients must
+/// cope with a 429 that is not a `Status`.
+pub const THROTTLED_PLAIN_TEXT_BODY: &str = "Too many requests, please try again later.\n";
 
 /// 429 `TooManyRequests` with `details.retryAfterSeconds`, upstream's `NewTooManyRequests`.
 /// (The real server's priority-and-fairness filter answers 429 in plain text with a
@@ -735,6 +782,30 @@ mod tests {
                 "details": {"causes": [{"reason": "ResourceVersionTooLarge",
                     "message": "Too large resource version"}], "retryAfterSeconds": 1}})
         );
+    }
+
+    #[test]
+    fn forbidden_names_user_verb_resource_and_scope() {
+        let (code, body) = forbidden(&jobs(), "pi", "bob", "delete", Some("ns"));
+        assert_eq!(code, StatusCode::FORBIDDEN);
+        assert_eq!(
+            body,
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": "jobs.batch \"pi\" is forbidden: User \"bob\" cannot delete resource \"jobs\" in API group \"batch\" in the namespace \"ns\"",
+                "reason": "Forbidden", "details": {"name": "pi", "group": "batch", "kind": "jobs"},
+                "code": 403})
+        );
+        let namespaces = GroupResource::new("", "namespaces");
+        let (_, body) = forbidden(&namespaces, "", "system:anonymous", "list", None);
+        assert_eq!(
+            body["message"],
+            "namespaces is forbidden: User \"system:anonymous\" cannot list resource \"namespaces\" in API group \"\" at the cluster scope"
+        );
+        assert_eq!(body["details"], json!({"kind": "namespaces"}));
+        let (_, body) = forbidden(&namespaces, "", "<script>", "list", None);
+        assert!(body["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("&lt;script&gt;")));
     }
 
     #[test]
