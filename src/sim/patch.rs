@@ -431,6 +431,9 @@ fn merge_map<'p>(
             )))
         }
     }
+    if let Some(retained) = patch.get(RETAIN_KEYS) {
+        retain_keys(original, patch, retained)?;
+    }
     for (key, value) in patch {
         if key == DIRECTIVE || key == RETAIN_KEYS || key.starts_with(SET_ELEMENT_ORDER) {
             continue;
@@ -443,9 +446,6 @@ fn merge_map<'p>(
         let result = merge_value(original, key, value, path);
         path.pop();
         result?;
-    }
-    if let Some(retained) = patch.get(RETAIN_KEYS) {
-        retain_keys(original, retained)?;
     }
     Ok(MapOutcome::Keep)
 }
@@ -572,14 +572,32 @@ fn delete_from_primitive_list(
     Ok(())
 }
 
-/// `$retainKeys`: after merging, only the listed keys survive.
-fn retain_keys(original: &mut Map<String, Value>, retained: &Value) -> Result<(), PatchError> {
-    let Value::Array(keys) = retained else {
+/// `$retainKeys`: before merging, clear every key of the original that is not listed. The
+/// patch may only set listed keys (upstream refuses the others with a 422).
+fn retain_keys(
+    original: &mut Map<String, Value>,
+    patch: &Map<String, Value>,
+    retained: &Value,
+) -> Result<(), PatchError> {
+    let keys: Option<Vec<&str>> = match retained {
+        Value::Array(keys) => keys.iter().map(Value::as_str).collect(),
+        _ => None,
+    };
+    let Some(keys) = keys else {
         return Err(PatchError::Malformed(format!(
-            "{RETAIN_KEYS} must be a list"
+            "{RETAIN_KEYS} must be a list of strings"
         )));
     };
-    original.retain(|key, _| keys.iter().any(|k| k.as_str() == Some(key.as_str())));
+    let unlisted = patch
+        .iter()
+        .filter(|(key, value)| !key.starts_with('$') && !value.is_null())
+        .find(|(key, _)| !keys.contains(&key.as_str()));
+    if let Some((key, _)) = unlisted {
+        return Err(PatchError::Invalid(format!(
+            "the patch sets {key:?}, which {RETAIN_KEYS} does not list"
+        )));
+    }
+    original.retain(|key, _| keys.contains(&key.as_str()));
     Ok(())
 }
 
@@ -940,7 +958,13 @@ mod tests {
         let patched =
             strategic(doc.clone(), json!({"metadata":{"labels":{"x":null}}})).expect("applies");
         assert_eq!(patched["metadata"]["labels"], json!({"y":"2"}));
-        // $retainKeys keeps only the listed keys.
+        // $retainKeys keeps only the listed keys, and the patch may only set listed ones.
+        let err = strategic(
+            doc.clone(),
+            json!({"metadata":{"labels":{"$retainKeys":["y"],"x":"3"}}}),
+        )
+        .expect_err("x is not retained");
+        assert!(matches!(err, PatchError::Invalid(_)), "{err:?}");
         let patched = strategic(
             doc,
             json!({"metadata":{"labels":{"$retainKeys":["y"],"y":"3"}}}),
