@@ -178,6 +178,24 @@ impl fmt::Display for Cause {
     }
 }
 
+/// Several causes as one message, like Go's aggregated `field.ErrorList`: repeated messages
+/// appear once, a single message stands alone, several are listed as `[a, b]`. `None` when
+/// there is no cause.
+pub fn aggregate_causes(causes: &[Cause]) -> Option<String> {
+    let mut messages: Vec<String> = Vec::with_capacity(causes.len());
+    for cause in causes {
+        let message = cause.to_string();
+        if !messages.contains(&message) {
+            messages.push(message);
+        }
+    }
+    match messages.as_slice() {
+        [] => None,
+        [only] => Some(only.clone()),
+        many => Some(format!("[{}]", many.join(", "))),
+    }
+}
+
 /// Renders a value the way apimachinery's field errors print a bad value: strings quoted,
 /// numbers and booleans bare, `null` as `null`, anything else as JSON.
 fn go_value(value: &Value) -> String {
@@ -428,13 +446,9 @@ pub fn too_large_resource_version(requested: u64, current: u64) -> (StatusCode, 
 pub fn invalid(gk: &GroupKind, name: &str, causes: &[Cause]) -> (StatusCode, Value) {
     let code = StatusCode::UNPROCESSABLE_ENTITY;
     let mut message = format!("{gk} {} is invalid", quote(name));
-    match causes {
-        [] => {}
-        [only] => message.push_str(&format!(": {only}")),
-        many => {
-            let listed: Vec<String> = many.iter().map(Cause::to_string).collect();
-            message.push_str(&format!(": [{}]", listed.join(", ")));
-        }
+    if let Some(listed) = aggregate_causes(causes) {
+        message.push_str(": ");
+        message.push_str(&listed);
     }
     let mut details = details(&gk.group, &gk.kind, name);
     if !causes.is_empty() {
@@ -697,6 +711,22 @@ mod tests {
         );
         assert_eq!(body["details"]["causes"][0]["reason"], "FieldValueRequired");
         assert_eq!(body["details"]["group"], "batch");
+    }
+
+    #[test]
+    fn repeated_causes_appear_once_in_the_message_but_all_in_details() {
+        let cause = Cause::required("metadata.name", "");
+        let (_, body) = invalid(
+            &GroupKind::new("", "ConfigMap"),
+            "",
+            &[cause.clone(), cause],
+        );
+        assert_eq!(
+            body["message"],
+            "ConfigMap \"\" is invalid: metadata.name: Required value"
+        );
+        assert_eq!(body["details"]["causes"].as_array().map(Vec::len), Some(2));
+        assert_eq!(aggregate_causes(&[]), None);
     }
 
     #[test]

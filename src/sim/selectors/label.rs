@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use super::names::{label_value_problems, qualified_name_problems};
 use super::SelectorError;
-use crate::sim::status::Cause;
+use crate::sim::status::{aggregate_causes, Cause};
 
 /// How a [`Requirement`] relates a label to its values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -420,17 +420,13 @@ fn new_requirement(
             problems.push(Cause::invalid(field, Value::from(value.as_str()), problem));
         }
     }
-    match problems.as_slice() {
-        [] => Ok(Requirement {
+    match aggregate_causes(&problems) {
+        None => Ok(Requirement {
             key,
             operator,
             values,
         }),
-        [one] => Err(one.to_string()),
-        many => {
-            let listed: Vec<String> = many.iter().map(Cause::to_string).collect();
-            Err(format!("[{}]", listed.join(", ")))
-        }
+        Some(message) => Err(message),
     }
 }
 
