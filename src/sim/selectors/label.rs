@@ -95,7 +95,7 @@ impl LabelSelector {
         }
         .parse()
         .map_err(SelectorError::Label)?;
-        // Upstream sorts by key (stably) so equal selectors compare equal.
+        // Upstream sorts by key so that equal selectors compare equal.
         requirements.sort_by(|a, b| a.key.cmp(&b.key));
         Ok(LabelSelector { requirements })
     }
@@ -144,6 +144,8 @@ fn is_special(b: u8) -> bool {
 /// Splits a selector into tokens, ending with `EndOfString`. Special characters are ASCII, so
 /// every cut falls on a UTF-8 character boundary.
 fn lex(s: &str) -> Vec<(Token, String)> {
+    // Upstream's lexer reads a NUL byte as the end of the input; whatever follows is ignored.
+    let s = s.split('\0').next().unwrap_or_default();
     let bytes = s.as_bytes();
     let mut tokens = Vec::new();
     let mut pos = 0;
@@ -471,6 +473,7 @@ mod tests {
             ("app in (in,notin,web)", true, false),
             ("example.com/role!=x", true, true),
             ("\tapp\t=\tweb\n", true, false),
+            ("app=web\0,garbage(", true, false),
         ];
         for (text, on_set, on_nothing) in table {
             let selector = LabelSelector::parse(text).expect(text);
