@@ -214,20 +214,24 @@ fn authenticated(ctx: &Context, incoming: &Incoming) -> bool {
     presented == Some(token.as_str())
 }
 
-/// The answer to an injected failure, with the body the real server gives for that status.
+/// The answer to an injected failure, as the real server gives that status: a throttled request
+/// gets priority-and-fairness's plain-text 429 with `Retry-After`, other statuses their `Status`.
 fn injected_failure(code: StatusCode, retry_after: Option<u64>) -> Response<Body> {
-    let (code, body) = match code {
-        StatusCode::TOO_MANY_REQUESTS => status::too_many_requests(retry_after.unwrap_or(1)),
-        StatusCode::SERVICE_UNAVAILABLE => status::service_unavailable("injected fault"),
-        StatusCode::GONE => status::gone_expired("injected fault: expired", None),
+    let mut response = match code {
+        StatusCode::TOO_MANY_REQUESTS => {
+            response::plain_text(code, status::THROTTLED_PLAIN_TEXT_BODY)
+        }
+        StatusCode::SERVICE_UNAVAILABLE => {
+            response::status(status::service_unavailable("injected fault"))
+        }
+        StatusCode::GONE => response::status(status::gone_expired("injected fault: expired", None)),
         other => {
             // Any other status: an InternalError body carrying the injected code.
             let (_, mut body) = status::internal_error("injected fault");
             body["code"] = Value::from(other.as_u16());
-            (other, body)
+            response::json(other, &body)
         }
     };
-    let mut response = response::json(code, &body);
     if let Some(seconds) = retry_after {
         if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
             response.headers_mut().insert(RETRY_AFTER, value);
