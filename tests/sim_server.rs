@@ -218,3 +218,22 @@ async fn in_process_deletions_are_logged_with_their_final_state() {
         Some(kube_gc::sim::history::ChangeKind::Deleted)
     );
 }
+
+#[tokio::test]
+async fn a_client_certificate_from_the_ca_authenticates_without_a_token() {
+    let server = start(SimConfig::default().with_tls().with_token("t")).await;
+    let ca = server.ca_pem().map(str::to_string);
+    let identity = server
+        .tls()
+        .map(|tls| tls.generate_client_cert("kube-gc", &["system:masters"]));
+    let (cert, key) = match identity {
+        Some(Ok(identity)) => identity,
+        other => panic!("client certificate: {other:?}"),
+    };
+    let with_cert = client_with_identity(ca.as_deref(), Some((&cert, &key)));
+    let (code, _) = send(with_cert.get(url(&server, JOBS))).await;
+    assert_eq!(code, 200);
+    let (code, body) = send(client_trusting(ca.as_deref()).get(url(&server, JOBS))).await;
+    assert_eq!(code, 401);
+    assert_eq!(body["reason"], "Unauthorized");
+}

@@ -1,8 +1,8 @@
 //! One HTTP request in, one response out.
 //!
 //! Contract: [`handle`] is the whole request pipeline of the simulated server, in the order a
-//! real server applies it: route the path, authenticate (`Authorization: Bearer` when a token is
-//! configured → else 401), apply injected faults (delay, or an error / 429 with `Retry-After`),
+//! real server applies it: route the path, authenticate (a client certificate signed by the
+//! server's CA, or `Authorization: Bearer` when a token is configured → else 401), apply injected faults (delay, or an error / 429 with `Retry-After`),
 //! run the verb against the store, and record the exchange in the journal. Each verb lives in
 //! its own module: [`read`] (get, list), [`write`](mod@write) (create, update, patch, delete), [`watch`]
 //! (streaming), [`discovery`]; [`errors`] maps refusals to `Status` bodies and [`response`] builds
@@ -60,6 +60,14 @@ impl std::fmt::Debug for Context {
     }
 }
 
+/// What the server knows about the connection a request came on.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Peer {
+    /// The client presented a certificate signed by the server's CA during the TLS handshake;
+    /// like a real API server, that authenticates its requests without a token.
+    pub client_certificate: bool,
+}
+
 /// A request with its body read, as the verb handlers see it.
 #[derive(Debug)]
 pub struct Incoming {
@@ -110,7 +118,7 @@ impl Incoming {
 }
 
 /// Handles one request end to end (see the module documentation).
-pub async fn handle<B>(ctx: &Context, request: Request<B>) -> Response<Body>
+pub async fn handle<B>(ctx: &Context, peer: Peer, request: Request<B>) -> Response<Body>
 where
     B: hyper::body::Body,
     B::Error: std::fmt::Display,
@@ -132,7 +140,7 @@ where
     };
     let route = Route::parse(&incoming.path, ctx.store.resources());
     let verb = classify(&incoming, &route);
-    let response = respond(ctx, &incoming, &route, verb).await;
+    let response = respond(ctx, peer, &incoming, &route, verb).await;
     record(ctx, &incoming, verb, response.status());
     response
 }
@@ -147,8 +155,14 @@ fn classify(incoming: &Incoming, route: &Route) -> Verb {
     )
 }
 
-async fn respond(ctx: &Context, incoming: &Incoming, route: &Route, verb: Verb) -> Response<Body> {
-    if !authenticated(ctx, incoming) {
+async fn respond(
+    ctx: &Context,
+    peer: Peer,
+    incoming: &Incoming,
+    route: &Route,
+    verb: Verb,
+) -> Response<Body> {
+    if !peer.client_certificate && !token_accepted(ctx, incoming) {
         return response::status(status::unauthorized());
     }
     let decision = ctx.faults.decide(verb);
@@ -204,7 +218,8 @@ fn dispatch(
     }
 }
 
-fn authenticated(ctx: &Context, incoming: &Incoming) -> bool {
+/// Whether the request carries the configured bearer token (or none is configured).
+fn token_accepted(ctx: &Context, incoming: &Incoming) -> bool {
     let Some(token) = &ctx.token else {
         return true;
     };
