@@ -511,3 +511,31 @@ async fn a_resource_version_in_a_patch_is_a_precondition() {
     assert_eq!(body["metadata"]["labels"]["x"], "y");
     assert!(rv(&body) > rv(&created));
 }
+
+#[tokio::test]
+async fn delete_resource_version_precondition_and_query_parameters() {
+    let server = start(SimConfig::default()).await;
+    let created = create_job(&server, "pi");
+    let http = client();
+    let path = url(&server, &format!("{JOBS}/pi"));
+    let stale =
+        json!({"preconditions": {"resourceVersion": "1"}, "propagationPolicy": "Background"});
+    let (code, body) = send(http.delete(&path).json(&stale)).await;
+    assert_eq!(code, 409);
+    assert_eq!(
+        body["message"],
+        format!(
+            "Operation cannot be fulfilled on Job.batch \"pi\": the ResourceVersion in the precondition (1) does not match the ResourceVersion in record ({}). The object might have been modified",
+            rv(&created)
+        )
+    );
+    let (code, body) = send(http.delete(format!("{path}?propagationPolicy=Sideways"))).await;
+    assert_eq!(code, 422);
+    assert_eq!(
+        body["details"]["causes"][0]["reason"],
+        "FieldValueNotSupported"
+    );
+    let (code, body) = send(http.delete(format!("{path}?propagationPolicy=Background"))).await;
+    assert_eq!(code, 200);
+    assert_eq!(body["status"], "Success");
+}
