@@ -212,7 +212,11 @@ impl WatchStream {
             match item {
                 WatchItem::Event { event_type, object } => {
                     if let Some(left) = self.events_left.as_mut() {
-                        *left = left.saturating_sub(1);
+                        if *left == 0 {
+                            return None;
+                        }
+                        *left -= 1;
+                        // Cut right after the last allowed event rather than at the next one.
                         self.done = *left == 0;
                     }
                     return Some(self.encoder.event(event_type, &object));
