@@ -13,7 +13,7 @@ use sim_support::*;
 const JOBS: &str = "/apis/batch/v1/namespaces/capture/jobs";
 
 #[tokio::test]
-async fn throttling_answers_429_with_retry_after() {
+async fn throttling_answers_a_plain_text_429_with_retry_after() {
     let plan = FaultPlan::new(1).throttle(1.0, 7);
     let server = start(SimConfig::default().with_fault_plan(plan)).await;
     let response = match client().get(url(&server, JOBS)).send().await {
@@ -27,9 +27,15 @@ async fn throttling_answers_429_with_retry_after() {
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
     assert_eq!(retry_after.as_deref(), Some("7"));
-    let (_, body) = status_and_json(response).await;
-    assert_eq!(body["reason"], "TooManyRequests");
-    assert_eq!(body["details"]["retryAfterSeconds"], 7);
+    // Like the real priority-and-fairness filter: plain text, not a Status.
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    assert_eq!(content_type.as_deref(), Some("text/plain; charset=utf-8"));
+    let text = response.text().await.unwrap_or_default();
+    assert_eq!(text, kube_gc::sim::status::THROTTLED_PLAIN_TEXT_BODY);
     assert_eq!(server.faults().injected().throttled, 1);
 
     // Turning faults off mid-run.
@@ -211,4 +217,23 @@ async fn in_process_deletions_are_logged_with_their_final_state() {
         history.last().map(|c| c.kind),
         Some(kube_gc::sim::history::ChangeKind::Deleted)
     );
+}
+
+#[tokio::test]
+async fn a_client_certificate_from_the_ca_authenticates_without_a_token() {
+    let server = start(SimConfig::default().with_tls().with_token("t")).await;
+    let ca = server.ca_pem().map(str::to_string);
+    let identity = server
+        .tls()
+        .map(|tls| tls.generate_client_cert("kube-gc", &["system:masters"]));
+    let (cert, key) = match identity {
+        Some(Ok(identity)) => identity,
+        other => panic!("client certificate: {other:?}"),
+    };
+    let with_cert = client_with_identity(ca.as_deref(), Some((&cert, &key)));
+    let (code, _) = send(with_cert.get(url(&server, JOBS))).await;
+    assert_eq!(code, 200);
+    let (code, body) = send(client_trusting(ca.as_deref()).get(url(&server, JOBS))).await;
+    assert_eq!(code, 401);
+    assert_eq!(body["reason"], "Unauthorized");
 }

@@ -144,6 +144,10 @@ fn watch_start(ctx: &Context, incoming: &Incoming) -> Result<WatchStart, Handler
         return Ok(WatchStart::InitialEventsThenBookmark);
     }
     match rv {
+        // Explicitly no initial events: start at the current version.
+        None if send_initial == Some("false") => {
+            Ok(WatchStart::After(ctx.store.resource_version()))
+        }
         None | Some("0") => Ok(WatchStart::Current),
         Some(rv) => Ok(WatchStart::After(parse_rv(rv)?)),
     }
@@ -208,7 +212,11 @@ impl WatchStream {
             match item {
                 WatchItem::Event { event_type, object } => {
                     if let Some(left) = self.events_left.as_mut() {
-                        *left = left.saturating_sub(1);
+                        if *left == 0 {
+                            return None;
+                        }
+                        *left -= 1;
+                        // Cut right after the last allowed event rather than at the next one.
                         self.done = *left == 0;
                     }
                     return Some(self.encoder.event(event_type, &object));

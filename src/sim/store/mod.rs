@@ -108,6 +108,7 @@ struct State {
     history: History,
     watchers: Watchers,
     deletions: VecDeque<DeletionRecord>,
+    deletion_log_limit: usize,
 }
 
 /// The object store shared by the HTTP handlers and the in-process API.
@@ -138,6 +139,7 @@ impl Store {
             history: History::new(0, config.history_limit),
             watchers: Watchers::default(),
             deletions: VecDeque::new(),
+            deletion_log_limit: config.deletion_log_limit,
         };
         Store {
             resources,
@@ -351,6 +353,9 @@ impl State {
                 uid: object::uid(&obj).unwrap_or_default().to_string(),
                 final_state: Arc::clone(&obj),
             });
+            if self.deletions.len() > self.deletion_log_limit {
+                self.deletions.pop_front();
+            }
         }
         let change = Arc::new(Change {
             rv: self.rv,
@@ -364,12 +369,6 @@ impl State {
         self.watchers.dispatch(&change);
         self.history.push(change);
         obj
-    }
-
-    fn trim_deletions(&mut self, limit: usize) {
-        while self.deletions.len() > limit {
-            self.deletions.pop_front();
-        }
     }
 }
 

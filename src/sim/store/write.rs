@@ -160,30 +160,15 @@ impl Store {
             }
             .into());
         }
-        if updated == *existing || dry_run {
-            return Ok(if dry_run { Arc::new(updated) } else { existing });
+        if dry_run {
+            return Ok(Arc::new(updated));
         }
-        let finished_deleting = object::deletion_timestamp(&updated).is_some()
-            && object::finalizers(&updated).is_empty();
-        if finished_deleting {
-            // The response shows the last state as stored; the DELETED event carries the
-            // deletion's own resourceVersion (exchanges 27 and 20).
-            let last_state = Arc::new(updated.clone());
-            state.commit(
-                def,
-                Write {
-                    resource,
-                    key,
-                    kind: ChangeKind::Deleted,
-                    object: updated,
-                    previous: Some(existing),
-                },
-                now,
-            );
-            state.trim_deletions(self.config.deletion_log_limit);
-            return Ok(last_state);
+        if updated == *existing {
+            // A write that changes nothing is not committed: no new version, no event.
+            return Ok(existing);
         }
-        Ok(state.commit(
+        Ok(commit_update(
+            &mut state,
             def,
             Write {
                 resource,
@@ -209,8 +194,7 @@ impl Store {
             (Some(url), _) => Ok(url.to_string()),
             (None, Some(body)) => Ok(body.to_string()),
             (None, None) => Err(StoreError::BadRequest(
-                "the server could not find the requested resource: a namespace is required"
-                    .to_string(),
+                "a namespace is required to create an object of a namespaced resource".to_string(),
             )),
         }
     }
@@ -282,6 +266,32 @@ fn namespace_mismatch() -> StoreError {
         "the namespace of the provided object does not match the namespace sent on the request"
             .to_string(),
     )
+}
+
+/// Commits an update — or, when it removed the last finalizer of an object being deleted, the
+/// deletion. The answer is the object's last state as stored; a deletion's DELETED event
+/// carries the deletion's own resourceVersion instead (exchanges 27 and 20).
+fn commit_update(
+    state: &mut State,
+    def: &ResourceDef,
+    mut write: Write,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Arc<Value> {
+    let finished_deleting = object::deletion_timestamp(&write.object).is_some()
+        && object::finalizers(&write.object).is_empty();
+    if !finished_deleting {
+        return state.commit(def, write, now);
+    }
+    let mut last_state = write.object.clone();
+    let stored_rv = write
+        .previous
+        .as_deref()
+        .and_then(object::resource_version)
+        .map(Value::from);
+    object::set_meta(&mut last_state, "resourceVersion", stored_rv);
+    write.kind = ChangeKind::Deleted;
+    state.commit(def, write, now);
+    Arc::new(last_state)
 }
 
 /// Fills in what the server owns on a new object.
