@@ -60,7 +60,7 @@ pub struct WorkQueueBuilder<K> {
 
 impl<K> WorkQueueBuilder<K>
 where
-    K: Clone + Eq + Hash + Send + Sync + 'static,
+    K: Clone + Eq + Hash + Send + 'static,
 {
     /// Uses `limiter` for `add_rate_limited` (default: [`default_controller_rate_limiter`]).
     pub fn rate_limiter(mut self, limiter: Arc<dyn RateLimiter<K>>) -> Self {
@@ -103,7 +103,7 @@ where
 
 impl<K> WorkQueue<K>
 where
-    K: Clone + Eq + Hash + Send + Sync + 'static,
+    K: Clone + Eq + Hash + Send + 'static,
 {
     /// A queue called `name` with the default controller rate limiter and no metrics.
     ///
@@ -175,7 +175,14 @@ where
 
     /// Waits for the next key and hands it to the caller, who must call [`done`](Self::done) with
     /// it when finished. Returns `None` once the queue is shut down and no key is left ready.
+    ///
+    /// Cancel-safe: a key is taken only in the same step that returns it, so dropping the future
+    /// (in a `select!`, say) never loses one.
     pub async fn get(&self) -> Option<K> {
+        // A worker draining a long queue would otherwise never yield (a ready key is returned
+        // without awaiting anything), starving the timer task and the I/O driver on its thread.
+        // This makes `get` a yield point once the task's cooperative budget is spent.
+        tokio::task::coop::consume_budget().await;
         let shared = self.shared();
         loop {
             // Registered before looking, so a key made ready in between still wakes us.
