@@ -495,6 +495,35 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn a_worker_draining_a_busy_queue_lets_other_tasks_run() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let queue = WorkQueue::new("q");
+        let other_task_ran = Arc::new(AtomicBool::new(false));
+        let worker = tokio::spawn({
+            let (queue, other_task_ran) = (queue.clone(), other_task_ran.clone());
+            async move {
+                queue.add(0u32);
+                // The queue is never empty, so `get` never has to wait for a key.
+                for round in 0..100_000u32 {
+                    if other_task_ran.load(Ordering::Relaxed) {
+                        return Some(round);
+                    }
+                    let key = queue.get().await?;
+                    queue.add(key + 1);
+                    queue.done(&key);
+                }
+                None
+            }
+        });
+        tokio::spawn(async move { other_task_ran.store(true, Ordering::Relaxed) });
+        let rounds = worker.await.ok().flatten();
+        assert!(
+            rounds.is_some_and(|r| r <= 256),
+            "worker never yielded: {rounds:?}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn a_custom_limiter_is_used() {
         let limiter = Arc::new(crate::runtime::workqueue::BucketRateLimiter::new(1.0, 1));
         let queue = WorkQueue::builder("q").rate_limiter(limiter).build();
