@@ -1,6 +1,6 @@
 //! [`WorkQueue`]: the shareable, async face of the queue.
 //!
-//! All the rules live in the synchronous state machine ([`super::state`]); this file adds what
+//! All the rules live in the synchronous state machine (`state.rs`); this file adds what
 //! needs a runtime:
 //!
 //! - one mutex around the state, held only for the few hash-map operations of one call and never
