@@ -524,6 +524,28 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn dropping_the_last_handle_stops_the_timer_task() {
+        let provider = Arc::new(RecordingMetricsProvider::new());
+        let queue = WorkQueue::builder("q").metrics(provider.clone()).build();
+        queue.add_after(1u32, Duration::from_secs(60));
+        let metrics = provider.queue("q").expect("registered");
+        // Held by the provider, by the queue's state and by this test.
+        assert_eq!(Arc::strong_count(&metrics), 3);
+        let clone = queue.clone();
+        drop(queue);
+        settle().await;
+        assert_eq!(
+            Arc::strong_count(&metrics),
+            3,
+            "a clone still owns the queue"
+        );
+        drop(clone);
+        settle().await;
+        // The aborted timer task released the state, and with it the metrics object.
+        assert_eq!(Arc::strong_count(&metrics), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn a_custom_limiter_is_used() {
         let limiter = Arc::new(crate::runtime::workqueue::BucketRateLimiter::new(1.0, 1));
         let queue = WorkQueue::builder("q").rate_limiter(limiter).build();
