@@ -48,11 +48,24 @@ fn allocated() -> usize {
     ALLOCATED.load(Ordering::Relaxed)
 }
 
+/// Waits until nothing is being freed any more: a dropped queue's state goes away only when the
+/// runtime reaps its aborted timer task, and the next measurement must not see that.
+async fn settle_allocations() {
+    loop {
+        let before = allocated();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        if allocated() == before {
+            return;
+        }
+    }
+}
+
 /// Bytes per waiting item for keys made by `make_key`, counting the keys themselves.
 async fn memory_per_waiting_item<K>(make_key: impl Fn(usize) -> K) -> f64
 where
     K: Clone + Eq + std::hash::Hash + Send + Sync + 'static,
 {
+    settle_allocations().await;
     let before = allocated();
     let queue: WorkQueue<K> = WorkQueue::new("memory");
     for i in 0..TIMERS {
@@ -63,9 +76,7 @@ where
     let used = allocated().saturating_sub(before);
     assert_eq!(queue.debug_snapshot(0).waiting, TIMERS);
     drop(queue);
-    // The aborted timer task holds the state until the runtime reaps it: let it, so the next
-    // measurement does not see this queue's memory being freed.
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    settle_allocations().await;
     used as f64 / TIMERS as f64
 }
 

@@ -1,6 +1,7 @@
 //! Model-based property test of the workqueue.
 //!
 //! Random sequences of add / add_after / add_rate_limited / get / done / forget / time advance
+//! (and, in the second test, one shut-down in the middle)
 //! drive a real [`WorkQueue`] on tokio's paused clock and, side by side, a deliberately naive model
 //! of the documented rules (per-key flags, a list of timers scanned linearly). After every step the
 //! two must agree on what `get` hands out, and independently of the model:
@@ -16,6 +17,7 @@ use proptest::prelude::*;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::task::coop::unconstrained;
 use tokio::time::Instant;
 
 const KEYS: u8 = 5;
@@ -31,6 +33,7 @@ enum Op {
     Done(usize),
     Forget(u8),
     Advance(u64),
+    ShutDown,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -49,6 +52,7 @@ fn op() -> impl Strategy<Value = Op> {
 #[derive(Default)]
 struct Model {
     now: u64,
+    shut: bool,
     ready: VecDeque<u8>,
     dirty: HashSet<u8>,
     processing: HashSet<u8>,
@@ -60,7 +64,7 @@ struct Model {
 
 impl Model {
     fn add(&mut self, key: u8) {
-        if !self.dirty.insert(key) {
+        if self.shut || !self.dirty.insert(key) {
             return;
         }
         self.waiting.remove(&key);
@@ -70,6 +74,9 @@ impl Model {
     }
 
     fn add_after(&mut self, key: u8, delay: u64) {
+        if self.shut {
+            return;
+        }
         if delay == 0 {
             return self.add(key);
         }
@@ -82,6 +89,9 @@ impl Model {
     }
 
     fn add_rate_limited(&mut self, key: u8) {
+        if self.shut {
+            return; // nothing reserved either
+        }
         let failures = self.failures.get(&key).copied().unwrap_or(0);
         let backoff = (BASE_MS << failures.min(20)).min(MAX_MS);
         if self.already_due_by(key, self.now + backoff) {
@@ -109,6 +119,12 @@ impl Model {
         }
     }
 
+    /// Adds are ignored from now on and waiting keys are dropped; returns the dropped keys.
+    fn shut_down(&mut self) -> Vec<u8> {
+        self.shut = true;
+        self.waiting.drain().map(|(key, _)| key).collect()
+    }
+
     fn advance(&mut self, ms: u64) {
         self.now += ms;
         let mut due: Vec<(u64, u64, u8)> = self
@@ -133,7 +149,10 @@ struct Observed {
 }
 
 impl Observed {
-    fn requested(&mut self, key: u8, ready_at: u64) {
+    fn requested(&mut self, model: &Model, key: u8, ready_at: u64) {
+        if model.shut {
+            return; // ignored by the queue: nothing is owed
+        }
         let due = self.due.entry(key).or_insert(ready_at);
         *due = (*due).min(ready_at);
     }
@@ -161,12 +180,12 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             Op::Add(k) => {
                 queue.add(k);
                 model.add(k);
-                seen.requested(k, model.now);
+                seen.requested(&model, k, model.now);
             }
             Op::AddAfter(k, d) => {
                 queue.add_after(k, Duration::from_millis(d));
                 model.add_after(k, d);
-                seen.requested(k, model.now + d);
+                seen.requested(&model, k, model.now + d);
             }
             Op::AddRateLimited(k) => {
                 let before = queue.num_requeues(&k);
@@ -174,12 +193,20 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 model.add_rate_limited(k);
                 if queue.num_requeues(&k) > before {
                     let backoff = (BASE_MS << before.min(20)).min(MAX_MS);
-                    seen.requested(k, model.now + backoff);
+                    seen.requested(&model, k, model.now + backoff);
                 }
             }
             Op::Get => {
-                let got = queue.get().now_or_never().flatten();
-                prop_assert_eq!(got, model.get());
+                // `unconstrained`: a poll must not come back empty because the test task's
+                // cooperative budget happens to be spent.
+                let polled = unconstrained(queue.get()).now_or_never();
+                let expected = match model.get() {
+                    Some(k) => Some(Some(k)),
+                    None if model.shut => Some(None), // after shut-down: `None` at once
+                    None => None,                     // before: still waiting
+                };
+                prop_assert_eq!(polled, expected);
+                let got = polled.flatten();
                 if let Some(k) = got {
                     prop_assert!(!seen.held.contains(&k), "key {} held twice", k);
                     let now = start.elapsed().as_millis() as u64;
@@ -197,6 +224,12 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             Op::Forget(k) => {
                 queue.forget(&k);
                 model.failures.remove(&k);
+            }
+            Op::ShutDown => {
+                queue.shut_down();
+                for dropped in model.shut_down() {
+                    seen.due.remove(&dropped);
+                }
             }
             Op::Advance(ms) => {
                 tokio::time::advance(Duration::from_millis(ms)).await;
@@ -217,7 +250,7 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
     }
     tokio::time::advance(Duration::from_secs(3600)).await;
     settle().await;
-    while let Some(k) = queue.get().now_or_never().flatten() {
+    while let Some(k) = unconstrained(queue.get()).now_or_never().flatten() {
         seen.due.remove(&k);
         queue.done(&k);
     }
@@ -225,16 +258,29 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+fn run_on_paused_clock(ops: Vec<Op>) -> Result<(), TestCaseError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+    runtime.block_on(run(ops))
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 
     #[test]
     fn queue_matches_the_model(ops in proptest::collection::vec(op(), 1..150)) {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .map_err(|e| TestCaseError::fail(e.to_string()))?;
-        runtime.block_on(run(ops))?;
+        run_on_paused_clock(ops)?;
+    }
+
+    #[test]
+    fn queue_matches_the_model_across_shut_down(
+        before in proptest::collection::vec(op(), 1..100),
+        after in proptest::collection::vec(op(), 0..50),
+    ) {
+        let ops = before.into_iter().chain([Op::ShutDown]).chain(after).collect();
+        run_on_paused_clock(ops)?;
     }
 }

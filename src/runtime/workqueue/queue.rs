@@ -1,6 +1,6 @@
 //! [`WorkQueue`]: the shareable, async face of the queue.
 //!
-//! All the rules live in the synchronous state machine ([`super::state`]); this file adds what
+//! All the rules live in the synchronous state machine (`state.rs`); this file adds what
 //! needs a runtime:
 //!
 //! - one mutex around the state, held only for the few hash-map operations of one call and never
@@ -60,7 +60,7 @@ pub struct WorkQueueBuilder<K> {
 
 impl<K> WorkQueueBuilder<K>
 where
-    K: Clone + Eq + Hash + Send + Sync + 'static,
+    K: Clone + Eq + Hash + Send + 'static,
 {
     /// Uses `limiter` for `add_rate_limited` (default: [`default_controller_rate_limiter`]).
     pub fn rate_limiter(mut self, limiter: Arc<dyn RateLimiter<K>>) -> Self {
@@ -103,7 +103,7 @@ where
 
 impl<K> WorkQueue<K>
 where
-    K: Clone + Eq + Hash + Send + Sync + 'static,
+    K: Clone + Eq + Hash + Send + 'static,
 {
     /// A queue called `name` with the default controller rate limiter and no metrics.
     ///
@@ -175,7 +175,14 @@ where
 
     /// Waits for the next key and hands it to the caller, who must call [`done`](Self::done) with
     /// it when finished. Returns `None` once the queue is shut down and no key is left ready.
+    ///
+    /// Cancel-safe: a key is taken only in the same step that returns it, so dropping the future
+    /// (in a `select!`, say) never loses one.
     pub async fn get(&self) -> Option<K> {
+        // A worker draining a long queue would otherwise never yield (a ready key is returned
+        // without awaiting anything), starving the timer task and the I/O driver on its thread.
+        // This makes `get` a yield point once the task's cooperative budget is spent.
+        tokio::task::coop::consume_budget().await;
         let shared = self.shared();
         loop {
             // Registered before looking, so a key made ready in between still wakes us.
@@ -485,6 +492,57 @@ mod tests {
             .expect("the queue registered its metrics");
         assert_eq!(metrics.unfinished_work(), 0.5);
         assert_eq!(metrics.longest_running_processor(), 0.4);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_worker_draining_a_busy_queue_lets_other_tasks_run() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let queue = WorkQueue::new("q");
+        let other_task_ran = Arc::new(AtomicBool::new(false));
+        let worker = tokio::spawn({
+            let (queue, other_task_ran) = (queue.clone(), other_task_ran.clone());
+            async move {
+                queue.add(0u32);
+                // The queue is never empty, so `get` never has to wait for a key.
+                for round in 0..100_000u32 {
+                    if other_task_ran.load(Ordering::Relaxed) {
+                        return Some(round);
+                    }
+                    let key = queue.get().await?;
+                    queue.add(key + 1);
+                    queue.done(&key);
+                }
+                None
+            }
+        });
+        tokio::spawn(async move { other_task_ran.store(true, Ordering::Relaxed) });
+        let rounds = worker.await.ok().flatten();
+        assert!(
+            rounds.is_some_and(|r| r <= 256),
+            "worker never yielded: {rounds:?}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn dropping_the_last_handle_stops_the_timer_task() {
+        let provider = Arc::new(RecordingMetricsProvider::new());
+        let queue = WorkQueue::builder("q").metrics(provider.clone()).build();
+        queue.add_after(1u32, Duration::from_secs(60));
+        let metrics = provider.queue("q").expect("registered");
+        // Held by the provider, by the queue's state and by this test.
+        assert_eq!(Arc::strong_count(&metrics), 3);
+        let clone = queue.clone();
+        drop(queue);
+        settle().await;
+        assert_eq!(
+            Arc::strong_count(&metrics),
+            3,
+            "a clone still owns the queue"
+        );
+        drop(clone);
+        settle().await;
+        // The aborted timer task released the state, and with it the metrics object.
+        assert_eq!(Arc::strong_count(&metrics), 2);
     }
 
     #[tokio::test(start_paused = true)]
