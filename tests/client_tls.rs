@@ -193,3 +193,35 @@ async fn a_second_401_is_returned_after_one_refresh() {
     assert_eq!(h.sim.journal().len(), 2);
     assert_eq!(plugin_runs(state.path()), 2);
 }
+
+#[tokio::test]
+async fn a_client_certificate_from_the_kubeconfig_authenticates_without_a_token() {
+    let h = start_with(
+        SimConfig::default().with_tls().with_token("not-sent"),
+        unthrottled(),
+    )
+    .await;
+    let tls = h.sim.tls().unwrap();
+    let mut spec = h.sim.kubeconfig_spec();
+    spec.token = None;
+    spec.client_cert = Some(
+        tls.generate_client_cert("kube-gc", &["system:masters"])
+            .unwrap(),
+    );
+    let path = h.dir.path().join("cert-kubeconfig");
+    spec.write_to(&path).unwrap();
+    let options = LoadOptions {
+        kubeconfig: Some(path),
+        context: None,
+    };
+    let config = ClientConfig::load(&options, &Environment::empty()).unwrap();
+    let client = Client::new(&config, &unthrottled()).unwrap();
+
+    configmaps(&client)
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+    let request = last_request(&h.sim);
+    assert_eq!(request.status, 200);
+    assert_eq!(request.header("authorization"), None);
+}
