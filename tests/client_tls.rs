@@ -1,6 +1,7 @@
 //! The client's connection and identity against the simulated API server: TLS with the
-//! server's generated CA and a bearer token (and which HTTP version ALPN chose), the exec
-//! plugin's refresh-and-retry-once on 401, and impersonation headers.
+//! server's generated CA and a bearer token (and which HTTP version ALPN chose), a client
+//! certificate, the refresh-and-retry-once on 401 for exec plugins and token files, and
+//! impersonation headers.
 
 mod client_support;
 
@@ -224,4 +225,54 @@ async fn a_client_certificate_from_the_kubeconfig_authenticates_without_a_token(
     let request = last_request(&h.sim);
     assert_eq!(request.status, 200);
     assert_eq!(request.header("authorization"), None);
+}
+
+#[tokio::test]
+async fn a_401_rereads_a_rotated_token_file_before_its_cache_expires() {
+    let h = start_with(SimConfig::default().with_token("rotated"), unthrottled()).await;
+    let token_file = h.dir.path().join("token");
+    std::fs::write(&token_file, "original\n").unwrap();
+    let kubeconfig = format!(
+        r#"apiVersion: v1
+kind: Config
+current-context: sim
+clusters:
+- {{name: sim, cluster: {{server: "{server}"}}}}
+users:
+- {{name: file, user: {{tokenFile: "{file}"}}}}
+contexts:
+- {{name: sim, context: {{cluster: sim, user: file}}}}
+"#,
+        server = h.sim.url(),
+        file = token_file.display(),
+    );
+    let path = h.dir.path().join("token-kubeconfig");
+    std::fs::write(&path, kubeconfig).unwrap();
+    let options = LoadOptions {
+        kubeconfig: Some(path),
+        context: None,
+    };
+    let config = ClientConfig::load(&options, &Environment::empty()).unwrap();
+    let client = Client::new(&config, &unthrottled()).unwrap();
+
+    // The file's token is refused, re-read once, refused again.
+    let err = configmaps(&client)
+        .list(&ListParams::default())
+        .await
+        .unwrap_err();
+    assert!(err.is_unauthorized(), "{err}");
+    // The file rotates; the cached copy is still the old one, the 401 makes the client re-read.
+    std::fs::write(&token_file, "rotated\n").unwrap();
+    configmaps(&client)
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+    let statuses: Vec<u16> = h
+        .sim
+        .journal()
+        .by_verb(Verb::List)
+        .iter()
+        .map(|e| e.status)
+        .collect();
+    assert_eq!(statuses, vec![401, 401, 401, 200]);
 }
