@@ -158,3 +158,30 @@ async fn without_a_limit_the_list_is_one_request() {
     assert_eq!(list.items.len(), OBJECTS);
     assert_eq!(requests_to(&h.sim, PATH).len(), 1);
 }
+
+#[tokio::test]
+async fn a_list_that_keeps_expiring_gives_up_after_three_restarts() {
+    let h = start_with_objects().await;
+    let api = api(&h);
+    let mut pager = api.pager(ListParams::default().with_limit(100));
+    let mut restarts = 0;
+    let outcome = loop {
+        match pager.next_page().await {
+            Some(Ok(page)) => {
+                restarts += usize::from(page.restarted);
+                // Compact after every page: each continue token expires before it is used.
+                seed(
+                    &h.sim,
+                    &configmaps(),
+                    configmap("default", &format!("churn-{restarts}")),
+                );
+                h.sim.compact();
+            }
+            Some(Err(e)) => break e,
+            None => panic!("the list cannot complete while every token expires"),
+        }
+    };
+    assert!(outcome.is_gone(), "{outcome}");
+    assert_eq!(restarts, kube_gc::client::pager::MAX_RESTARTS as usize);
+    assert!(pager.next_page().await.is_none());
+}

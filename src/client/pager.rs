@@ -8,8 +8,8 @@
 //! - A 410 on a *continue* page means the snapshot was compacted away mid-list. The pager then
 //!   starts over from the first page and marks that page [`Page::restarted`]: the caller must
 //!   discard what it gathered so far, since the new pages are a different snapshot. After
-//!   [`MAX_RESTARTS`] restarts in a row the 410 is returned instead, so a server compacting
-//!   faster than we can read cannot keep us looping.
+//!   [`MAX_RESTARTS`] restarts of the same pager the 410 is returned instead, so a server
+//!   compacting faster than we can read cannot keep us looping.
 //! - A 410 on the first page (a resourceVersion too old for an `Exact` read) is returned as it
 //!   is: only the caller knows whether to retry without a resourceVersion.
 //! - After the last page or an error, [`Pager::next_page`] returns `None`.
@@ -26,7 +26,7 @@ use super::request::ApiRequest;
 use super::transport::Client;
 use crate::api::List;
 
-/// How many times in a row a list restarts after its continue token expired.
+/// How many times one list restarts after its continue token expired before giving up.
 pub const MAX_RESTARTS: u32 = 3;
 
 /// One page of a paged list.
@@ -92,7 +92,6 @@ impl<K: DeserializeOwned> Pager<K> {
                         Some(next) => Cursor::Continue(next.to_owned()),
                         None => Cursor::Done,
                     };
-                    self.restarts = 0;
                     return Some(Ok(Page { list, restarted }));
                 }
                 Err(e) if on_continue_page && e.is_gone() && self.restarts < MAX_RESTARTS => {
