@@ -317,8 +317,8 @@ async fn metadata_only_get_and_list_send_the_partial_object_metadata_accept() {
     for name in ["a", "b"] {
         seed(&h.sim, &jobs(), job("default", name));
     }
-    let in_default: Api<Job> = Api::namespaced(h.client.clone(), "default");
-    let meta: PartialObjectMetadata = in_default.get_metadata("a").await.unwrap();
+    let all: Api<Job> = Api::all(h.client.clone());
+    let meta: PartialObjectMetadata = all.within("default").get_metadata("a").await.unwrap();
     assert_eq!(meta.types.kind, "PartialObjectMetadata");
     assert_eq!(meta.metadata.name.as_deref(), Some("a"));
     assert_eq!(
@@ -326,7 +326,6 @@ async fn metadata_only_get_and_list_send_the_partial_object_metadata_accept() {
         Some(ACCEPT_PARTIAL_OBJECT_METADATA)
     );
 
-    let all: Api<Job> = Api::all(h.client.clone());
     let list = all.list_metadata(&ListParams::default()).await.unwrap();
     assert_eq!(list.types.kind, "PartialObjectMetadataList");
     assert_eq!(list.items.len(), 2);

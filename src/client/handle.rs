@@ -12,8 +12,8 @@
 //!   [`delete`](Api::delete) (answers [`DeleteResponse`]: the object if it lingers, a Status if
 //!   it is gone), and the `status` subresource.
 //! - An Api with no namespace on a namespaced resource lists and watches all namespaces; a
-//!   request naming one object needs a namespace and uses the handle's, so build handles for
-//!   single objects with [`Api::namespaced`].
+//!   request naming one object needs a namespace and uses the handle's, so reach single objects
+//!   through [`Api::namespaced`] or [`Api::within`].
 //! - Every call goes through the [`Client`]: throttle, credentials, typed errors.
 
 use std::fmt;
@@ -113,6 +113,12 @@ impl<K> Api<K> {
             namespace,
             _objects: PhantomData,
         }
+    }
+
+    /// The same resource in `namespace`: how a handle watching all namespaces reaches one of
+    /// the objects it saw. Ignored for cluster-scoped resources.
+    pub fn within(&self, namespace: &str) -> Self {
+        Self::dynamic(self.client.clone(), self.resource.clone(), Some(namespace))
     }
 
     /// The resource this handle works on.
