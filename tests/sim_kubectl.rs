@@ -53,6 +53,7 @@ async fn kubectl_lists_jobs_and_streams_a_raw_watch() {
         return;
     };
     assert!(ok, "kubectl get jobs -A failed: {stderr}");
+    println!("kubectl get jobs -A:\n{stdout}");
     let lines: Vec<&str> = stdout.lines().collect();
     assert!(
         lines

@@ -6,7 +6,8 @@
 //! them.
 //!
 //! Layers, from the wire inwards:
-//! - [`server`]: `SimServer` — sockets, TLS, connections, lifecycle, the in-process API.
+//! - [`server`]: `SimServer` — sockets, TLS, connections, lifecycle, the in-process API;
+//!   configured by [`config`]'s `SimConfig`.
 //! - [`handlers`]: one HTTP request → one store operation → one response (router, discovery,
 //!   watch streaming, Status bodies for errors).
 //! - [`store`]: objects, the global resourceVersion, history, watchers; the rules of writes and

@@ -150,7 +150,7 @@ fn classify(incoming: &Incoming, route: &Route) -> Verb {
     Verb::classify(
         &incoming.method,
         incoming.is_watch(),
-        matches!(route, Route::Discovery(_)),
+        matches!(route, Route::Discovery(_) | Route::Health),
         has_name,
     )
 }
@@ -174,6 +174,7 @@ async fn respond(
     }
     match route {
         Route::NotFound => response::status(status::not_found_path()),
+        Route::Health => response::plain_text(StatusCode::OK, "ok"),
         Route::Discovery(which) => {
             if incoming.method != Method::GET {
                 return response::status(status::not_found_path());

@@ -9,11 +9,13 @@
 //! API of `SimServer` both go through these methods, so they obey the same rules (uid,
 //! resourceVersion, generation, finalizers, deletion).
 //!
-//! The write paths live in `write.rs` (create/update/patch), `delete.rs` and reads in `list.rs`.
+//! The write paths live in `write.rs` (create/update/patch, with the rules on server-owned
+//! fields in `server_fields.rs`) and `delete.rs`; reads in `list.rs`.
 
 mod delete;
 mod error;
 mod list;
+mod server_fields;
 mod watchers;
 mod write;
 
