@@ -19,3 +19,4 @@ pub mod client;
 pub mod controllers;
 pub mod runtime;
 pub mod sim;
+pub mod token_bucket;

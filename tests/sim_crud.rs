@@ -468,3 +468,74 @@ async fn lease_renewals_conflict_like_exchanges_42_to_44() {
     assert_eq!(code, 409);
     assert_eq!(body, captured_body("44-"));
 }
+
+#[tokio::test]
+async fn namespace_creation_like_exchange_08() {
+    // Without the `capture` namespace the other tests start with.
+    let server = match kube_gc::sim::SimServer::start(SimConfig::default()).await {
+        Ok(server) => server,
+        Err(e) => panic!("{e}"),
+    };
+    let (code, body) = send(
+        client()
+            .post(url(&server, "/api/v1/namespaces"))
+            .json(&request_body("08-")),
+    )
+    .await;
+    assert_eq!(code, 201);
+    let real = captured_body("08-");
+    for field in ["kind", "apiVersion", "spec", "status"] {
+        assert_eq!(body[field], real[field], "{field}");
+    }
+    assert_eq!(body["metadata"]["labels"], real["metadata"]["labels"]);
+    assert!(body["metadata"].get("namespace").is_none());
+    let (code, _) = send(client().get(url(&server, "/api/v1/namespaces/capture"))).await;
+    assert_eq!(code, 200);
+}
+
+#[tokio::test]
+async fn a_resource_version_in_a_patch_is_a_precondition() {
+    let server = start(SimConfig::default()).await;
+    let created = create_job(&server, "pi");
+    let patch = |rv: String| {
+        client()
+            .patch(url(&server, &format!("{JOBS}/pi")))
+            .header("content-type", "application/merge-patch+json")
+            .json(&json!({"metadata": {"resourceVersion": rv, "labels": {"x": "y"}}}))
+    };
+    let (code, body) = send(patch("1".to_string())).await;
+    assert_eq!(code, 409);
+    assert_eq!(body["reason"], "Conflict");
+    let (code, body) = send(patch(rv(&created).to_string())).await;
+    assert_eq!(code, 200);
+    assert_eq!(body["metadata"]["labels"]["x"], "y");
+    assert!(rv(&body) > rv(&created));
+}
+
+#[tokio::test]
+async fn delete_resource_version_precondition_and_query_parameters() {
+    let server = start(SimConfig::default()).await;
+    let created = create_job(&server, "pi");
+    let http = client();
+    let path = url(&server, &format!("{JOBS}/pi"));
+    let stale =
+        json!({"preconditions": {"resourceVersion": "1"}, "propagationPolicy": "Background"});
+    let (code, body) = send(http.delete(&path).json(&stale)).await;
+    assert_eq!(code, 409);
+    assert_eq!(
+        body["message"],
+        format!(
+            "Operation cannot be fulfilled on Job.batch \"pi\": the ResourceVersion in the precondition (1) does not match the ResourceVersion in record ({}). The object might have been modified",
+            rv(&created)
+        )
+    );
+    let (code, body) = send(http.delete(format!("{path}?propagationPolicy=Sideways"))).await;
+    assert_eq!(code, 422);
+    assert_eq!(
+        body["details"]["causes"][0]["reason"],
+        "FieldValueNotSupported"
+    );
+    let (code, body) = send(http.delete(format!("{path}?propagationPolicy=Background"))).await;
+    assert_eq!(code, 200);
+    assert_eq!(body["status"], "Success");
+}

@@ -116,3 +116,16 @@ async fn root_documents_have_the_real_shapes() {
     assert_eq!(batch["kind"], "APIGroup");
     assert_eq!(batch["preferredVersion"]["groupVersion"], "batch/v1");
 }
+
+#[tokio::test]
+async fn health_endpoints_answer_ok() {
+    let server = start(SimConfig::default()).await;
+    for path in ["/healthz", "/livez", "/readyz"] {
+        let response = match client().get(url(&server, path)).send().await {
+            Ok(r) => r,
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(response.status().as_u16(), 200);
+        assert_eq!(response.text().await.unwrap_or_default(), "ok");
+    }
+}

@@ -311,3 +311,37 @@ async fn kubectl_table_requests_fall_back_to_json() {
     assert_eq!(code, 200);
     assert_eq!(body["kind"], "JobList");
 }
+
+#[tokio::test]
+async fn list_option_combinations_the_real_server_refuses() {
+    let server = four_jobs().await;
+    let http = client();
+    let (code, body) =
+        send(http.get(url(&server, &format!("{JOBS}?resourceVersionMatch=Exact")))).await;
+    assert_eq!(code, 422);
+    assert_eq!(
+        body["message"],
+        "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided"
+    );
+    let (_, page) = send(http.get(url(&server, &format!("{JOBS}?limit=1")))).await;
+    let token = page["metadata"]["continue"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let (code, body) = send(http.get(url(
+        &server,
+        &format!("{JOBS}?limit=1&continue={token}&resourceVersion=5"),
+    )))
+    .await;
+    assert_eq!(code, 400);
+    assert_eq!(
+        body["message"],
+        "specifying resource version is not allowed when using continue"
+    );
+    let (code, _) = send(
+        http.post(url(&server, "/apis/batch/v1/jobs"))
+            .json(&job("x")),
+    )
+    .await;
+    assert_eq!(code, 405);
+}

@@ -304,3 +304,78 @@ async fn dropping_connections_ends_open_watches() {
     let (code, _) = send(client().get(url(&server, JOBS))).await;
     assert_eq!(code, 200);
 }
+
+#[tokio::test(start_paused = true)]
+async fn injected_cuts_end_watches_after_a_duration() {
+    let plan = FaultPlan::new(7).cut_watches_after(Duration::from_secs(30));
+    let server = start(SimConfig::default().with_fault_plan(plan)).await;
+    let started = tokio::time::Instant::now();
+    let events = open(
+        &server,
+        "watch=1&allowWatchBookmarks=true&timeoutSeconds=300",
+        None,
+    )
+    .await
+    .rest()
+    .await;
+    assert!(
+        events.is_empty(),
+        "a cut is not a timeout: no final bookmark"
+    );
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed >= Duration::from_secs(30) && elapsed < Duration::from_secs(60),
+        "{elapsed:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_writers_are_seen_by_a_watcher_in_order_without_gaps() {
+    let server = std::sync::Arc::new(start(SimConfig::default()).await);
+    let from = server.resource_version();
+    let mut lines = open(&server, &format!("watch=1&resourceVersion={from}"), None).await;
+    let mut writers = tokio::task::JoinSet::new();
+    for writer in 0..4 {
+        let server = std::sync::Arc::clone(&server);
+        writers.spawn(async move {
+            let http = client();
+            for i in 0..25 {
+                let name = format!("w{writer}-{i}");
+                let (code, created) = send(http.post(url(&server, JOBS)).json(&job(&name))).await;
+                assert_eq!(code, 201);
+                let mut labelled = created.clone();
+                labelled["metadata"]["labels"]["step"] = json!("2");
+                let (code, _) = send(
+                    http.put(url(&server, &format!("{JOBS}/{name}")))
+                        .json(&labelled),
+                )
+                .await;
+                assert_eq!(code, 200);
+                if i % 2 == 0 {
+                    let background = json!({"propagationPolicy": "Background"});
+                    let (code, _) = send(
+                        http.delete(url(&server, &format!("{JOBS}/{name}")))
+                            .json(&background),
+                    )
+                    .await;
+                    assert_eq!(code, 200);
+                }
+            }
+        });
+    }
+    while let Some(result) = writers.join_next().await {
+        if let Err(e) = result {
+            panic!("writer failed: {e}");
+        }
+    }
+    let expected: Vec<u64> = server
+        .history()
+        .iter()
+        .filter(|c| c.rv > from)
+        .map(|c| c.rv)
+        .collect();
+    assert_eq!(expected.len(), 4 * (25 * 2 + 13));
+    let events = lines.take(expected.len()).await;
+    let seen: Vec<u64> = events.iter().map(|e| rv(&e["object"])).collect();
+    assert_eq!(seen, expected, "every change once, in commit order");
+}

@@ -64,6 +64,23 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+    /// A request body could not be serialized.
+    #[error("could not encode {what}: {source}")]
+    Encode {
+        /// What was being encoded, e.g. `patch body`.
+        what: &'static str,
+        /// The JSON error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// No credential could be produced for the request (token file unreadable, exec plugin
+    /// failed).
+    #[error("no credentials for the request: {source}")]
+    Auth {
+        /// The credential source's error.
+        #[source]
+        source: BoxError,
+    },
     /// A watch stream ended in the middle of a line: the connection was cut.
     #[error("watch stream ended inside a line of {len} bytes: {snippet}")]
     TruncatedLine {
@@ -412,7 +429,11 @@ impl Error {
                     | ApiErrorKind::Timeout
                     | ApiErrorKind::ResourceVersionTooLarge
             ),
-            Error::Request { .. } | Error::Decode { .. } | Error::LineTooLong { .. } => false,
+            Error::Request { .. }
+            | Error::Decode { .. }
+            | Error::Encode { .. }
+            | Error::Auth { .. }
+            | Error::LineTooLong { .. } => false,
         }
     }
 

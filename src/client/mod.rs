@@ -1,21 +1,75 @@
-//! Talking to a Kubernetes API server.
+//! Talking to a Kubernetes API server: configuration, the request path, the verbs, watches and
+//! discovery — written on reqwest, with no kube-rs or k8s-openapi underneath.
 //!
-//! What exists so far:
-//! - [`config`]: where to connect and as whom — kubeconfig files loaded and merged as kubectl
-//!   does, in-cluster service-account configuration, every credential kind (tokens, token files,
-//!   client certificates, basic auth, exec plugins), impersonation, and the rustls configuration.
-//! - [`error`]: the client's error type; an HTTP error response or a watch `ERROR` event becomes
-//!   an [`error::Error`] that controllers query with `is_not_found()`, `is_conflict()`,
-//!   `is_gone()`, `retry_after()`, `is_retryable()`…
-//! - [`watch_stream`]: decoding a watch response body, chunk by chunk, into
-//!   [`WatchEvent`](crate::api::WatchEvent)s.
+//! ```no_run
+//! use kube_gc::api::{DeleteOptions, Job};
+//! use kube_gc::client::config::{ClientConfig, Environment, LoadOptions};
+//! use kube_gc::client::{Api, Client, ClientOptions, ListParams};
 //!
-//! Not built yet (issue #4): the REST verbs, discovery and client-side throttling. Until then
-//! nothing in kube-gc sends a request to a real cluster.
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! // What kubectl would use: --kubeconfig, KUBECONFIG, ~/.kube/config, or in-cluster.
+//! let config = ClientConfig::load(&LoadOptions::default(), &Environment::from_process())?;
+//! // 20 requests per second, bursts of 30, User-Agent kube-gc/<version>.
+//! let client = Client::new(&config, &ClientOptions::default())?;
+//!
+//! let jobs: Api<Job> = Api::namespaced(client, "default");
+//! for job in jobs.list(&ListParams::default().with_limit(500)).await?.items {
+//!     println!("{:?}", job.metadata.name);
+//! }
+//! match jobs.delete("pi", &DeleteOptions::background()).await {
+//!     Err(e) if e.is_not_found() => {} // already gone: what we wanted
+//!     other => drop(other?),
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! How a request travels (each step is one module, readable on its own):
+//!
+//! 1. [`config`] resolves *where and who*: server URL, TLS (rustls, ring), the credential
+//!    source, impersonation — from a kubeconfig or the pod's service account.
+//! 2. [`Api<K>`](handle::Api) ([`handle`]) turns a verb into an [`ApiRequest`] ([`request`]):
+//!    method, URL from a [`ResourceRef`] ([`resource_ref`]), query from the verb's options
+//!    ([`params`]), `Accept` (full object or metadata-only) and body. Plain data, no I/O.
+//! 3. [`Client`] ([`transport`]) sends it: one token from the [`Throttle`] ([`throttle`], on
+//!    the crate's [`TokenBucket`](crate::token_bucket::TokenBucket)), then the
+//!    `Authorization` and impersonation headers, then reqwest (HTTP/2 when ALPN offers it,
+//!    pooled connections, per-request timeout except for watches). A 401 with a refreshable
+//!    credential is retried once; a 429/5xx with `Retry-After` is retried after that wait
+//!    ([`retry`]).
+//! 4. The answer: an error status becomes an [`Error::Api`] from its Status body
+//!    ([`error`]); a success is decoded from JSON, or streamed into
+//!    [`WatchEvent`](crate::api::WatchEvent)s ([`watch_stream`]). Lists are paged and
+//!    restarted on an expired continue token by the [`Pager`] ([`pager`]).
+//!
+//! [`discovery`] reads what the server serves: the deletable resources the garbage collector
+//! monitors, and the kind → resource mapping it needs to look owners up.
+//!
+//! Options that do not come from the kubeconfig (rate, timeouts, user agent) are
+//! [`ClientOptions`] ([`options`]).
 
 pub mod config;
+pub mod discovery;
 pub mod error;
+pub mod handle;
+pub mod options;
+pub mod pager;
+pub mod params;
+pub mod request;
+pub mod resource_ref;
+pub mod retry;
+pub mod throttle;
+pub mod transport;
 pub mod watch_stream;
 
+pub use discovery::{DiscoveredResource, Discovery, DiscoveryFailure};
 pub use error::{ApiError, ApiErrorKind, Error};
+pub use handle::{Api, DeleteResponse, DynamicApi};
+pub use options::{BuildError, ClientOptions};
+pub use pager::{Page, Pager};
+pub use params::{ListParams, Patch, PostParams, VersionMatch, WatchParams};
+pub use request::ApiRequest;
+pub use resource_ref::ResourceRef;
+pub use throttle::Throttle;
+pub use transport::Client;
 pub use watch_stream::{WatchDecoder, WatchStream};

@@ -124,4 +124,16 @@ impl SimConfig {
         self.bind = bind;
         self
     }
+
+    /// Keeps at most this many requests in the journal.
+    pub fn with_journal_capacity(mut self, entries: usize) -> Self {
+        self.journal_capacity = entries;
+        self
+    }
+
+    /// Starts with these namespaces instead of `default`, `kube-system` and `kube-public`.
+    pub fn with_namespaces(mut self, names: &[&str]) -> Self {
+        self.namespaces = names.iter().map(|n| n.to_string()).collect();
+        self
+    }
 }

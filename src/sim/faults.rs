@@ -256,7 +256,7 @@ impl FaultInjector {
 
         let delay = plan
             .latency
-            .map(|(min, max)| min + (max - min).mul_f64(latency_draw));
+            .map(|(min, max)| min.saturating_add((max - min).mul_f64(latency_draw)));
         if delay.is_some() {
             counts.delayed += 1;
         }

@@ -114,27 +114,59 @@ impl History {
         self.changes.iter()
     }
 
-    /// Turns the current objects of `resource` into its objects as of `rv` by undoing, newest
-    /// first, every later change (callers check [`History::covers`] first).
-    pub fn rewind(
-        &self,
-        resource: ResourceId,
-        current: &BTreeMap<String, Arc<Value>>,
-        rv: u64,
-    ) -> BTreeMap<String, Arc<Value>> {
-        let mut state = current.clone();
-        let later: Vec<&Arc<Change>> = self.since(rv).filter(|c| c.resource == resource).collect();
-        for change in later.into_iter().rev() {
-            match &change.previous {
-                None => {
-                    state.remove(&change.key);
-                }
-                Some(previous) => {
-                    state.insert(change.key.clone(), Arc::clone(previous));
-                }
-            }
+    /// How `resource` differed at `rv` from now: for every key changed after `rv`, its state at
+    /// `rv` (`None`: it did not exist). Callers check [`History::covers`] first. Reading the
+    /// current objects through this overlay ([`Rewound`]) gives the objects as of `rv` without
+    /// copying the ones that did not change.
+    pub fn overlay(&self, resource: ResourceId, rv: u64) -> BTreeMap<String, Option<Arc<Value>>> {
+        let mut overlay = BTreeMap::new();
+        // The oldest change after `rv` holds, in `previous`, the state at `rv`.
+        for change in self.since(rv).filter(|c| c.resource == resource) {
+            overlay
+                .entry(change.key.clone())
+                .or_insert_with(|| change.previous.clone());
         }
-        state
+        overlay
+    }
+}
+
+/// The objects of one resource as of an older resourceVersion: the current objects with an
+/// overlay of the keys that changed since, iterated together in key order.
+#[derive(Debug, Clone, Copy)]
+pub struct Rewound<'a> {
+    /// The current objects.
+    pub current: &'a BTreeMap<String, Arc<Value>>,
+    /// Keys changed since, with their older state (from [`History::overlay`]).
+    pub overlay: &'a BTreeMap<String, Option<Arc<Value>>>,
+}
+
+impl<'a> Rewound<'a> {
+    /// Objects with keys in `range`, in key order.
+    pub fn range<R>(self, range: R) -> impl Iterator<Item = (&'a String, &'a Arc<Value>)> + 'a
+    where
+        R: std::ops::RangeBounds<String> + Clone + 'a,
+    {
+        let mut current = self.current.range(range.clone()).peekable();
+        let mut overlay = self.overlay.range(range).peekable();
+        std::iter::from_fn(move || loop {
+            let take_overlay = match (current.peek(), overlay.peek()) {
+                (None, None) => return None,
+                (Some(_), None) => false,
+                (None, Some(_)) => true,
+                (Some((ck, _)), Some((ok, _))) => ok <= ck,
+            };
+            if !take_overlay {
+                return current.next();
+            }
+            let (key, older) = overlay.next()?;
+            // The overlay replaces the current entry for the same key.
+            if current.peek().is_some_and(|(ck, _)| *ck == key) {
+                current.next();
+            }
+            if let Some(obj) = older {
+                return Some((key, obj));
+            }
+        })
     }
 }
 
@@ -184,6 +216,21 @@ mod tests {
         assert_eq!(history.iter().count(), 0);
     }
 
+    fn rewind(
+        history: &History,
+        current: &BTreeMap<String, Arc<Value>>,
+        rv: u64,
+    ) -> Vec<(String, Value)> {
+        let overlay = history.overlay(ResourceId(0), rv);
+        let view = Rewound {
+            current,
+            overlay: &overlay,
+        };
+        view.range::<std::ops::RangeFull>(..)
+            .map(|(k, v)| (k.clone(), (**v).clone()))
+            .collect()
+    }
+
     #[test]
     fn rewinding_undoes_later_changes() {
         let mut history = History::new(0, 10);
@@ -191,15 +238,26 @@ mod tests {
         history.push(change(2, "b", ChangeKind::Added, 1, None));
         history.push(change(3, "a", ChangeKind::Modified, 2, Some(1)));
         history.push(change(4, "b", ChangeKind::Deleted, 1, Some(1)));
+        history.push(change(5, "c", ChangeKind::Added, 1, None));
+        history.push(change(6, "a", ChangeKind::Modified, 3, Some(2)));
         let mut current = BTreeMap::new();
-        current.insert("a".to_string(), Arc::new(json!({"v": 2})));
+        current.insert("a".to_string(), Arc::new(json!({"v": 3})));
+        current.insert("c".to_string(), Arc::new(json!({"v": 1})));
 
-        let at2 = history.rewind(ResourceId(0), &current, 2);
-        assert_eq!(at2.get("a").map(|v| v["v"].clone()), Some(json!(1)));
-        assert_eq!(at2.get("b").map(|v| v["v"].clone()), Some(json!(1)));
-        let at1 = history.rewind(ResourceId(0), &current, 1);
-        assert_eq!(at1.len(), 1);
-        let at4 = history.rewind(ResourceId(0), &current, 4);
-        assert_eq!(at4, current);
+        let v = |n: i64| json!({ "v": n });
+        assert_eq!(
+            rewind(&history, &current, 2),
+            vec![("a".into(), v(1)), ("b".into(), v(1))]
+        );
+        assert_eq!(rewind(&history, &current, 1), vec![("a".into(), v(1))]);
+        assert_eq!(rewind(&history, &current, 4), vec![("a".into(), v(2))]);
+        assert_eq!(
+            rewind(&history, &current, 5),
+            vec![("a".into(), v(2)), ("c".into(), v(1))]
+        );
+        assert_eq!(
+            rewind(&history, &current, 6),
+            vec![("a".into(), v(3)), ("c".into(), v(1))]
+        );
     }
 }

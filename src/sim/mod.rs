@@ -6,7 +6,8 @@
 //! them.
 //!
 //! Layers, from the wire inwards:
-//! - [`server`]: `SimServer` — sockets, TLS, connections, lifecycle, the in-process API.
+//! - [`server`]: `SimServer` — sockets, TLS, connections, lifecycle, the in-process API;
+//!   configured by [`config`]'s `SimConfig`.
 //! - [`handlers`]: one HTTP request → one store operation → one response (router, discovery,
 //!   watch streaming, Status bodies for errors).
 //! - [`store`]: objects, the global resourceVersion, history, watchers; the rules of writes and
@@ -23,6 +24,39 @@
 //! - [`faults`]: seeded, reproducible fault injection (errors, 429s, latency, watch cuts).
 //! - [`tls`]: a throw-away CA and server certificate, and the rustls configuration using them.
 //! - [`kubeconfig`]: kubeconfig files pointing a client at a simulated server.
+//!
+//! # Starting one
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), kube_gc::sim::SimError> {
+//! use kube_gc::sim::{Gvr, SimConfig, SimServer};
+//! let server = SimServer::start(SimConfig::default().with_tls().with_token("t")).await?;
+//! server.write_kubeconfig(std::path::Path::new("/tmp/sim-kubeconfig"))?;
+//! let job = serde_json::json!({"metadata": {"name": "pi", "namespace": "default"}, "spec": {}});
+//! server.create(&Gvr::new("batch", "v1", "jobs"), job)?;
+//! server.shutdown().await;
+//! # Ok(()) }
+//! ```
+//!
+//! # Known differences from a real kube-apiserver
+//!
+//! Deliberate simplifications; none of them is something a controller should rely on:
+//! - No `managedFields`, no defaulting of spec fields (a Job's selector, pod template defaults,
+//!   …), no schema validation beyond names, ownerReferences and finalizers.
+//! - No `deletecollection`, no server-side apply (`application/apply-patch+yaml` → 415), no
+//!   `as=Table` (clients offering JSON as a fallback get JSON), no protobuf, no aggregated
+//!   discovery.
+//! - Pods are deleted like any other object (no graceful deletion period), namespaces are removed
+//!   at once without deleting their contents, and core/v1 and events.k8s.io/v1 Events are two
+//!   separate stores.
+//! - One history window (a count of changes) for all resources, where a real server has a watch
+//!   cache per resource bounded by count and time, and etcd compaction for lists.
+//! - A read at a resourceVersion the server has not reached is answered at once with the 504 a
+//!   real server gives after waiting for it (3 s).
+//! - BOOKMARKs come every `bookmark_interval` on watches that allow them; a real v1.28 server is
+//!   less regular (exchange 23).
+//! - Authentication is a single bearer token or any client certificate signed by the server's CA;
+//!   there is no authorization.
 
 pub mod clock;
 pub mod config;

@@ -178,6 +178,24 @@ impl fmt::Display for Cause {
     }
 }
 
+/// Several causes as one message, like Go's aggregated `field.ErrorList`: repeated messages
+/// appear once, a single message stands alone, several are listed as `[a, b]`. `None` when
+/// there is no cause.
+pub fn aggregate_causes(causes: &[Cause]) -> Option<String> {
+    let mut messages: Vec<String> = Vec::with_capacity(causes.len());
+    for cause in causes {
+        let message = cause.to_string();
+        if !messages.contains(&message) {
+            messages.push(message);
+        }
+    }
+    match messages.as_slice() {
+        [] => None,
+        [only] => Some(only.clone()),
+        many => Some(format!("[{}]", many.join(", "))),
+    }
+}
+
 /// Renders a value the way apimachinery's field errors print a bad value: strings quoted,
 /// numbers and booleans bare, `null` as `null`, anything else as JSON.
 fn go_value(value: &Value) -> String {
@@ -265,6 +283,47 @@ pub fn not_found_path() -> (StatusCode, Value) {
     let code = StatusCode::NOT_FOUND;
     let message = "the server could not find the requested resource";
     (code, failure(code, "NotFound", message, Some(json!({}))))
+}
+
+/// 403 `Forbidden` as the authorization filter answers a request RBAC denies:
+/// `jobs.batch "pi" is forbidden: User "bob" cannot delete resource "jobs" in API group "batch"
+/// in the namespace "ns"` (`at the cluster scope` when `namespace` is `None`; no quoted name for
+/// collection requests, where `name` is empty).
+pub fn forbidden(
+    gr: &GroupResource,
+    name: &str,
+    user: &str,
+    verb: &str,
+    namespace: Option<&str>,
+) -> (StatusCode, Value) {
+    let code = StatusCode::FORBIDDEN;
+    let scope = match namespace {
+        Some(ns) => format!("in the namespace {}", quote(ns)),
+        None => "at the cluster scope".to_owned(),
+    };
+    let why = format!(
+        "User {} cannot {verb} resource {} in API group {} {scope}",
+        quote(user),
+        quote(&gr.resource),
+        quote(&gr.group)
+    );
+    // Upstream escapes these so the message cannot pass for HTML.
+    let why = why
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    let message = if name.is_empty() {
+        format!("{gr} is forbidden: {why}")
+    } else {
+        format!("{gr} {} is forbidden: {why}", quote(name))
+    };
+    let body = failure(
+        code,
+        "Forbidden",
+        &message,
+        Some(resource_details(gr, name)),
+    );
+    (code, body)
 }
 
 /// 409 `AlreadyExists`: `jobs.batch "pi" already exists` (exchange 10).
@@ -387,13 +446,9 @@ pub fn too_large_resource_version(requested: u64, current: u64) -> (StatusCode, 
 pub fn invalid(gk: &GroupKind, name: &str, causes: &[Cause]) -> (StatusCode, Value) {
     let code = StatusCode::UNPROCESSABLE_ENTITY;
     let mut message = format!("{gk} {} is invalid", quote(name));
-    match causes {
-        [] => {}
-        [only] => message.push_str(&format!(": {only}")),
-        many => {
-            let listed: Vec<String> = many.iter().map(Cause::to_string).collect();
-            message.push_str(&format!(": [{}]", listed.join(", ")));
-        }
+    if let Some(listed) = aggregate_causes(causes) {
+        message.push_str(": ");
+        message.push_str(&listed);
     }
     let mut details = details(&gk.group, &gk.kind, name);
     if !causes.is_empty() {
@@ -434,6 +489,12 @@ pub fn unauthorized() -> (StatusCode, Value) {
     let code = StatusCode::UNAUTHORIZED;
     (code, failure(code, "Unauthorized", "Unauthorized", None))
 }
+
+/// The plain-text body of the 429 that the real server's max-in-flight and
+/// priority-and-fairness filters send (Go's `http.Error`: `Content-Type: text/plain;
+/// charset=utf-8`, `X-Content-Type-Options: nosniff`, and a `Retry-After` header). Clients must
+/// cope with a 429 that is not a `Status`.
+pub const THROTTLED_PLAIN_TEXT_BODY: &str = "Too many requests, please try again later.\n";
 
 /// 429 `TooManyRequests` with `details.retryAfterSeconds`, upstream's `NewTooManyRequests`.
 /// (The real server's priority-and-fairness filter answers 429 in plain text with a
@@ -653,6 +714,22 @@ mod tests {
     }
 
     #[test]
+    fn repeated_causes_appear_once_in_the_message_but_all_in_details() {
+        let cause = Cause::required("metadata.name", "");
+        let (_, body) = invalid(
+            &GroupKind::new("", "ConfigMap"),
+            "",
+            &[cause.clone(), cause],
+        );
+        assert_eq!(
+            body["message"],
+            "ConfigMap \"\" is invalid: metadata.name: Required value"
+        );
+        assert_eq!(body["details"]["causes"].as_array().map(Vec::len), Some(2));
+        assert_eq!(aggregate_causes(&[]), None);
+    }
+
+    #[test]
     fn conflict_modified_matches_exchanges_36_44() {
         let cm = GroupResource::new("", "configmaps");
         assert_matches_capture("36-", conflict_modified(&cm, "dependent"));
@@ -735,6 +812,30 @@ mod tests {
                 "details": {"causes": [{"reason": "ResourceVersionTooLarge",
                     "message": "Too large resource version"}], "retryAfterSeconds": 1}})
         );
+    }
+
+    #[test]
+    fn forbidden_names_user_verb_resource_and_scope() {
+        let (code, body) = forbidden(&jobs(), "pi", "bob", "delete", Some("ns"));
+        assert_eq!(code, StatusCode::FORBIDDEN);
+        assert_eq!(
+            body,
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": "jobs.batch \"pi\" is forbidden: User \"bob\" cannot delete resource \"jobs\" in API group \"batch\" in the namespace \"ns\"",
+                "reason": "Forbidden", "details": {"name": "pi", "group": "batch", "kind": "jobs"},
+                "code": 403})
+        );
+        let namespaces = GroupResource::new("", "namespaces");
+        let (_, body) = forbidden(&namespaces, "", "system:anonymous", "list", None);
+        assert_eq!(
+            body["message"],
+            "namespaces is forbidden: User \"system:anonymous\" cannot list resource \"namespaces\" in API group \"\" at the cluster scope"
+        );
+        assert_eq!(body["details"], json!({"kind": "namespaces"}));
+        let (_, body) = forbidden(&namespaces, "", "<script>", "list", None);
+        assert!(body["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("&lt;script&gt;")));
     }
 
     #[test]

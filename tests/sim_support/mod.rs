@@ -25,6 +25,14 @@ pub fn client() -> reqwest::Client {
 /// A reqwest client using the ring provider explicitly (reqwest is built without a default
 /// provider), trusting `ca_pem` when given.
 pub fn client_trusting(ca_pem: Option<&str>) -> reqwest::Client {
+    client_with_identity(ca_pem, None)
+}
+
+/// Like [`client_trusting`], presenting a client certificate `(cert_pem, key_pem)` when given.
+pub fn client_with_identity(
+    ca_pem: Option<&str>,
+    identity: Option<(&str, &str)>,
+) -> reqwest::Client {
     use rustls_pki_types::pem::PemObject;
     use rustls_pki_types::CertificateDer;
     let mut roots = rustls::RootCertStore::empty();
@@ -34,12 +42,26 @@ pub fn client_trusting(ca_pem: Option<&str>) -> reqwest::Client {
         }
     }
     let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-    let tls = rustls::ClientConfig::builder_with_provider(provider)
+    let builder = match rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map(|b| b.with_root_certificates(roots).with_no_client_auth());
-    let mut tls = match tls {
-        Ok(tls) => tls,
+    {
+        Ok(builder) => builder.with_root_certificates(roots),
         Err(e) => panic!("rustls client config: {e}"),
+    };
+    let mut tls = match identity {
+        None => builder.with_no_client_auth(),
+        Some((cert_pem, key_pem)) => {
+            let cert = CertificateDer::from_pem_slice(cert_pem.as_bytes());
+            let key = rustls_pki_types::PrivateKeyDer::from_pem_slice(key_pem.as_bytes());
+            let config = match (cert, key) {
+                (Ok(cert), Ok(key)) => builder.with_client_auth_cert(vec![cert], key),
+                _ => panic!("client identity PEM does not parse"),
+            };
+            match config {
+                Ok(config) => config,
+                Err(e) => panic!("client identity: {e}"),
+            }
+        }
     };
     tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     match reqwest::Client::builder()

@@ -1,10 +1,10 @@
 //! One HTTP request in, one response out.
 //!
 //! Contract: [`handle`] is the whole request pipeline of the simulated server, in the order a
-//! real server applies it: route the path, authenticate (`Authorization: Bearer` when a token is
-//! configured → else 401), apply injected faults (delay, or an error / 429 with `Retry-After`),
+//! real server applies it: route the path, authenticate (a client certificate signed by the
+//! server's CA, or `Authorization: Bearer` when a token is configured → else 401), apply injected faults (delay, or an error / 429 with `Retry-After`),
 //! run the verb against the store, and record the exchange in the journal. Each verb lives in
-//! its own module: [`read`] (get, list), [`write`] (create, update, patch, delete), [`watch`]
+//! its own module: [`read`] (get, list), [`write`](mod@write) (create, update, patch, delete), [`watch`]
 //! (streaming), [`discovery`]; [`errors`] maps refusals to `Status` bodies and [`response`] builds
 //! responses.
 
@@ -60,6 +60,14 @@ impl std::fmt::Debug for Context {
     }
 }
 
+/// What the server knows about the connection a request came on.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Peer {
+    /// The client presented a certificate signed by the server's CA during the TLS handshake;
+    /// like a real API server, that authenticates its requests without a token.
+    pub client_certificate: bool,
+}
+
 /// A request with its body read, as the verb handlers see it.
 #[derive(Debug)]
 pub struct Incoming {
@@ -110,7 +118,7 @@ impl Incoming {
 }
 
 /// Handles one request end to end (see the module documentation).
-pub async fn handle<B>(ctx: &Context, request: Request<B>) -> Response<Body>
+pub async fn handle<B>(ctx: &Context, peer: Peer, request: Request<B>) -> Response<Body>
 where
     B: hyper::body::Body,
     B::Error: std::fmt::Display,
@@ -132,7 +140,7 @@ where
     };
     let route = Route::parse(&incoming.path, ctx.store.resources());
     let verb = classify(&incoming, &route);
-    let response = respond(ctx, &incoming, &route, verb).await;
+    let response = respond(ctx, peer, &incoming, &route, verb).await;
     record(ctx, &incoming, verb, response.status());
     response
 }
@@ -142,13 +150,19 @@ fn classify(incoming: &Incoming, route: &Route) -> Verb {
     Verb::classify(
         &incoming.method,
         incoming.is_watch(),
-        matches!(route, Route::Discovery(_)),
+        matches!(route, Route::Discovery(_) | Route::Health),
         has_name,
     )
 }
 
-async fn respond(ctx: &Context, incoming: &Incoming, route: &Route, verb: Verb) -> Response<Body> {
-    if !authenticated(ctx, incoming) {
+async fn respond(
+    ctx: &Context,
+    peer: Peer,
+    incoming: &Incoming,
+    route: &Route,
+    verb: Verb,
+) -> Response<Body> {
+    if !peer.client_certificate && !token_accepted(ctx, incoming) {
         return response::status(status::unauthorized());
     }
     let decision = ctx.faults.decide(verb);
@@ -160,6 +174,7 @@ async fn respond(ctx: &Context, incoming: &Incoming, route: &Route, verb: Verb) 
     }
     match route {
         Route::NotFound => response::status(status::not_found_path()),
+        Route::Health => response::plain_text(StatusCode::OK, "ok"),
         Route::Discovery(which) => {
             if incoming.method != Method::GET {
                 return response::status(status::not_found_path());
@@ -190,6 +205,10 @@ fn dispatch(
         (&Method::GET, Some(_)) => read::get(ctx, incoming, target),
         (&Method::GET, None) if incoming.is_watch() => watch::watch(ctx, incoming, target),
         (&Method::GET, None) => read::list(ctx, incoming, target),
+        // Objects of a namespaced resource are created through their namespace's collection.
+        (&Method::POST, None) if def.namespaced && target.namespace.is_none() => {
+            unsupported("create")
+        }
         (&Method::POST, None) => write::create(ctx, incoming, target),
         (&Method::PUT, Some(_)) => write::update(ctx, incoming, target),
         (&Method::PATCH, Some(_)) => write::patch(ctx, incoming, target),
@@ -200,7 +219,8 @@ fn dispatch(
     }
 }
 
-fn authenticated(ctx: &Context, incoming: &Incoming) -> bool {
+/// Whether the request carries the configured bearer token (or none is configured).
+fn token_accepted(ctx: &Context, incoming: &Incoming) -> bool {
     let Some(token) = &ctx.token else {
         return true;
     };
@@ -210,20 +230,24 @@ fn authenticated(ctx: &Context, incoming: &Incoming) -> bool {
     presented == Some(token.as_str())
 }
 
-/// The answer to an injected failure, with the body the real server gives for that status.
+/// The answer to an injected failure, as the real server gives that status: a throttled request
+/// gets priority-and-fairness's plain-text 429 with `Retry-After`, other statuses their `Status`.
 fn injected_failure(code: StatusCode, retry_after: Option<u64>) -> Response<Body> {
-    let (code, body) = match code {
-        StatusCode::TOO_MANY_REQUESTS => status::too_many_requests(retry_after.unwrap_or(1)),
-        StatusCode::SERVICE_UNAVAILABLE => status::service_unavailable("injected fault"),
-        StatusCode::GONE => status::gone_expired("injected fault: expired", None),
+    let mut response = match code {
+        StatusCode::TOO_MANY_REQUESTS => {
+            response::plain_text(code, status::THROTTLED_PLAIN_TEXT_BODY)
+        }
+        StatusCode::SERVICE_UNAVAILABLE => {
+            response::status(status::service_unavailable("injected fault"))
+        }
+        StatusCode::GONE => response::status(status::gone_expired("injected fault: expired", None)),
         other => {
             // Any other status: an InternalError body carrying the injected code.
             let (_, mut body) = status::internal_error("injected fault");
             body["code"] = Value::from(other.as_u16());
-            (other, body)
+            response::json(other, &body)
         }
     };
-    let mut response = response::json(code, &body);
     if let Some(seconds) = retry_after {
         if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
             response.headers_mut().insert(RETRY_AFTER, value);

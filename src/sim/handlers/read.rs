@@ -15,6 +15,7 @@ use super::route::Target;
 use super::{Context, Incoming};
 use crate::sim::filter::ObjectFilter;
 use crate::sim::selectors::{FieldSelector, LabelSelector};
+use crate::sim::status::{self, Cause, CauseType, GroupKind};
 use crate::sim::store::ListOptions;
 
 /// GET of one object.
@@ -37,6 +38,7 @@ pub fn list(
     incoming: &Incoming,
     target: &Target,
 ) -> Result<Response<Body>, HandlerError> {
+    validate_list_options(incoming)?;
     let options = ListOptions {
         filter: request_filter(incoming, target)?,
         limit: parse_limit(incoming.query("limit"))?,
@@ -51,6 +53,52 @@ pub fn list(
         representation: Representation::from_accept(incoming.header(ACCEPT)),
     };
     Ok(response::json(StatusCode::OK, &doc))
+}
+
+/// The combinations of `resourceVersion`, `resourceVersionMatch` and `continue` the real server
+/// refuses: 422 on the `ListOptions` for a match without a version (or with `continue`, or
+/// `Exact` at version 0), 400 for a version together with `continue`.
+fn validate_list_options(incoming: &Incoming) -> Result<(), HandlerError> {
+    let rv = incoming.query("resourceVersion").filter(|v| !v.is_empty());
+    let rv_match = incoming
+        .query("resourceVersionMatch")
+        .filter(|v| !v.is_empty());
+    let has_continue = incoming.query("continue").is_some_and(|c| !c.is_empty());
+    let mut causes = Vec::new();
+    if let Some(rv_match) = rv_match {
+        if has_continue {
+            causes.push(forbidden(
+                "resourceVersionMatch is forbidden when continue is provided",
+            ));
+        } else if rv.is_none() {
+            causes.push(forbidden(
+                "resourceVersionMatch is forbidden unless resourceVersion is provided",
+            ));
+        } else if rv == Some("0") && rv_match == "Exact" {
+            causes.push(forbidden(
+                "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+            ));
+        }
+    }
+    if !causes.is_empty() {
+        let gk = GroupKind::new("meta.k8s.io", "ListOptions");
+        return Err(HandlerError::Status(status::invalid(&gk, "", &causes)));
+    }
+    if has_continue && rv.is_some_and(|v| v != "0") {
+        return Err(HandlerError::bad_request(
+            "specifying resource version is not allowed when using continue",
+        ));
+    }
+    Ok(())
+}
+
+fn forbidden(detail: &str) -> Cause {
+    Cause {
+        kind: CauseType::Forbidden,
+        field: "resourceVersionMatch".to_string(),
+        value: serde_json::Value::Null,
+        detail: detail.to_string(),
+    }
 }
 
 /// The namespace, label and field restrictions of a list or watch request.

@@ -100,6 +100,23 @@ pub fn status((code, body): (StatusCode, Value)) -> Response<Body> {
     json(code, &body)
 }
 
+/// A plain-text response, as Go's `http.Error` writes it (the real server's throttling filters
+/// answer 429 this way, not with a `Status`).
+pub fn plain_text(status: StatusCode, text: &'static str) -> Response<Body> {
+    let mut response = Response::new(full(text));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    headers.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
+    response
+}
+
 /// A streaming JSON response (a watch): no length, so HTTP/1.1 sends it chunked.
 pub fn streaming(body: Body) -> Response<Body> {
     with_json_headers(Response::new(body))

@@ -1,7 +1,7 @@
 //! Turning a request path into what it names.
 //!
 //! Contract: [`Route::parse`] understands the API server's URL layout —
-//! `/version`, `/api`, `/api/v1`, `/apis`, `/apis/{group}`, `/apis/{group}/{version}` for
+//! `/healthz`, `/livez`, `/readyz`, `/version`, `/api`, `/api/v1`, `/apis`, `/apis/{group}`, `/apis/{group}/{version}` for
 //! discovery, and for resources `/api/v1/...` or `/apis/{group}/{version}/...` followed by
 //! `{resource}[/{name}[/{subresource}]]` or `namespaces/{ns}/{resource}[/{name}[/{subresource}]]`.
 //! Paths naming nothing served parse to [`Route::NotFound`].
@@ -41,6 +41,8 @@ pub struct Target {
 /// What a path names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route {
+    /// `/healthz`, `/livez` or `/readyz`.
+    Health,
     /// A discovery document.
     Discovery(Discovery),
     /// An object or collection.
@@ -54,6 +56,7 @@ impl Route {
     pub fn parse(path: &str, resources: &Resources) -> Route {
         let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
         match segments.as_slice() {
+            ["healthz" | "livez" | "readyz"] => Route::Health,
             ["version"] => Route::Discovery(Discovery::Version),
             ["api"] => Route::Discovery(Discovery::CoreVersions),
             ["api", "v1"] => Route::Discovery(Discovery::CoreResources),

@@ -64,18 +64,7 @@ pub fn watch(
         }
         Err(e) => return Err(e.into()),
     };
-    let budget = ctx.faults.watch_budget();
-    let timeout = incoming
-        .query("timeoutSeconds")
-        .and_then(|t| t.parse::<u64>().ok())
-        .filter(|t| *t > 0)
-        .map(Duration::from_secs);
-    let cut = budget.max_duration;
-    let deadline = match (timeout, cut) {
-        (Some(t), Some(c)) => Some(t.min(c)),
-        (t, c) => t.or(c),
-    };
-    let bookmarks = incoming.query("allowWatchBookmarks") == Some("true");
+    let limits = Limits::of(ctx, incoming);
     let now = Instant::now();
     let state = WatchStream {
         guard: Registration {
@@ -85,11 +74,11 @@ pub fn watch(
         pending: registration.initial.into(),
         live: registration.live,
         encoder,
-        deadline: deadline.map(|d| now + d),
-        final_bookmark: bookmarks && timeout.is_some() && deadline == timeout,
+        deadline: limits.deadline.map(|d| now + d),
+        final_bookmark: limits.bookmarks && limits.ends_by_timeout,
         bookmark_interval: ctx.bookmark_interval,
-        next_bookmark: bookmarks.then(|| now + ctx.bookmark_interval),
-        events_left: budget.max_events,
+        next_bookmark: limits.bookmarks.then(|| now + ctx.bookmark_interval),
+        events_left: limits.max_events,
         closing: false,
         done: false,
     };
@@ -98,6 +87,39 @@ pub fn watch(
         Some((Ok(Frame::data(line)), state))
     });
     Ok(response::streaming(StreamBody::new(lines).boxed()))
+}
+
+/// How long a watch may run and what it may send.
+struct Limits {
+    /// When the stream ends: `timeoutSeconds` or an injected cut, whichever comes first.
+    deadline: Option<Duration>,
+    /// Whether the deadline is the client's own timeout (then a final BOOKMARK precedes it).
+    ends_by_timeout: bool,
+    /// `allowWatchBookmarks=true`.
+    bookmarks: bool,
+    /// An injected cut after this many events.
+    max_events: Option<u64>,
+}
+
+impl Limits {
+    fn of(ctx: &Context, incoming: &Incoming) -> Limits {
+        let budget = ctx.faults.watch_budget();
+        let timeout = incoming
+            .query("timeoutSeconds")
+            .and_then(|t| t.parse::<u64>().ok())
+            .filter(|t| *t > 0)
+            .map(Duration::from_secs);
+        let deadline = match (timeout, budget.max_duration) {
+            (Some(t), Some(cut)) => Some(t.min(cut)),
+            (t, cut) => t.or(cut),
+        };
+        Limits {
+            deadline,
+            ends_by_timeout: timeout.is_some() && deadline == timeout,
+            bookmarks: incoming.query("allowWatchBookmarks") == Some("true"),
+            max_events: budget.max_events,
+        }
+    }
 }
 
 /// Where the watch starts, after the checks a v1.28 server makes on watch parameters.
@@ -144,6 +166,10 @@ fn watch_start(ctx: &Context, incoming: &Incoming) -> Result<WatchStart, Handler
         return Ok(WatchStart::InitialEventsThenBookmark);
     }
     match rv {
+        // Explicitly no initial events: start at the current version.
+        None if send_initial == Some("false") => {
+            Ok(WatchStart::After(ctx.store.resource_version()))
+        }
         None | Some("0") => Ok(WatchStart::Current),
         Some(rv) => Ok(WatchStart::After(parse_rv(rv)?)),
     }
@@ -208,7 +234,11 @@ impl WatchStream {
             match item {
                 WatchItem::Event { event_type, object } => {
                     if let Some(left) = self.events_left.as_mut() {
-                        *left = left.saturating_sub(1);
+                        if *left == 0 {
+                            return None;
+                        }
+                        *left -= 1;
+                        // Cut right after the last allowed event rather than at the next one.
                         self.done = *left == 0;
                     }
                     return Some(self.encoder.event(event_type, &object));

@@ -19,7 +19,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::sim::handlers::{self, Context};
+use crate::sim::handlers::{self, Context, Peer};
 
 /// The cancellation token of the current connection generation.
 #[derive(Debug)]
@@ -89,27 +89,34 @@ async fn serve(
     // Watches are latency-sensitive one-line writes: do not let Nagle hold them back.
     let _ = stream.set_nodelay(true);
     match tls {
-        None => serve_http(stream, ctx, cut).await,
+        None => serve_http(stream, ctx, Peer::default(), cut).await,
         Some(acceptor) => {
             let handshake = tokio::select! {
                 result = acceptor.accept(stream) => result,
                 _ = cut.cancelled() => return,
             };
             match handshake {
-                Ok(stream) => serve_http(stream, ctx, cut).await,
+                Ok(stream) => {
+                    // rustls only hands out peer certificates it verified against the CA.
+                    let certificates = stream.get_ref().1.peer_certificates();
+                    let peer = Peer {
+                        client_certificate: certificates.is_some_and(|c| !c.is_empty()),
+                    };
+                    serve_http(stream, ctx, peer, cut).await
+                }
                 Err(e) => tracing::debug!(error = %e, "simulated API server: TLS handshake failed"),
             }
         }
     }
 }
 
-async fn serve_http<S>(stream: S, ctx: Arc<Context>, cut: CancellationToken)
+async fn serve_http<S>(stream: S, ctx: Arc<Context>, peer: Peer, cut: CancellationToken)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let service = service_fn(move |request| {
         let ctx = Arc::clone(&ctx);
-        async move { Ok::<_, Infallible>(handlers::handle(&ctx, request).await) }
+        async move { Ok::<_, Infallible>(handlers::handle(&ctx, peer, request).await) }
     });
     let builder = auto::Builder::new(TokioExecutor::new());
     let connection = builder.serve_connection(TokioIo::new(stream), service);

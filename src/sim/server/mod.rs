@@ -46,6 +46,9 @@ pub enum SimError {
     /// The kubeconfig could not be rendered or written.
     #[error(transparent)]
     Kubeconfig(#[from] KubeconfigError),
+    /// The server's own URL could not be formed from its address.
+    #[error("forming the server URL: {0}")]
+    Url(#[from] url::ParseError),
     /// An in-process call named a resource the server does not serve.
     #[error("the simulated API server does not serve {0}")]
     UnknownResource(String),
@@ -114,8 +117,7 @@ impl SimServer {
             server_address: addr.to_string(),
         });
         let scheme = if tls.is_some() { "https" } else { "http" };
-        let url = Url::parse(&format!("{scheme}://{addr}"))
-            .map_err(|e| SimError::UnknownResource(format!("server URL: {e}")))?;
+        let url = Url::parse(&format!("{scheme}://{addr}"))?;
         let generations = Arc::new(Generations::new(CancellationToken::new()));
         let accept_task = tokio::spawn(accept::accept_loop(
             listener,

@@ -120,7 +120,6 @@ impl Store {
                 previous: Some(Arc::clone(&existing)),
             };
             state.commit(def, write, now);
-            state.trim_deletions(self.config.deletion_log_limit);
             return Ok(DeleteOutcome::Deleted(existing));
         }
 

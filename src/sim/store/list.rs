@@ -23,6 +23,7 @@ use serde_json::Value;
 
 use super::{Store, StoreError};
 use crate::sim::filter::ObjectFilter;
+use crate::sim::history::Rewound;
 use crate::sim::resources::ResourceId;
 
 const TOKEN_ENCODING: base64::engine::GeneralPurpose =
@@ -85,13 +86,13 @@ impl Store {
         let current = state.rv;
         let plan = self.plan_read(options, current, state.history.window_start())?;
         let objects = &state.objects[resource.0];
-        let rewound;
-        let (source, list_rv): (&BTreeMap<String, Arc<Value>>, u64) = match plan.at {
-            Some(rv) if rv < current => {
-                rewound = state.history.rewind(resource, objects, rv);
-                (&rewound, rv)
-            }
-            _ => (objects, current),
+        let (overlay, list_rv) = match plan.at {
+            Some(rv) if rv < current => (state.history.overlay(resource, rv), rv),
+            _ => (BTreeMap::new(), current),
+        };
+        let source = Rewound {
+            current: objects,
+            overlay: &overlay,
         };
         let limit = options.limit.filter(|l| *l > 0 && plan.paged);
         let start = match &plan.start_after {
@@ -99,7 +100,7 @@ impl Store {
             None => Bound::Included(prefix.clone()),
         };
         let mut matching = source
-            .range::<String, _>((start, Bound::Unbounded))
+            .range((start, Bound::Unbounded))
             .take_while(|(key, _)| key.starts_with(&prefix))
             .filter(|(_, obj)| options.filter.matches(obj));
         let mut items = Vec::new();

@@ -9,11 +9,13 @@
 //! API of `SimServer` both go through these methods, so they obey the same rules (uid,
 //! resourceVersion, generation, finalizers, deletion).
 //!
-//! The write paths live in `write.rs` (create/update/patch), `delete.rs` and reads in `list.rs`.
+//! The write paths live in `write.rs` (create/update/patch, with the rules on server-owned
+//! fields in `server_fields.rs`) and `delete.rs`; reads in `list.rs`.
 
 mod delete;
 mod error;
 mod list;
+mod server_fields;
 mod watchers;
 mod write;
 
@@ -108,6 +110,7 @@ struct State {
     history: History,
     watchers: Watchers,
     deletions: VecDeque<DeletionRecord>,
+    deletion_log_limit: usize,
 }
 
 /// The object store shared by the HTTP handlers and the in-process API.
@@ -138,6 +141,7 @@ impl Store {
             history: History::new(0, config.history_limit),
             watchers: Watchers::default(),
             deletions: VecDeque::new(),
+            deletion_log_limit: config.deletion_log_limit,
         };
         Store {
             resources,
@@ -351,6 +355,9 @@ impl State {
                 uid: object::uid(&obj).unwrap_or_default().to_string(),
                 final_state: Arc::clone(&obj),
             });
+            if self.deletions.len() > self.deletion_log_limit {
+                self.deletions.pop_front();
+            }
         }
         let change = Arc::new(Change {
             rv: self.rv,
@@ -364,12 +371,6 @@ impl State {
         self.watchers.dispatch(&change);
         self.history.push(change);
         obj
-    }
-
-    fn trim_deletions(&mut self, limit: usize) {
-        while self.deletions.len() > limit {
-            self.deletions.pop_front();
-        }
     }
 }
 

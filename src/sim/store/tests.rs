@@ -449,3 +449,119 @@ fn closing_watches_ends_their_channels() {
         Err(tokio::sync::mpsc::error::TryRecvError::Disconnected)
     ));
 }
+
+mod mvcc {
+    //! Reads at every version inside the window agree with a model of the writes.
+
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    use super::*;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Create(usize),
+        Relabel(usize, u8),
+        Delete(usize),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0..4usize).prop_map(Op::Create),
+            (0..4usize, 0..3u8).prop_map(|(k, v)| Op::Relabel(k, v)),
+            (0..4usize).prop_map(Op::Delete),
+        ]
+    }
+
+    type Model = BTreeMap<String, String>;
+
+    /// Applies one op to the store and, when the store accepted it, to the model.
+    fn apply(f: &Fixture, model: &mut Model, op: &Op) {
+        let ns = Some("capture");
+        let name = |k: &usize| format!("cm-{k}");
+        match op {
+            Op::Create(k) => {
+                let obj = json!({"metadata": {"name": name(k), "labels": {"v": "0"}}});
+                if f.store.create(f.configmaps, ns, obj, false).is_ok() {
+                    model.insert(name(k), "0".into());
+                }
+            }
+            Op::Relabel(k, v) => {
+                let result = f.store.patch::<StoreError>(
+                    f.configmaps,
+                    ns,
+                    &name(k),
+                    UpdateTarget::Main,
+                    false,
+                    |obj| {
+                        obj["metadata"]["labels"]["v"] = json!(v.to_string());
+                        Ok(())
+                    },
+                );
+                if result.is_ok() {
+                    model.insert(name(k), v.to_string());
+                }
+            }
+            Op::Delete(k) => {
+                let options = DeleteOptions::propagation(Propagation::Background);
+                if f.store.delete(f.configmaps, ns, &name(k), &options).is_ok() {
+                    model.remove(&name(k));
+                }
+            }
+        }
+    }
+
+    fn read_all_pages(f: &Fixture, rv: u64, limit: usize) -> Model {
+        let mut options = ListOptions {
+            filter: ObjectFilter::namespace(Some("capture")),
+            limit: Some(limit),
+            resource_version: Some(rv.to_string()),
+            resource_version_match: Some("Exact".into()),
+            ..ListOptions::default()
+        };
+        let mut seen = Model::new();
+        loop {
+            let page = f
+                .store
+                .list(f.configmaps, &options)
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(page.resource_version, rv);
+            for obj in &page.items {
+                let name = object::name(obj).unwrap_or_default().to_string();
+                let label = obj["metadata"]["labels"]["v"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                seen.insert(name, label);
+            }
+            match page.continue_token {
+                Some(token) => {
+                    options.continue_token = Some(token);
+                    options.resource_version = None;
+                    options.resource_version_match = None;
+                }
+                None => return seen,
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn exact_reads_match_the_model_at_every_version(ops in proptest::collection::vec(op(), 1..40)) {
+            let f = fixture();
+            let mut model = Model::new();
+            let mut snapshots = vec![(f.store.resource_version(), model.clone())];
+            for op in &ops {
+                apply(&f, &mut model, op);
+                snapshots.push((f.store.resource_version(), model.clone()));
+            }
+            for (rv, expected) in &snapshots {
+                prop_assert_eq!(&read_all_pages(&f, *rv, 1), expected);
+                prop_assert_eq!(&read_all_pages(&f, *rv, 100), expected);
+            }
+        }
+    }
+}

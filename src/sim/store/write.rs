@@ -14,10 +14,10 @@
 
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+use super::server_fields::{merge_update, prepare_new_object};
 use super::{State, Store, StoreError, Write};
-use crate::sim::clock::format_time;
 use crate::sim::history::ChangeKind;
 use crate::sim::object;
 use crate::sim::resources::{ResourceDef, ResourceId};
@@ -31,16 +31,6 @@ pub enum UpdateTarget {
     /// The `status` subresource: only `.status`.
     Status,
 }
-
-/// Metadata fields only the server sets; an update cannot change them.
-const SERVER_OWNED_METADATA: [&str; 6] = [
-    "name",
-    "namespace",
-    "uid",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-];
 
 impl Store {
     /// Creates an object of `resource` in `namespace` (ignored for cluster-scoped resources).
@@ -160,30 +150,15 @@ impl Store {
             }
             .into());
         }
-        if updated == *existing || dry_run {
-            return Ok(if dry_run { Arc::new(updated) } else { existing });
+        if dry_run {
+            return Ok(Arc::new(updated));
         }
-        let finished_deleting = object::deletion_timestamp(&updated).is_some()
-            && object::finalizers(&updated).is_empty();
-        if finished_deleting {
-            // The response shows the last state as stored; the DELETED event carries the
-            // deletion's own resourceVersion (exchanges 27 and 20).
-            let last_state = Arc::new(updated.clone());
-            state.commit(
-                def,
-                Write {
-                    resource,
-                    key,
-                    kind: ChangeKind::Deleted,
-                    object: updated,
-                    previous: Some(existing),
-                },
-                now,
-            );
-            state.trim_deletions(self.config.deletion_log_limit);
-            return Ok(last_state);
+        if updated == *existing {
+            // A write that changes nothing is not committed: no new version, no event.
+            return Ok(existing);
         }
-        Ok(state.commit(
+        Ok(commit_update(
+            &mut state,
             def,
             Write {
                 resource,
@@ -209,8 +184,7 @@ impl Store {
             (Some(url), _) => Ok(url.to_string()),
             (None, Some(body)) => Ok(body.to_string()),
             (None, None) => Err(StoreError::BadRequest(
-                "the server could not find the requested resource: a namespace is required"
-                    .to_string(),
+                "a namespace is required to create an object of a namespaced resource".to_string(),
             )),
         }
     }
@@ -284,67 +258,30 @@ fn namespace_mismatch() -> StoreError {
     )
 }
 
-/// Fills in what the server owns on a new object.
-fn prepare_new_object(
+/// Commits an update — or, when it removed the last finalizer of an object being deleted, the
+/// deletion. The answer is the object's last state as stored; a deletion's DELETED event
+/// carries the deletion's own resourceVersion instead (exchanges 27 and 20).
+fn commit_update(
+    state: &mut State,
     def: &ResourceDef,
-    obj: &mut Value,
-    namespace: Option<&str>,
+    mut write: Write,
     now: chrono::DateTime<chrono::Utc>,
-) {
-    if !obj.is_object() {
-        *obj = Value::Object(Map::new());
+) -> Arc<Value> {
+    let finished_deleting = object::deletion_timestamp(&write.object).is_some()
+        && object::finalizers(&write.object).is_empty();
+    if !finished_deleting {
+        return state.commit(def, write, now);
     }
-    obj["kind"] = Value::from(def.kind.clone());
-    obj["apiVersion"] = Value::from(def.api_version());
-    let metadata = object::meta_mut(obj);
-    for field in [
-        "uid",
-        "resourceVersion",
-        "deletionTimestamp",
-        "deletionGracePeriodSeconds",
-        "generation",
-        "namespace",
-    ] {
-        metadata.remove(field);
-    }
-    metadata.insert("uid".into(), Value::from(object::random_uid()));
-    metadata.insert("creationTimestamp".into(), Value::from(format_time(now)));
-    if let Some(ns) = namespace {
-        metadata.insert("namespace".into(), Value::from(ns));
-    }
-    if def.tracks_generation {
-        metadata.insert("generation".into(), Value::from(1));
-    }
-    if def.has_status {
-        // Status is owned by controllers writing to /status; built-in types start with an
-        // empty one (exchange 20), custom resources with none (exchange 47).
-        if def.is_custom {
-            if let Some(map) = obj.as_object_mut() {
-                map.remove("status");
-            }
-        } else {
-            obj["status"] = Value::Object(Map::new());
-        }
-    }
-    if def.group.is_empty() && def.resource == "namespaces" {
-        prepare_namespace(obj);
-    }
-}
-
-/// Namespaces get the name label, the `kubernetes` finalizer in spec and phase Active.
-fn prepare_namespace(obj: &mut Value) {
-    let name = object::name(obj).unwrap_or_default().to_string();
-    let metadata = object::meta_mut(obj);
-    let labels = metadata
-        .entry("labels")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if let Some(labels) = labels.as_object_mut() {
-        labels.insert("kubernetes.io/metadata.name".into(), Value::from(name));
-    }
-    if obj.get("spec").and_then(|s| s.get("finalizers")).is_none() {
-        obj["spec"] = serde_json::json!({"finalizers": ["kubernetes"]});
-    }
-    obj["status"] = serde_json::json!({"phase": "Active"});
+    let mut last_state = write.object.clone();
+    let stored_rv = write
+        .previous
+        .as_deref()
+        .and_then(object::resource_version)
+        .map(Value::from);
+    object::set_meta(&mut last_state, "resourceVersion", stored_rv);
+    write.kind = ChangeKind::Deleted;
+    state.commit(def, write, now);
+    Arc::new(last_state)
 }
 
 /// A resourceVersion or uid carried by the requested object must match the stored one.
@@ -375,72 +312,4 @@ fn check_preconditions(
         }
     }
     Ok(())
-}
-
-/// Builds the object to store from the stored one and the requested one.
-fn merge_update(
-    def: &ResourceDef,
-    existing: &Value,
-    requested: Value,
-    target: UpdateTarget,
-) -> Value {
-    let mut updated = match target {
-        UpdateTarget::Main => {
-            let mut updated = requested;
-            if def.has_status {
-                set_top_level(&mut updated, "status", existing.get("status").cloned());
-            }
-            updated
-        }
-        UpdateTarget::Status => {
-            let mut updated = existing.clone();
-            set_top_level(&mut updated, "status", requested.get("status").cloned());
-            updated
-        }
-    };
-    if !updated.is_object() {
-        updated = Value::Object(Map::new());
-    }
-    updated["kind"] = Value::from(def.kind.clone());
-    updated["apiVersion"] = Value::from(def.api_version());
-    for field in SERVER_OWNED_METADATA
-        .iter()
-        .chain(["resourceVersion", "generation"].iter())
-    {
-        let value = object::meta(existing).and_then(|m| m.get(*field)).cloned();
-        object::set_meta(&mut updated, field, value);
-    }
-    if def.tracks_generation && content_changed(existing, &updated) {
-        let next = object::generation(existing) + 1;
-        object::set_meta(&mut updated, "generation", Some(Value::from(next)));
-    }
-    updated
-}
-
-fn set_top_level(obj: &mut Value, field: &str, value: Option<Value>) {
-    if let Some(map) = obj.as_object_mut() {
-        match value {
-            Some(v) => {
-                map.insert(field.to_string(), v);
-            }
-            None => {
-                map.remove(field);
-            }
-        }
-    }
-}
-
-/// Whether anything but `metadata` and `status` differs (what makes `generation` move).
-fn content_changed(a: &Value, b: &Value) -> bool {
-    let strip = |v: &Value| -> Map<String, Value> {
-        v.as_object()
-            .map(|m| {
-                m.iter()
-                    .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status"))
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    strip(a) != strip(b)
 }

@@ -1,49 +1,14 @@
-//! Label and field selectors, parsed and matched the way kube-apiserver does for the
-//! `labelSelector` and `fieldSelector` query parameters of list and watch.
+//! Label selectors: `app=web,tier in (a,b),!canary`, parsed like apimachinery's
+//! `labels.Parse` (same grammar, same messages) and matched against `metadata.labels`.
 //!
-//! Contract:
-//! - [`LabelSelector::parse`] accepts exactly the strings apimachinery's `labels.Parse` accepts
-//!   (`k=v`, `k==v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`, `k>1`, `k<1`, joined by
-//!   commas, blanks allowed between tokens) and rejects the others with the same message, which
-//!   the server sends back as a 400 `BadRequest`. Keys must be qualified names and values label
-//!   values, validated with the upstream rules and wording.
-//! - [`FieldSelector::parse`] accepts `field=value`, `field==value` and `field!=value` terms joined
-//!   by commas (with `\,`, `\=` and `\\` escapes in values) on `metadata.name` and
-//!   `metadata.namespace`, the fields every resource supports; any other field is refused with
-//!   the upstream "is not a known field selector" message.
-//! - Neither parser panics, whatever the input.
-//!
-//! Messages quote values the way Go's `%q` does; for the printable text that appears in
-//! selectors this is JSON string quoting.
+//! Contract: see the parent module. The lexer and the recursive-descent parser follow
+//! upstream's structure token for token so that every refusal carries upstream's message.
 
 use serde_json::{Map, Value};
-use thiserror::Error;
 
-use super::status::Cause;
-
-/// Why a selector string was refused. The `Display` text is the message the real server puts in
-/// its 400 `BadRequest`.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum SelectorError {
-    /// The label selector does not parse or names an invalid key or value.
-    #[error("{0}")]
-    Label(String),
-    /// The field selector does not parse.
-    #[error("{0}")]
-    FieldSyntax(String),
-    /// The field selector names a field the server cannot select on.
-    #[error(
-        "{label:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
-    )]
-    UnknownField {
-        /// The field as written in the selector.
-        label: String,
-    },
-}
-
-// ---------------------------------------------------------------------------------------------
-// Label selectors
-// ---------------------------------------------------------------------------------------------
+use super::names::{label_value_problems, qualified_name_problems};
+use super::SelectorError;
+use crate::sim::status::{aggregate_causes, Cause};
 
 /// How a [`Requirement`] relates a label to its values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,7 +95,7 @@ impl LabelSelector {
         }
         .parse()
         .map_err(SelectorError::Label)?;
-        // Upstream sorts by key (stably) so equal selectors compare equal.
+        // Upstream sorts by key so that equal selectors compare equal.
         requirements.sort_by(|a, b| a.key.cmp(&b.key));
         Ok(LabelSelector { requirements })
     }
@@ -179,6 +144,8 @@ fn is_special(b: u8) -> bool {
 /// Splits a selector into tokens, ending with `EndOfString`. Special characters are ASCII, so
 /// every cut falls on a UTF-8 character boundary.
 fn lex(s: &str) -> Vec<(Token, String)> {
+    // Upstream's lexer reads a NUL byte as the end of the input; whatever follows is ignored.
+    let s = s.split('\0').next().unwrap_or_default();
     let bytes = s.as_bytes();
     let mut tokens = Vec::new();
     let mut pos = 0;
@@ -455,297 +422,14 @@ fn new_requirement(
             problems.push(Cause::invalid(field, Value::from(value.as_str()), problem));
         }
     }
-    match problems.as_slice() {
-        [] => Ok(Requirement {
+    match aggregate_causes(&problems) {
+        None => Ok(Requirement {
             key,
             operator,
             values,
         }),
-        [one] => Err(one.to_string()),
-        many => {
-            let listed: Vec<String> = many.iter().map(Cause::to_string).collect();
-            Err(format!("[{}]", listed.join(", ")))
-        }
+        Some(message) => Err(message),
     }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Name validation (apimachinery `util/validation`), with upstream's messages
-// ---------------------------------------------------------------------------------------------
-
-const QUALIFIED_NAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
-const QUALIFIED_NAME_MSG: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
-const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-const DNS1123_SUBDOMAIN_FMT: &str =
-    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
-const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
-
-/// Upstream's `RegexError`: the message, examples, and the regex.
-fn regex_error(message: &str, format: &str, examples: &[&str]) -> String {
-    let examples: Vec<String> = examples.iter().map(|e| format!("'{e}', ")).collect();
-    // Upstream joins "'a', " entries with " or ", hence the double space.
-    format!(
-        "{message} (e.g. {}regex used for validation is '{format}')",
-        examples.join(" or ")
-    )
-}
-
-fn max_len_error(max: usize) -> String {
-    format!("must be no more than {max} characters")
-}
-
-/// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`, written out.
-fn is_qualified_name_part(s: &str) -> bool {
-    let b = s.as_bytes();
-    let inner = |c: &u8| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.');
-    match (b.first(), b.last()) {
-        (Some(first), Some(last)) => {
-            first.is_ascii_alphanumeric() && last.is_ascii_alphanumeric() && b.iter().all(inner)
-        }
-        _ => false,
-    }
-}
-
-/// One DNS-1123 label: `[a-z0-9]([-a-z0-9]*[a-z0-9])?`.
-fn is_dns1123_label(s: &str) -> bool {
-    let b = s.as_bytes();
-    let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    match (b.first(), b.last()) {
-        (Some(first), Some(last)) => {
-            alnum(first) && alnum(last) && b.iter().all(|c| alnum(c) || *c == b'-')
-        }
-        _ => false,
-    }
-}
-
-fn dns1123_subdomain_problems(s: &str) -> Vec<String> {
-    let mut problems = Vec::new();
-    if s.len() > 253 {
-        problems.push(max_len_error(253));
-    }
-    if !s.split('.').all(is_dns1123_label) {
-        problems.push(regex_error(
-            DNS1123_SUBDOMAIN_MSG,
-            DNS1123_SUBDOMAIN_FMT,
-            &["example.com"],
-        ));
-    }
-    problems
-}
-
-/// Upstream's `IsQualifiedName`, joined with `; ` as the selector parser reports it; `None`
-/// when the key is valid.
-fn qualified_name_problems(key: &str) -> Option<String> {
-    let examples = ["MyName", "my.name", "123-abc"];
-    let parts: Vec<&str> = key.split('/').collect();
-    let mut problems = Vec::new();
-    let name = match parts.as_slice() {
-        [name] => *name,
-        [prefix, name] => {
-            if prefix.is_empty() {
-                problems.push("prefix part must be non-empty".to_owned());
-            } else {
-                let prefixed = dns1123_subdomain_problems(prefix);
-                problems.extend(prefixed.into_iter().map(|p| format!("prefix part {p}")));
-            }
-            *name
-        }
-        _ => {
-            let text = regex_error(QUALIFIED_NAME_MSG, QUALIFIED_NAME_FMT, &examples);
-            return Some(format!(
-                "a qualified name {text} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-            ));
-        }
-    };
-    if name.is_empty() {
-        problems.push("name part must be non-empty".to_owned());
-    } else if name.len() > 63 {
-        problems.push(format!("name part {}", max_len_error(63)));
-    }
-    if !is_qualified_name_part(name) {
-        let text = regex_error(QUALIFIED_NAME_MSG, QUALIFIED_NAME_FMT, &examples);
-        problems.push(format!("name part {text}"));
-    }
-    (!problems.is_empty()).then(|| problems.join("; "))
-}
-
-/// Upstream's `IsValidLabelValue`, joined with `; `; `None` when the value is valid.
-fn label_value_problems(value: &str) -> Option<String> {
-    let mut problems = Vec::new();
-    if value.len() > 63 {
-        problems.push(max_len_error(63));
-    }
-    if !value.is_empty() && !is_qualified_name_part(value) {
-        let examples = ["MyValue", "my_value", "12345"];
-        problems.push(regex_error(LABEL_VALUE_MSG, LABEL_VALUE_FMT, &examples));
-    }
-    (!problems.is_empty()).then(|| problems.join("; "))
-}
-
-// ---------------------------------------------------------------------------------------------
-// Field selectors
-// ---------------------------------------------------------------------------------------------
-
-/// A field every resource can be selected on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SelectableField {
-    /// `metadata.name`.
-    Name,
-    /// `metadata.namespace` (empty for cluster-scoped objects).
-    Namespace,
-}
-
-impl SelectableField {
-    fn from_label(label: &str) -> Option<Self> {
-        match label {
-            "metadata.name" => Some(SelectableField::Name),
-            "metadata.namespace" => Some(SelectableField::Namespace),
-            _ => None,
-        }
-    }
-
-    fn read(self, object: &Value) -> &str {
-        let key = match self {
-            SelectableField::Name => "name",
-            SelectableField::Namespace => "namespace",
-        };
-        object["metadata"][key].as_str().unwrap_or("")
-    }
-}
-
-/// One term of a field selector: the field equals (or, when `negated`, differs from) the value.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FieldTerm {
-    /// The field compared.
-    pub field: SelectableField,
-    /// `!=` rather than `=`/`==`.
-    pub negated: bool,
-    /// The value, unescaped.
-    pub value: String,
-}
-
-/// A parsed field selector: all terms must hold. The empty selector matches everything.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FieldSelector {
-    terms: Vec<FieldTerm>,
-}
-
-impl FieldSelector {
-    /// Parses the `fieldSelector` query parameter: first the syntax of every term (upstream's
-    /// `fields.ParseSelector`), then whether each field can be selected on.
-    pub fn parse(s: &str) -> Result<FieldSelector, SelectorError> {
-        let mut parts = split_terms(s);
-        parts.sort_unstable();
-        let mut parsed = Vec::new();
-        for part in parts.into_iter().filter(|p| !p.is_empty()) {
-            let Some((label, negated, raw)) = split_term(part) else {
-                return Err(SelectorError::FieldSyntax(format!(
-                    "invalid selector: '{s}'; can't understand '{part}'"
-                )));
-            };
-            let value = unescape_value(raw).map_err(SelectorError::FieldSyntax)?;
-            parsed.push((label, negated, value));
-        }
-        let terms = parsed
-            .into_iter()
-            .map(|(label, negated, value)| {
-                let field = SelectableField::from_label(label).ok_or_else(|| {
-                    SelectorError::UnknownField {
-                        label: label.to_owned(),
-                    }
-                })?;
-                Ok(FieldTerm {
-                    field,
-                    negated,
-                    value,
-                })
-            })
-            .collect::<Result<_, SelectorError>>()?;
-        Ok(FieldSelector { terms })
-    }
-
-    /// Whether the object satisfies every term.
-    pub fn matches(&self, object: &Value) -> bool {
-        self.terms
-            .iter()
-            .all(|t| (t.field.read(object) == t.value) != t.negated)
-    }
-
-    /// The terms, in sorted order of their text.
-    pub fn terms(&self) -> &[FieldTerm] {
-        &self.terms
-    }
-}
-
-/// Splits on commas that are not escaped by a backslash; escapes stay in the terms.
-fn split_terms(s: &str) -> Vec<&str> {
-    if s.is_empty() {
-        return Vec::new();
-    }
-    let mut terms = Vec::new();
-    let mut start = 0;
-    let mut escaped = false;
-    for (i, c) in s.char_indices() {
-        match c {
-            _ if escaped => escaped = false,
-            '\\' => escaped = true,
-            ',' => {
-                terms.push(&s[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    terms.push(&s[start..]);
-    terms
-}
-
-/// Splits `lhs op rhs` at the first operator (`!=`, `==` or `=`); returns `(lhs, negated, rhs)`.
-fn split_term(term: &str) -> Option<(&str, bool, &str)> {
-    term.char_indices().find_map(|(i, _)| {
-        let rest = &term[i..];
-        if let Some(rhs) = rest.strip_prefix("!=") {
-            Some((&term[..i], true, rhs))
-        } else if let Some(rhs) = rest.strip_prefix("==") {
-            Some((&term[..i], false, rhs))
-        } else {
-            rest.strip_prefix('=').map(|rhs| (&term[..i], false, rhs))
-        }
-    })
-}
-
-/// Resolves `\\`, `\,` and `\=`; any other escape, or a bare `,` or `=`, is an error.
-fn unescape_value(raw: &str) -> Result<String, String> {
-    let mut value = String::with_capacity(raw.len());
-    let mut escaped = false;
-    for c in raw.chars() {
-        if escaped {
-            if !matches!(c, '\\' | ',' | '=') {
-                return Err(format!(
-                    "invalid field selector: invalid escape sequence: \\{c}"
-                ));
-            }
-            value.push(c);
-            escaped = false;
-            continue;
-        }
-        match c {
-            '\\' => escaped = true,
-            // Go prints the rune with %v, i.e. as its code point number.
-            ',' | '=' => {
-                return Err(format!(
-                    "invalid field selector: unescaped character in value: {}",
-                    u32::from(c)
-                ))
-            }
-            _ => value.push(c),
-        }
-    }
-    if escaped {
-        return Err("invalid field selector: invalid escape sequence: \\".to_owned());
-    }
-    Ok(value)
 }
 
 #[cfg(test)]
@@ -789,6 +473,7 @@ mod tests {
             ("app in (in,notin,web)", true, false),
             ("example.com/role!=x", true, true),
             ("\tapp\t=\tweb\n", true, false),
+            ("app=web\0,garbage(", true, false),
         ];
         for (text, on_set, on_nothing) in table {
             let selector = LabelSelector::parse(text).expect(text);
@@ -867,49 +552,6 @@ mod tests {
         );
     }
 
-    #[test]
-    fn field_selectors_match_name_and_namespace() {
-        let object = json!({"metadata": {"name": "pi", "namespace": "ns"}});
-        let cluster_scoped = json!({"metadata": {"name": "node-1"}});
-        let table: &[(&str, bool)] = &[
-            ("", true),
-            ("metadata.name=pi", true),
-            ("metadata.name==pi", true),
-            ("metadata.name!=pi", false),
-            ("metadata.name=pi,metadata.namespace=ns", true),
-            ("metadata.name=pi,metadata.namespace!=ns", false),
-            ("metadata.namespace=other", false),
-            (",metadata.name=pi,", true),
-        ];
-        for (text, expected) in table {
-            let selector = FieldSelector::parse(text).expect(text);
-            assert_eq!(selector.matches(&object), *expected, "{text:?}");
-        }
-        let selector = FieldSelector::parse("metadata.namespace=").expect("valid");
-        assert!(selector.matches(&cluster_scoped));
-        let escaped = FieldSelector::parse(r"metadata.name=a\,b\=c\\d").expect("valid");
-        assert_eq!(escaped.terms()[0].value, r"a,b=c\d");
-    }
-
-    #[test]
-    fn invalid_field_selectors_give_upstream_messages() {
-        let table = [
-            ("metadata.name", "invalid selector: 'metadata.name'; can't understand 'metadata.name'"),
-            ("metadata.name=a=b", "invalid field selector: unescaped character in value: 61"),
-            (r"metadata.name=a\x", r"invalid field selector: invalid escape sequence: \x"),
-            (r"metadata.name=a\", r"invalid field selector: invalid escape sequence: \"),
-            ("spec.x=1", "\"spec.x\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""),
-            ("metadata.name =a", "\"metadata.name \" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""),
-        ];
-        for (text, message) in table {
-            let err = FieldSelector::parse(text).expect_err(text);
-            assert_eq!(err.to_string(), message, "selector {text:?}");
-        }
-        // Syntax is checked for every term before any field is.
-        let err = FieldSelector::parse("spec.x=1,zzz").expect_err("syntax");
-        assert!(matches!(err, SelectorError::FieldSyntax(_)), "{err:?}");
-    }
-
     proptest! {
         #[test]
         fn label_parser_never_panics(s in "\\PC{0,40}") {
@@ -920,13 +562,6 @@ mod tests {
         fn label_parser_never_panics_on_selector_alphabet(s in "[a-z!=(), <>\\-/.in]{0,30}") {
             if let Ok(selector) = LabelSelector::parse(&s) {
                 let _ = selector.matches(None);
-            }
-        }
-
-        #[test]
-        fn field_parser_never_panics(s in "[a-z.=!,\\\\é]{0,30}") {
-            if let Ok(selector) = FieldSelector::parse(&s) {
-                let _ = selector.matches(&json!({}));
             }
         }
     }

@@ -1,0 +1,201 @@
+//! Timer benchmark of the workqueue (`harness = false`, prints its numbers):
+//!
+//! 1. memory per waiting item: heap bytes held by a queue with 1,000,000 pending `add_after`
+//!    timers, measured with a counting global allocator (this binary only), for `String` keys of
+//!    25 bytes and for `u64` keys;
+//! 2. delivery lateness (ready time → `get` returning the key), p50/p99/max, while a storm of
+//!    1,000,000 `add_after` inserts is still running and after it ended, plus the cost per insert
+//!    during the storm.
+//!
+//! Run with `cargo bench --bench workqueue_timers`; results are discussed in
+//! `docs/performance.md`.
+
+use kube_gc::runtime::workqueue::WorkQueue;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Counts the bytes currently allocated through the global allocator.
+struct CountingAllocator;
+
+static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call is forwarded unchanged to the system allocator; we only count sizes.
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATED.fetch_add(layout.size(), Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        ALLOCATED.fetch_sub(layout.size(), Ordering::Relaxed);
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATED.fetch_add(new_size, Ordering::Relaxed);
+        ALLOCATED.fetch_sub(layout.size(), Ordering::Relaxed);
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: CountingAllocator = CountingAllocator;
+
+const TIMERS: usize = 1_000_000;
+
+fn allocated() -> usize {
+    ALLOCATED.load(Ordering::Relaxed)
+}
+
+/// Waits until nothing is being freed any more: a dropped queue's state goes away only when the
+/// runtime reaps its aborted timer task, and the next measurement must not see that.
+async fn settle_allocations() {
+    loop {
+        let before = allocated();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        if allocated() == before {
+            return;
+        }
+    }
+}
+
+/// Bytes per waiting item for keys made by `make_key`, counting the keys themselves.
+async fn memory_per_waiting_item<K>(make_key: impl Fn(usize) -> K) -> f64
+where
+    K: Clone + Eq + std::hash::Hash + Send + Sync + 'static,
+{
+    settle_allocations().await;
+    let before = allocated();
+    let queue: WorkQueue<K> = WorkQueue::new("memory");
+    for i in 0..TIMERS {
+        let delay =
+            Duration::from_secs(3600) + Duration::from_micros((i as u64 * 7919) % 3_600_000_000);
+        queue.add_after(make_key(i), delay);
+    }
+    let used = allocated().saturating_sub(before);
+    assert_eq!(queue.debug_snapshot(0).waiting, TIMERS);
+    drop(queue);
+    settle_allocations().await;
+    used as f64 / TIMERS as f64
+}
+
+/// Lateness samples in nanoseconds, split by whether the storm was still running at ready time.
+#[derive(Default)]
+struct Lateness {
+    during: Vec<u64>,
+    after: Vec<u64>,
+}
+
+fn percentile(sorted: &[u64], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let index = ((sorted.len() - 1) as f64 * p).round() as usize;
+    Duration::from_nanos(sorted[index])
+}
+
+fn report(name: &str, samples: &mut [u64]) {
+    samples.sort_unstable();
+    println!(
+        "lateness {name:<13} n={:>7}  p50={:>9.3?}  p99={:>9.3?}  max={:>9.3?}",
+        samples.len(),
+        percentile(samples, 0.50),
+        percentile(samples, 0.99),
+        percentile(samples, 1.0),
+    );
+}
+
+/// Inserts `TIMERS` timers as fast as one task can while two workers take them as they become
+/// due; returns the lateness samples and the storm's duration.
+async fn lateness_under_storm() -> (Lateness, Duration, usize) {
+    let queue: WorkQueue<u32> = WorkQueue::new("lateness");
+    let base = Instant::now() + Duration::from_millis(20);
+    // Target ready time of each key: spread over ~5 s, shuffled so inserts are not in order, and
+    // paced at 0.5 µs per key so the inserter (≈0.3 µs per insert) stays ahead of its targets.
+    let targets: Arc<Vec<Instant>> = Arc::new(
+        (0..TIMERS as u64)
+            .map(|i| {
+                base + Duration::from_nanos(
+                    (i.wrapping_mul(2_654_435_761) % 5_000_000_000) + i * 500,
+                )
+            })
+            .collect(),
+    );
+    let storm_end = Arc::new(std::sync::OnceLock::<Instant>::new());
+    let workers: Vec<_> = (0..2)
+        .map(|_| {
+            let (queue, targets, storm_end) = (queue.clone(), targets.clone(), storm_end.clone());
+            tokio::spawn(async move {
+                let mut samples = Lateness::default();
+                while let Some(key) = queue.get().await {
+                    let now = Instant::now();
+                    let target = targets[key as usize];
+                    let late = now.saturating_duration_since(target).as_nanos() as u64;
+                    match storm_end.get() {
+                        Some(end) if target >= *end => samples.after.push(late),
+                        _ => samples.during.push(late),
+                    }
+                    queue.done(&key);
+                }
+                samples
+            })
+        })
+        .collect();
+    let inserter = {
+        let (queue, targets) = (queue.clone(), targets.clone());
+        tokio::spawn(async move {
+            let start = std::time::Instant::now();
+            let mut missed = 0;
+            for (key, target) in targets.iter().enumerate() {
+                let now = Instant::now();
+                if *target <= now {
+                    missed += 1; // the inserter fell behind: not the queue's lateness
+                    continue;
+                }
+                queue.add_after(key as u32, *target - now);
+            }
+            (start.elapsed(), missed)
+        })
+    };
+    let (storm, missed) = inserter.await.expect("inserter panicked");
+    let _ = storm_end.set(Instant::now());
+    let last = targets.iter().max().copied().unwrap_or(base);
+    tokio::time::sleep_until(last + Duration::from_millis(50)).await;
+    queue.shut_down_with_drain().await;
+    let mut all = Lateness::default();
+    for worker in workers {
+        let samples = worker.await.expect("worker panicked");
+        all.during.extend(samples.during);
+        all.after.extend(samples.after);
+    }
+    (all, storm, missed)
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --benches` does not: skip the long run there.
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("workqueue_timers: run with `cargo bench --bench workqueue_timers`");
+        return;
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("cannot build the benchmark runtime");
+    rt.block_on(async {
+        let string_bytes = memory_per_waiting_item(|i| format!("namespace-{:02}/job-{:07}", i % 50, i)).await;
+        println!("memory per waiting item, String keys (25 B): {string_bytes:.1} B (incl. the key's own bytes)");
+        let u64_bytes = memory_per_waiting_item(|i| i as u64).await;
+        println!("memory per waiting item, u64 keys:           {u64_bytes:.1} B");
+
+        let (mut lateness, storm, missed) = lateness_under_storm().await;
+        let inserted = TIMERS - missed;
+        println!(
+            "storm: {inserted} add_after inserts in {storm:.3?} = {:.3} µs per insert (while 2 workers drain; {missed} skipped as already due)",
+            storm.as_secs_f64() * 1e6 / inserted as f64
+        );
+        report("during storm", &mut lateness.during);
+        report("after storm", &mut lateness.after);
+    });
+}

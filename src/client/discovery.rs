@@ -1,0 +1,424 @@
+//! [`Discovery`]: which resources the API server serves, with their verbs, kind and scope.
+//!
+//! Contract:
+//! - Read from the plain JSON discovery documents: `/api` (core versions), `/api/{v}`, `/apis`
+//!   (groups, their versions and the preferred one) and `/apis/{group}/{version}`. Every version
+//!   of every group is read, because an ownerReference may name a version that is not the
+//!   preferred one; group versions are fetched concurrently (each request is still throttled).
+//! - Subresources (`pods/status`, `jobs/status`) are not resources of their own and are left
+//!   out; a resource's verbs are its own.
+//! - A group version whose document cannot be fetched or decoded is recorded in
+//!   [`Discovery::failures`] and the rest is still returned: an aggregated API that is down
+//!   must not stop the garbage collector (it keeps that group's monitors). Only a failure of
+//!   `/api` or `/apis` themselves is an error.
+//! - [`Discovery::deletable`] is the garbage collector's monitor set: preferred versions only,
+//!   resources whose verbs include `delete`, `list` and `watch`.
+//! - [`Discovery::resource_for_kind`] maps an ownerReference's `apiVersion` + `kind` to the
+//!   resource to GET the owner from.
+
+use std::collections::HashMap;
+
+use futures_util::future::join_all;
+use serde::Deserialize;
+
+use super::error::Error;
+use super::request::ApiRequest;
+use super::resource_ref::{push_segments, ResourceRef};
+use super::transport::Client;
+use crate::api::api_version_of;
+
+/// One resource the server serves, in one group version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DiscoveredResource {
+    /// Group, version, plural, kind and scope.
+    pub resource: ResourceRef,
+    /// The verbs it supports (`get`, `list`, `watch`, `delete`…).
+    pub verbs: Vec<String>,
+    /// Short names (`cm`, `vcjob`).
+    pub short_names: Vec<String>,
+    /// Whether its version is its group's preferred version.
+    pub preferred: bool,
+}
+
+impl DiscoveredResource {
+    /// Whether `verb` is supported.
+    pub fn supports(&self, verb: &str) -> bool {
+        self.verbs.iter().any(|v| v == verb)
+    }
+
+    /// Whether the garbage collector can watch and delete it: verbs include `delete`, `list`
+    /// and `watch`.
+    pub fn is_deletable(&self) -> bool {
+        ["delete", "list", "watch"].iter().all(|v| self.supports(v))
+    }
+}
+
+/// A group version whose discovery document could not be read.
+#[derive(Debug)]
+pub struct DiscoveryFailure {
+    /// e.g. `metrics.k8s.io/v1beta1`.
+    pub group_version: String,
+    /// Why.
+    pub error: Error,
+}
+
+/// The server's resources, as discovered at one point in time.
+#[derive(Debug, Default)]
+pub struct Discovery {
+    resources: Vec<DiscoveredResource>,
+    failures: Vec<DiscoveryFailure>,
+    /// (apiVersion, kind) → index in `resources`.
+    by_kind: HashMap<(String, String), usize>,
+}
+
+impl Discovery {
+    /// Reads every discovery document from the server.
+    pub async fn run(client: &Client) -> Result<Discovery, Error> {
+        let core: ApiVersions = get_document(client, &["api"]).await?;
+        let groups: ApiGroupList = get_document(client, &["apis"]).await?;
+        let mut versions: Vec<GroupVersion> = core
+            .versions
+            .iter()
+            .enumerate()
+            .map(|(i, v)| GroupVersion {
+                group: String::new(),
+                version: v.clone(),
+                preferred: i == 0,
+            })
+            .collect();
+        versions.extend(groups.groups.iter().flat_map(GroupVersion::all_of));
+        let documents = join_all(versions.iter().map(|gv| gv.fetch(client))).await;
+        Ok(Self::assemble(versions.into_iter().zip(documents)))
+    }
+
+    /// Builds the result from each group version's outcome.
+    fn assemble(
+        outcomes: impl IntoIterator<Item = (GroupVersion, Result<ApiResourceList, Error>)>,
+    ) -> Discovery {
+        let mut discovery = Discovery::default();
+        for (gv, outcome) in outcomes {
+            match outcome {
+                Ok(list) => discovery.add(&gv, list),
+                Err(error) => {
+                    tracing::warn!(group_version = %gv.api_version(), %error, "discovery failed for a group version");
+                    discovery.failures.push(DiscoveryFailure {
+                        group_version: gv.api_version(),
+                        error,
+                    });
+                }
+            }
+        }
+        discovery
+    }
+
+    fn add(&mut self, gv: &GroupVersion, list: ApiResourceList) {
+        for entry in list.resources {
+            if entry.name.contains('/') {
+                continue;
+            }
+            let resource = ResourceRef::new(
+                &gv.group,
+                &gv.version,
+                &entry.name,
+                &entry.kind,
+                entry.namespaced,
+            );
+            let key = (gv.api_version(), entry.kind.clone());
+            self.by_kind.entry(key).or_insert(self.resources.len());
+            self.resources.push(DiscoveredResource {
+                resource,
+                verbs: entry.verbs,
+                short_names: entry.short_names,
+                preferred: gv.preferred,
+            });
+        }
+    }
+
+    /// Every resource of every version served.
+    pub fn resources(&self) -> &[DiscoveredResource] {
+        &self.resources
+    }
+
+    /// Resources in their group's preferred version.
+    pub fn preferred(&self) -> impl Iterator<Item = &DiscoveredResource> {
+        self.resources.iter().filter(|r| r.preferred)
+    }
+
+    /// The resources the garbage collector monitors: preferred versions, deletable.
+    pub fn deletable(&self) -> Vec<&ResourceRef> {
+        self.preferred()
+            .filter(|r| r.is_deletable())
+            .map(|r| &r.resource)
+            .collect()
+    }
+
+    /// The resource serving `kind` in `api_version` (`v1`, `batch/v1`), e.g. for an
+    /// ownerReference.
+    pub fn resource_for_kind(&self, api_version: &str, kind: &str) -> Option<&DiscoveredResource> {
+        let index = self
+            .by_kind
+            .get(&(api_version.to_owned(), kind.to_owned()))?;
+        self.resources.get(*index)
+    }
+
+    /// Group versions whose discovery failed.
+    pub fn failures(&self) -> &[DiscoveryFailure] {
+        &self.failures
+    }
+
+    /// Whether discovery of `group` failed for at least one of its versions, so its resources
+    /// may be missing from this result.
+    pub fn group_failed(&self, group: &str) -> bool {
+        self.failures
+            .iter()
+            .any(|f| group_of(&f.group_version) == group)
+    }
+}
+
+/// The group of an `apiVersion` (`batch/v1` → `batch`, `v1` → the core group).
+fn group_of(api_version: &str) -> &str {
+    api_version.rsplit_once('/').map_or("", |(group, _)| group)
+}
+
+/// One group version to read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct GroupVersion {
+    group: String,
+    version: String,
+    preferred: bool,
+}
+
+impl GroupVersion {
+    /// Every version of a group, the preferred one flagged (the first listed when the server
+    /// names none, as client-go assumes).
+    fn all_of(group: &ApiGroup) -> Vec<GroupVersion> {
+        let preferred = group
+            .preferred_version
+            .as_ref()
+            .or(group.versions.first())
+            .map(|v| v.version.as_str());
+        group
+            .versions
+            .iter()
+            .map(|v| GroupVersion {
+                group: group.name.clone(),
+                version: v.version.clone(),
+                preferred: Some(v.version.as_str()) == preferred,
+            })
+            .collect()
+    }
+
+    fn api_version(&self) -> String {
+        api_version_of(&self.group, &self.version)
+    }
+
+    async fn fetch(&self, client: &Client) -> Result<ApiResourceList, Error> {
+        if self.group.is_empty() {
+            get_document(client, &["api", &self.version]).await
+        } else {
+            get_document(client, &["apis", &self.group, &self.version]).await
+        }
+    }
+}
+
+async fn get_document<T: serde::de::DeserializeOwned>(
+    client: &Client,
+    segments: &[&str],
+) -> Result<T, Error> {
+    let mut url = client.server().clone();
+    push_segments(&mut url, segments);
+    client.send_for_json(&ApiRequest::get(url)).await
+}
+
+/// `/api`: `APIVersions`.
+#[derive(Debug, Deserialize)]
+struct ApiVersions {
+    #[serde(default)]
+    versions: Vec<String>,
+}
+
+/// `/apis`: `APIGroupList`.
+#[derive(Debug, Deserialize)]
+struct ApiGroupList {
+    #[serde(default)]
+    groups: Vec<ApiGroup>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ApiGroup {
+    name: String,
+    #[serde(default)]
+    versions: Vec<VersionForDiscovery>,
+    #[serde(default)]
+    preferred_version: Option<VersionForDiscovery>,
+}
+
+#[derive(Debug, Deserialize)]
+struct VersionForDiscovery {
+    version: String,
+}
+
+/// `/api/{v}`, `/apis/{g}/{v}`: `APIResourceList`.
+#[derive(Debug, Deserialize)]
+struct ApiResourceList {
+    #[serde(default)]
+    resources: Vec<ApiResourceEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ApiResourceEntry {
+    name: String,
+    #[serde(default)]
+    namespaced: bool,
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    verbs: Vec<String>,
+    #[serde(default)]
+    short_names: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The response body of a captured exchange.
+    fn captured<T: serde::de::DeserializeOwned>(exchange: &str) -> T {
+        let text = std::fs::read_to_string(format!(
+            "{}/fixtures/real-apiserver/exchanges/{exchange}.json",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap();
+        let exchange: serde_json::Value = serde_json::from_str(&text).unwrap();
+        serde_json::from_value(exchange["response"]["body"].clone()).unwrap()
+    }
+
+    fn gv(group: &str, version: &str, preferred: bool) -> GroupVersion {
+        GroupVersion {
+            group: group.into(),
+            version: version.into(),
+            preferred,
+        }
+    }
+
+    /// Discovery of the captured server: core v1, batch/v1, apps/v1, coordination and Volcano.
+    fn real_discovery() -> Discovery {
+        Discovery::assemble([
+            (gv("", "v1", true), Ok(captured("03-discovery-api-v1"))),
+            (
+                gv("batch", "v1", true),
+                Ok(captured("05-discovery-apis-batch-v1")),
+            ),
+            (
+                gv("apps", "v1", true),
+                Ok(captured("06-discovery-apis-apps-v1")),
+            ),
+            (
+                gv("coordination.k8s.io", "v1", true),
+                Ok(captured("07-discovery-apis-coordination.k8s.io-v1")),
+            ),
+            (
+                gv("batch.volcano.sh", "v1alpha1", true),
+                Ok(captured("46-discovery-apis-batch.volcano.sh-v1alpha1")),
+            ),
+        ])
+    }
+
+    #[test]
+    fn the_captured_groups_and_their_preferred_versions() {
+        let groups: ApiGroupList = captured("04-discovery-apis");
+        let autoscaling = groups
+            .groups
+            .iter()
+            .find(|g| g.name == "autoscaling")
+            .unwrap();
+        let versions = GroupVersion::all_of(autoscaling);
+        assert_eq!(
+            versions,
+            vec![
+                gv("autoscaling", "v2", true),
+                gv("autoscaling", "v1", false)
+            ]
+        );
+        let core: ApiVersions = captured("02-discovery-api");
+        assert_eq!(core.versions, vec!["v1"]);
+    }
+
+    #[test]
+    fn deletable_resources_exclude_subresources_and_read_only_resources() {
+        let discovery = real_discovery();
+        let deletable: Vec<String> = discovery
+            .deletable()
+            .iter()
+            .map(|r| format!("{}/{}", r.api_version(), r.plural))
+            .collect();
+        for expected in [
+            "v1/pods",
+            "v1/configmaps",
+            "batch/v1/jobs",
+            "batch/v1/cronjobs",
+            "apps/v1/deployments",
+            "coordination.k8s.io/v1/leases",
+            "batch.volcano.sh/v1alpha1/jobs",
+        ] {
+            assert!(
+                deletable.contains(&expected.to_owned()),
+                "{expected} missing"
+            );
+        }
+        // `bindings` is create-only, `componentstatuses` get/list only.
+        assert!(!deletable.iter().any(|r| r.ends_with("/bindings")));
+        assert!(!deletable.iter().any(|r| r.ends_with("/componentstatuses")));
+        assert!(!deletable.iter().any(|r| r.contains("/status")));
+        assert!(discovery
+            .resources()
+            .iter()
+            .all(|r| !r.resource.plural.contains('/')));
+    }
+
+    #[test]
+    fn kinds_map_to_resources_by_api_version() {
+        let discovery = real_discovery();
+        let job = discovery.resource_for_kind("batch/v1", "Job").unwrap();
+        assert_eq!(
+            job.resource,
+            ResourceRef::new("batch", "v1", "jobs", "Job", true)
+        );
+        let vcjob = discovery
+            .resource_for_kind("batch.volcano.sh/v1alpha1", "Job")
+            .unwrap();
+        assert_eq!(vcjob.short_names, vec!["vcjob", "vj"]);
+        let namespace = discovery.resource_for_kind("v1", "Namespace").unwrap();
+        assert!(!namespace.resource.namespaced);
+        assert_eq!(namespace.resource.plural, "namespaces");
+        assert!(discovery.resource_for_kind("batch/v2", "Job").is_none());
+        assert!(discovery.resource_for_kind("v1", "Nope").is_none());
+    }
+
+    #[test]
+    fn a_failed_group_is_reported_and_the_rest_is_kept() {
+        let broken: Error = crate::client::ApiError::from_response(
+            503,
+            &http::HeaderMap::new(),
+            b"service unavailable",
+        )
+        .into();
+        let discovery = Discovery::assemble([
+            (
+                gv("batch", "v1", true),
+                Ok(captured("05-discovery-apis-batch-v1")),
+            ),
+            (gv("metrics.k8s.io", "v1beta1", true), Err(broken)),
+        ]);
+        assert_eq!(discovery.failures().len(), 1);
+        assert_eq!(
+            discovery.failures()[0].group_version,
+            "metrics.k8s.io/v1beta1"
+        );
+        assert!(discovery.group_failed("metrics.k8s.io"));
+        assert!(!discovery.group_failed("batch"));
+        assert!(discovery.resource_for_kind("batch/v1", "Job").is_some());
+    }
+}

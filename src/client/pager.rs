@@ -1,0 +1,139 @@
+//! [`Pager`]: a LIST read page by page with `limit` and `continue`, restarting when the
+//! snapshot it reads expires.
+//!
+//! Contract:
+//! - The first page is requested with the caller's [`ListParams`]; each next page with the
+//!   previous page's continue token instead of a resourceVersion (the token pins the snapshot).
+//!   The list ends with the page whose continue token is absent or empty.
+//! - A 410 on a *continue* page means the snapshot was compacted away mid-list. The pager then
+//!   starts over from the first page and marks that page [`Page::restarted`]: the caller must
+//!   discard what it gathered so far, since the new pages are a different snapshot. After
+//!   [`MAX_RESTARTS`] restarts of the same pager the 410 is returned instead, so a server
+//!   compacting faster than we can read cannot keep us looping.
+//! - A 410 on the first page (a resourceVersion too old for an `Exact` read) is returned as it
+//!   is: only the caller knows whether to retry without a resourceVersion.
+//! - After the last page or an error, [`Pager::next_page`] returns `None`.
+//!
+//! [`Api::list`](super::Api::list) collects all pages; a reflector can use the pager directly
+//! to process one page at a time.
+
+use serde::de::DeserializeOwned;
+use url::Url;
+
+use super::error::Error;
+use super::params::ListParams;
+use super::request::ApiRequest;
+use super::transport::Client;
+use crate::api::List;
+
+/// How many times one list restarts after its continue token expired before giving up.
+pub const MAX_RESTARTS: u32 = 3;
+
+/// One page of a paged list.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Page<K> {
+    /// The objects and the list metadata (resourceVersion of the snapshot, continue token).
+    pub list: List<K>,
+    /// This page starts a new snapshot after the old one expired: drop earlier pages.
+    pub restarted: bool,
+}
+
+#[derive(Debug)]
+enum Cursor {
+    First,
+    Continue(String),
+    Done,
+}
+
+/// Reads a list one page at a time.
+#[derive(Debug)]
+pub struct Pager<K> {
+    client: Client,
+    url: Url,
+    accept: &'static str,
+    params: ListParams,
+    cursor: Cursor,
+    restarts: u32,
+    _items: std::marker::PhantomData<fn() -> K>,
+}
+
+impl<K: DeserializeOwned> Pager<K> {
+    /// A pager over the collection at `url`, sending `accept` and `params` (whose
+    /// `continue_token`, if set, is where it starts).
+    pub fn new(client: Client, url: Url, accept: &'static str, params: ListParams) -> Self {
+        let cursor = match &params.continue_token {
+            Some(token) => Cursor::Continue(token.clone()),
+            None => Cursor::First,
+        };
+        Pager {
+            client,
+            url,
+            accept,
+            params,
+            cursor,
+            restarts: 0,
+            _items: std::marker::PhantomData,
+        }
+    }
+
+    /// The next page, `None` once the list is complete or failed.
+    pub async fn next_page(&mut self) -> Option<Result<Page<K>, Error>> {
+        let mut restarted = false;
+        loop {
+            let token = match &self.cursor {
+                Cursor::Done => return None,
+                Cursor::First => None,
+                Cursor::Continue(token) => Some(token.clone()),
+            };
+            let on_continue_page = token.is_some();
+            match self.fetch(token).await {
+                Ok(list) => {
+                    self.cursor = match list.next_page() {
+                        Some(next) => Cursor::Continue(next.to_owned()),
+                        None => Cursor::Done,
+                    };
+                    return Some(Ok(Page { list, restarted }));
+                }
+                Err(e) if on_continue_page && e.is_gone() && self.restarts < MAX_RESTARTS => {
+                    tracing::debug!(url = %self.url, error = %e, "continue token expired; restarting the list");
+                    self.restarts += 1;
+                    self.cursor = Cursor::First;
+                    restarted = true;
+                }
+                Err(e) => {
+                    self.cursor = Cursor::Done;
+                    return Some(Err(e));
+                }
+            }
+        }
+    }
+
+    /// Reads every remaining page into one list, whose metadata is the last page's (the
+    /// snapshot's resourceVersion, no continue token).
+    pub async fn collect(mut self) -> Result<List<K>, Error> {
+        let mut all: Option<List<K>> = None;
+        while let Some(page) = self.next_page().await {
+            let page = page?;
+            match &mut all {
+                Some(all) if !page.restarted => {
+                    all.items.extend(page.list.items);
+                    all.metadata = page.list.metadata;
+                }
+                _ => all = Some(page.list),
+            }
+        }
+        // `next_page` yields at least one page or an error before `None`.
+        Ok(all.unwrap_or_default())
+    }
+
+    async fn fetch(&self, continue_token: Option<String>) -> Result<List<K>, Error> {
+        let params = ListParams {
+            continue_token,
+            ..self.params.clone()
+        };
+        let request = ApiRequest::get(self.url.clone())
+            .with_query(&params.query())
+            .with_accept(self.accept);
+        self.client.send_for_json(&request).await
+    }
+}

@@ -1,0 +1,226 @@
+//! [`Client`]: the one path every request to the API server takes.
+//!
+//! ```text
+//! ApiRequest ──▶ throttle (one token) ──▶ Authorization + impersonation headers ──▶ reqwest
+//!                                                                                      │
+//!      typed value / WatchStream ◀── decode ◀── 2xx ◀───────────────────────────────────┤
+//!      Error::Api(ApiError)      ◀── Status body ◀── 4xx/5xx ◀──────────────────────────┘
+//! ```
+//!
+//! Contract:
+//! - Every attempt takes a throttle token first, so `--kube-api-qps` bounds what the server
+//!   sees, retries included. The credential is fetched after the throttle wait, so a token is
+//!   as fresh as possible when it leaves.
+//! - The client resends a request on its own only as [`RetryPolicy`] decides: once after a 401
+//!   with a refreshable credential (exec plugin, token file), which is invalidated first; and
+//!   after the wait a 429 or 5xx asks for with `Retry-After`. Any other error status becomes an
+//!   [`Error::Api`] built from the body.
+//! - Requests other than watches are bounded by the per-request timeout (body included). A
+//!   watch has none: the server's `timeoutSeconds` ends it.
+//! - `Client` is cheap to clone; clones share the connection pool (HTTP/2 when the server's
+//!   ALPN offers it), the credential caches and the throttle.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{HeaderMap, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use serde::de::DeserializeOwned;
+use url::Url;
+
+use super::config::auth::Auth;
+use super::config::tls::crypto_provider;
+use super::config::ClientConfig;
+use super::error::{ApiError, Error};
+use super::options::{BuildError, ClientOptions};
+use super::request::{ApiRequest, ResponseKind};
+use super::retry::{RetryPolicy, Step};
+use super::throttle::Throttle;
+use super::watch_stream::WatchStream;
+
+/// A connection to one API server, as one identity, under one rate limit.
+#[derive(Clone, Debug)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    http: reqwest::Client,
+    server: Url,
+    auth: Auth,
+    /// Impersonation headers, sent on every request.
+    identity_headers: HeaderMap,
+    throttle: Throttle,
+    request_timeout: Option<Duration>,
+    default_namespace: String,
+}
+
+impl Client {
+    /// A client for the server, credentials and TLS settings of `config`.
+    pub fn new(config: &ClientConfig, options: &ClientOptions) -> Result<Client, BuildError> {
+        let server = &config.server;
+        if !matches!(server.scheme(), "http" | "https") {
+            return Err(BuildError::UnsupportedScheme(server.to_string()));
+        }
+        let mut identity_headers = HeaderMap::new();
+        for (name, value) in config.impersonation.headers()? {
+            identity_headers.append(name, value);
+        }
+        Ok(Client {
+            inner: Arc::new(Inner {
+                http: http_client(config, options)?,
+                server: server.clone(),
+                auth: config.auth.clone(),
+                identity_headers,
+                throttle: Throttle::new(options.qps, options.burst),
+                request_timeout: options.request_timeout,
+                default_namespace: config.default_namespace.clone(),
+            }),
+        })
+    }
+
+    /// The API server's base URL.
+    pub fn server(&self) -> &Url {
+        &self.inner.server
+    }
+
+    /// The namespace of the configuration's context (`default` if it names none).
+    pub fn default_namespace(&self) -> &str {
+        &self.inner.default_namespace
+    }
+
+    /// Sends `request` and returns the successful response, headers read and body not yet.
+    /// Resends it when [`RetryPolicy`] says so (a refreshed credential, a `Retry-After`).
+    pub async fn send(&self, request: &ApiRequest) -> Result<reqwest::Response, Error> {
+        let mut policy = RetryPolicy::default();
+        loop {
+            let response = self.send_once(request).await?;
+            let status = response.status();
+            match policy.next_step(status, response.headers(), self.credentials_can_refresh()) {
+                Step::Accept => return Ok(response),
+                Step::RefreshCredentials => {
+                    tracing::debug!(url = %request.url, "401: refreshing the credential and resending once");
+                    self.inner.auth.invalidate();
+                }
+                Step::WaitAndResend(wait) => {
+                    tracing::debug!(url = %request.url, %status, ?wait, "server asked to come back later");
+                    tokio::time::sleep(wait).await;
+                }
+                Step::Fail => return Err(error_from_response(response).await),
+            }
+        }
+    }
+
+    /// Sends `request` and returns the whole response body.
+    pub async fn send_for_bytes(&self, request: &ApiRequest) -> Result<Bytes, Error> {
+        let response = self.send(request).await?;
+        Ok(response.bytes().await?)
+    }
+
+    /// Sends `request` and decodes the JSON response body as `T`.
+    pub async fn send_for_json<T: DeserializeOwned>(
+        &self,
+        request: &ApiRequest,
+    ) -> Result<T, Error> {
+        let body = self.send_for_bytes(request).await?;
+        serde_json::from_slice(&body).map_err(|e| Error::decode("response body", &body, e))
+    }
+
+    /// Starts a watch and returns its events as a stream. The throttle token is taken once,
+    /// to start; streaming holds none.
+    pub async fn watch<T: DeserializeOwned>(
+        &self,
+        request: &ApiRequest,
+    ) -> Result<WatchStream<T>, Error> {
+        let response = self.send(request).await?;
+        Ok(WatchStream::new(response.bytes_stream()))
+    }
+
+    /// One attempt: wait for a token, add the credentials and send.
+    async fn send_once(&self, request: &ApiRequest) -> Result<reqwest::Response, Error> {
+        let inner = &self.inner;
+        inner.throttle.acquire().await;
+        let mut builder = inner
+            .http
+            .request(request.method.clone(), request.url.clone())
+            .header(ACCEPT, request.accept)
+            .headers(inner.identity_headers.clone());
+        let credential = inner
+            .auth
+            .authorization_header()
+            .await
+            .map_err(|e| Error::Auth {
+                source: Box::new(e),
+            })?;
+        if let Some(value) = credential {
+            builder = builder.header(AUTHORIZATION, value);
+        }
+        if let Some(body) = &request.body {
+            builder = builder
+                .header(CONTENT_TYPE, body.content_type)
+                .body(body.bytes.clone());
+        }
+        if let (ResponseKind::Whole, Some(timeout)) = (request.response, inner.request_timeout) {
+            builder = builder.timeout(timeout);
+        }
+        Ok(builder.send().await?)
+    }
+
+    /// Whether a 401 may be cured by fetching the credential again.
+    fn credentials_can_refresh(&self) -> bool {
+        matches!(self.inner.auth, Auth::Exec(_) | Auth::TokenFile(_))
+    }
+}
+
+/// The typed error of an error response, from its status, headers and (Status) body.
+async fn error_from_response(response: reqwest::Response) -> Error {
+    let code = response.status().as_u16();
+    let headers = response.headers().clone();
+    match response.bytes().await {
+        Ok(body) => ApiError::from_response(code, &headers, &body).into(),
+        // The status code alone still classifies the error.
+        Err(_) => ApiError::from_response(code, &headers, &[]).into(),
+    }
+}
+
+/// The reqwest client: TLS from the configuration, pool and timeouts from the options.
+fn http_client(
+    config: &ClientConfig,
+    options: &ClientOptions,
+) -> Result<reqwest::Client, BuildError> {
+    let user_agent = http::HeaderValue::from_str(&options.user_agent)
+        .map_err(|_| BuildError::UserAgent(options.user_agent.clone()))?;
+    let mut builder = reqwest::Client::builder()
+        .use_preconfigured_tls(tls_config(config)?)
+        .user_agent(user_agent)
+        .pool_idle_timeout(options.idle_connection_timeout);
+    if let Some(timeout) = options.connect_timeout {
+        builder = builder.connect_timeout(timeout);
+    }
+    builder = match &config.proxy_url {
+        Some(url) => {
+            let proxy = reqwest::Proxy::all(url.as_str()).map_err(|source| BuildError::Proxy {
+                url: url.to_string(),
+                source,
+            })?;
+            builder.proxy(proxy)
+        }
+        None => builder,
+    };
+    builder.build().map_err(BuildError::Http)
+}
+
+/// The rustls configuration. A plain-HTTP server never handshakes, so it gets one trusting
+/// nothing instead of loading the system trust store for no use.
+fn tls_config(config: &ClientConfig) -> Result<rustls::ClientConfig, BuildError> {
+    if config.server.scheme() == "https" {
+        return Ok(config.rustls_config()?);
+    }
+    let unused = rustls::ClientConfig::builder_with_provider(crypto_provider())
+        .with_safe_default_protocol_versions()
+        .map_err(BuildError::Rustls)?
+        .with_root_certificates(rustls::RootCertStore::empty())
+        .with_no_client_auth();
+    Ok(unused)
+}

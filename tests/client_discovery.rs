@@ -1,0 +1,112 @@
+//! Discovery against the simulated API server: the documents read, the deletable set, the
+//! kind → resource mapping, and group versions that fail without failing discovery.
+
+mod client_support;
+
+use client_support::{start, start_with, unthrottled};
+use kube_gc::client::{Discovery, ResourceRef};
+use kube_gc::sim::faults::{FaultPlan, Verb};
+use kube_gc::sim::SimConfig;
+
+fn describe(r: &ResourceRef) -> String {
+    format!("{}/{}", r.api_version(), r.plural)
+}
+
+#[tokio::test]
+async fn discovery_finds_every_served_resource_with_kind_scope_and_verbs() {
+    let h = start().await;
+    let discovery = Discovery::run(&h.client).await.unwrap();
+    assert!(discovery.failures().is_empty());
+
+    let paths: Vec<String> = h
+        .sim
+        .journal()
+        .by_verb(Verb::Discovery)
+        .iter()
+        .map(|e| e.path.clone())
+        .collect();
+    for expected in [
+        "/api",
+        "/apis",
+        "/api/v1",
+        "/apis/batch/v1",
+        "/apis/batch.volcano.sh/v1alpha1",
+    ] {
+        assert!(
+            paths.contains(&expected.to_owned()),
+            "{expected} not read: {paths:?}"
+        );
+    }
+
+    let deletable: Vec<String> = discovery.deletable().into_iter().map(describe).collect();
+    for expected in [
+        "v1/pods",
+        "v1/configmaps",
+        "v1/namespaces",
+        "batch/v1/jobs",
+        "apps/v1/replicasets",
+        "coordination.k8s.io/v1/leases",
+        "rbac.authorization.k8s.io/v1/clusterroles",
+        "batch.volcano.sh/v1alpha1/jobs",
+    ] {
+        assert!(
+            deletable.contains(&expected.to_owned()),
+            "{expected} missing: {deletable:?}"
+        );
+    }
+    assert!(deletable.iter().all(|r| !r.contains("/status")));
+
+    // Two kinds named Job, told apart by apiVersion, as an ownerReference does.
+    let batch = discovery.resource_for_kind("batch/v1", "Job").unwrap();
+    assert_eq!(batch.resource.plural, "jobs");
+    assert_eq!(batch.resource.group, "batch");
+    let volcano = discovery
+        .resource_for_kind("batch.volcano.sh/v1alpha1", "Job")
+        .unwrap();
+    assert_eq!(volcano.resource.group, "batch.volcano.sh");
+    assert!(volcano.short_names.contains(&"vcjob".to_owned()));
+    let role = discovery
+        .resource_for_kind("rbac.authorization.k8s.io/v1", "ClusterRole")
+        .unwrap();
+    assert!(!role.resource.namespaced);
+    assert!(discovery.resource_for_kind("v1", "Widget").is_none());
+}
+
+#[tokio::test]
+async fn failing_group_versions_are_reported_and_the_rest_is_kept() {
+    let h = start().await;
+    // Seed 4 with a 30% failure rate passes `/api` and `/apis` (the first two decisions) and
+    // fails exactly one of the group-version documents read after them.
+    h.sim
+        .faults()
+        .set_plan(FaultPlan::new(4).fail(Verb::Discovery, 0.3, &[503]));
+    let discovery = Discovery::run(&h.client).await.unwrap();
+
+    // Which document gets which decision depends on arrival order, but how many fail does not.
+    let failed = discovery.failures();
+    assert_eq!(failed.len(), 1);
+    let served = discovery.resources().len();
+    assert!(served > 0, "the groups that answered are kept");
+    for failure in failed {
+        assert!(failure.error.is_retryable(), "{}", failure.error);
+        let group = failure
+            .group_version
+            .rsplit_once('/')
+            .map_or("", |(g, _)| g);
+        assert!(discovery.group_failed(group));
+        assert!(discovery
+            .resources()
+            .iter()
+            .all(|r| r.resource.api_version() != failure.group_version));
+    }
+}
+
+#[tokio::test]
+async fn a_failing_root_document_fails_discovery() {
+    let h = start_with(SimConfig::default(), unthrottled()).await;
+    h.sim
+        .faults()
+        .set_plan(FaultPlan::new(1).fail(Verb::Discovery, 1.0, &[500]));
+    let err = Discovery::run(&h.client).await.unwrap_err();
+    assert_eq!(err.code(), Some(500));
+}
