@@ -50,11 +50,14 @@ pub struct SimArgs {
 }
 
 /// Why `kube-gc sim` stopped with an error.
+///
+/// The sim's errors are boxed: [`SimError`] is large, and every `Result` on this path would
+/// otherwise carry its size.
 #[derive(Debug, thiserror::Error)]
 pub enum SimCommandError {
     /// The server could not start.
     #[error("cannot start the simulated API server")]
-    Start(#[source] SimError),
+    Start(#[source] Box<SimError>),
     /// The kubeconfig could not be written.
     #[error("cannot write the kubeconfig to {path}")]
     Kubeconfig {
@@ -62,7 +65,7 @@ pub enum SimCommandError {
         path: PathBuf,
         /// Why it failed.
         #[source]
-        source: SimError,
+        source: Box<SimError>,
     },
     /// The directory for the kubeconfig could not be created.
     #[error("cannot create the directory {path}")]
@@ -75,7 +78,7 @@ pub enum SimCommandError {
     },
     /// A sample object was refused by the server.
     #[error("cannot create the sample objects")]
-    Samples(#[source] SimError),
+    Samples(#[source] Box<SimError>),
     /// Waiting for Ctrl-C failed.
     #[error("cannot listen for Ctrl-C")]
     Signal(#[source] std::io::Error),
@@ -92,14 +95,14 @@ pub async fn run(args: SimArgs) -> Result<(), SimCommandError> {
     }
     let server = SimServer::start(config)
         .await
-        .map_err(SimCommandError::Start)?;
+        .map_err(|e| SimCommandError::Start(Box::new(e)))?;
     let kubeconfig = args
         .kubeconfig_out
         .clone()
         .unwrap_or_else(|| std::env::temp_dir().join("kube-gc-sim").join("kubeconfig"));
     write_kubeconfig(&server, &kubeconfig)?;
     if !args.empty {
-        create_samples(&server).map_err(SimCommandError::Samples)?;
+        create_samples(&server).map_err(|e| SimCommandError::Samples(Box::new(e)))?;
     }
     print_banner(&server, &kubeconfig, args.run_for);
 
@@ -119,7 +122,7 @@ fn write_kubeconfig(server: &SimServer, path: &Path) -> Result<(), SimCommandErr
         .write_kubeconfig(path)
         .map_err(|source| SimCommandError::Kubeconfig {
             path: path.to_path_buf(),
-            source,
+            source: Box::new(source),
         })
 }
 
