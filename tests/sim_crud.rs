@@ -539,3 +539,42 @@ async fn delete_resource_version_precondition_and_query_parameters() {
     assert_eq!(code, 200);
     assert_eq!(body["status"], "Success");
 }
+
+#[tokio::test]
+async fn malformed_bodies_and_missing_objects() {
+    let server = start(SimConfig::default()).await;
+    let http = client();
+    let (code, body) = send(
+        http.post(url(&server, JOBS))
+            .header("content-type", "application/json")
+            .body("{not json"),
+    )
+    .await;
+    assert_eq!(code, 400);
+    assert_eq!(body["reason"], "BadRequest");
+    let (code, body) = send(
+        http.put(url(&server, &format!("{JOBS}/nope")))
+            .json(&job("nope")),
+    )
+    .await;
+    assert_eq!(code, 404);
+    assert_eq!(body, captured_body("13-"));
+    let (code, body) = send(
+        http.put(url(&server, &format!("{JOBS}/other")))
+            .json(&job("nope")),
+    )
+    .await;
+    assert_eq!(code, 400);
+    assert_eq!(
+        body["message"],
+        "the name of the object (nope) does not match the name on the URL (other)"
+    );
+    create_job(&server, "pi");
+    let (code, _) = send(
+        http.patch(url(&server, &format!("{JOBS}/pi")))
+            .header("content-type", "application/apply-patch+yaml")
+            .body("metadata: {}"),
+    )
+    .await;
+    assert_eq!(code, 415);
+}

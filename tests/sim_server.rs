@@ -237,3 +237,38 @@ async fn a_client_certificate_from_the_ca_authenticates_without_a_token() {
     assert_eq!(code, 401);
     assert_eq!(body["reason"], "Unauthorized");
 }
+
+#[tokio::test]
+async fn wait_for_follows_changes_without_polling() {
+    let server = std::sync::Arc::new(start(SimConfig::default()).await);
+    create_job(&server, "pi");
+    let writer = {
+        let server = std::sync::Arc::clone(&server);
+        tokio::spawn(async move {
+            tokio::task::yield_now().await;
+            let mut job = server
+                .get(&jobs(), Some("capture"), "pi")
+                .unwrap_or_default();
+            job["status"] = json!({"succeeded": 1});
+            let _ = server.update_status(&jobs(), job);
+            let options =
+                kube_gc::sim::DeleteOptions::propagation(kube_gc::sim::Propagation::Background);
+            let _ = server.delete(&jobs(), Some("capture"), "pi", &options);
+        })
+    };
+    let done = |job: Option<&serde_json::Value>| job.is_some_and(|j| j["status"]["succeeded"] == 1);
+    let finished = tokio::time::timeout(
+        Duration::from_secs(10),
+        server.wait_for(&jobs(), Some("capture"), "pi", done),
+    )
+    .await;
+    assert!(matches!(finished, Ok(Ok(Some(_)))), "{finished:?}");
+    let gone = tokio::time::timeout(
+        Duration::from_secs(10),
+        server.wait_for(&jobs(), Some("capture"), "pi", |job| job.is_none()),
+    )
+    .await;
+    assert!(matches!(gone, Ok(Ok(None))), "{gone:?}");
+    let _ = writer.await;
+    assert_eq!(server.store().open_watches(), 0, "waiters unregister");
+}

@@ -462,10 +462,49 @@ pub fn invalid(gk: &GroupKind, name: &str, causes: &[Cause]) -> (StatusCode, Val
 /// 422 `Invalid` with no details, what the server answers when applying a patch fails, e.g. a
 /// JSON patch `test` operation that does not hold (exchange 37).
 pub fn patch_rejected() -> (StatusCode, Value) {
-    let code = StatusCode::UNPROCESSABLE_ENTITY;
-    let message = "the server rejected our request due to an error in our request";
-    (code, failure(code, "Invalid", message, Some(json!({}))))
+    generic_failure(StatusCode::UNPROCESSABLE_ENTITY, "")
 }
+
+/// The `Status` upstream's `NewGenericServerResponse` builds for a bare HTTP status: the reason
+/// and stock message that go with the code, and empty details. The server uses it itself where
+/// it has nothing more specific to say (exchange 37 is the 422 case), and it suits injected
+/// faults of any status. `server_message` is only used where upstream uses it: as the whole
+/// message of a 403, 406 or 415, and quoted inside the message of an unlisted 5xx.
+pub fn generic_failure(code: StatusCode, server_message: &str) -> (StatusCode, Value) {
+    let number = code.as_u16();
+    let stock = STOCK_ANSWERS.iter().find(|(c, _, _)| *c == number);
+    let (reason, message) = match (stock, number) {
+        (Some((_, reason, message)), _) => (*reason, (*message).to_owned()),
+        (None, 403) => ("Forbidden", server_message.to_owned()),
+        (None, 406) => ("NotAcceptable", server_message.to_owned()),
+        (None, 415) => ("UnsupportedMediaType", server_message.to_owned()),
+        (None, 500..=599) => {
+            let quoted = quote(server_message);
+            let text = format!(
+                "an error on the server ({quoted}) has prevented the request from succeeding"
+            );
+            ("InternalError", text)
+        }
+        (None, other) => {
+            let text = format!("the server responded with the status code {other} but did not return more information");
+            ("Unknown", text)
+        }
+    };
+    (code, failure(code, reason, &message, Some(json!({}))))
+}
+
+/// The reason and fixed message upstream's `NewGenericServerResponse` pairs with each status.
+const STOCK_ANSWERS: [(u16, &str, &str); 9] = [
+    (400, "BadRequest", "the server rejected our request for an unknown reason"),
+    (401, "Unauthorized", "the server has asked for the client to provide credentials"),
+    (404, "NotFound", "the server could not find the requested resource"),
+    (405, "MethodNotAllowed", "the server does not allow this method on the requested resource"),
+    (409, "Conflict", "the server reported a conflict"),
+    (422, "Invalid", "the server rejected our request due to an error in our request"),
+    (429, "TooManyRequests", "the server has received too many requests and has asked us to try again later"),
+    (503, "ServiceUnavailable", "the server is currently unable to handle the request"),
+    (504, "Timeout", "the server was unable to return a response in the time allotted, but may still be processing the request"),
+];
 
 /// 400 `BadRequest` with the given message and no details (exchange 16).
 pub fn bad_request(message: &str) -> (StatusCode, Value) {
@@ -740,6 +779,42 @@ mod tests {
     #[test]
     fn patch_rejected_matches_exchange_37() {
         assert_matches_capture("37-", patch_rejected());
+    }
+
+    #[test]
+    fn generic_failures_pair_each_code_with_its_reason() {
+        assert_matches_capture("37-", generic_failure(StatusCode::UNPROCESSABLE_ENTITY, ""));
+        let reasons = [
+            (400, "BadRequest"),
+            (401, "Unauthorized"),
+            (403, "Forbidden"),
+            (404, "NotFound"),
+            (409, "Conflict"),
+            (429, "TooManyRequests"),
+            (500, "InternalError"),
+            (502, "InternalError"),
+            (503, "ServiceUnavailable"),
+            (504, "Timeout"),
+            (418, "Unknown"),
+        ];
+        for (code, reason) in reasons {
+            let code = StatusCode::from_u16(code).expect("valid code");
+            let (answered, body) = generic_failure(code, "boom");
+            assert_eq!(answered, code);
+            assert_eq!(body["reason"], reason, "{code}");
+            assert_eq!(body["code"], code.as_u16());
+            assert_eq!(body["details"], json!({}));
+        }
+        let (_, body) = generic_failure(StatusCode::BAD_GATEWAY, "boom");
+        assert_eq!(
+            body["message"],
+            "an error on the server (\"boom\") has prevented the request from succeeding"
+        );
+        let (_, body) = generic_failure(StatusCode::IM_A_TEAPOT, "");
+        assert_eq!(
+            body["message"],
+            "the server responded with the status code 418 but did not return more information"
+        );
     }
 
     #[test]

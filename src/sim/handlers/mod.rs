@@ -231,22 +231,15 @@ fn token_accepted(ctx: &Context, incoming: &Incoming) -> bool {
 }
 
 /// The answer to an injected failure, as the real server gives that status: a throttled request
-/// gets priority-and-fairness's plain-text 429 with `Retry-After`, other statuses their `Status`.
+/// gets priority-and-fairness's plain-text 429 with `Retry-After`, any other status the generic
+/// `Status` upstream builds for it.
 fn injected_failure(code: StatusCode, retry_after: Option<u64>) -> Response<Body> {
     let mut response = match code {
         StatusCode::TOO_MANY_REQUESTS => {
             response::plain_text(code, status::THROTTLED_PLAIN_TEXT_BODY)
         }
-        StatusCode::SERVICE_UNAVAILABLE => {
-            response::status(status::service_unavailable("injected fault"))
-        }
-        StatusCode::GONE => response::status(status::gone_expired("injected fault: expired", None)),
-        other => {
-            // Any other status: an InternalError body carrying the injected code.
-            let (_, mut body) = status::internal_error("injected fault");
-            body["code"] = Value::from(other.as_u16());
-            response::json(other, &body)
-        }
+        // Any other status: the Status upstream builds for a bare HTTP status.
+        other => response::status(status::generic_failure(other, "injected fault")),
     };
     if let Some(seconds) = retry_after {
         if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {

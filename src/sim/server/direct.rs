@@ -10,10 +10,14 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::{SimError, SimServer};
+use crate::sim::filter::ObjectFilter;
 use crate::sim::history::Change;
 use crate::sim::object;
 use crate::sim::resources::{Gvr, ResourceId};
-use crate::sim::store::{DeleteOptions, DeleteOutcome, DeletionRecord, UpdateTarget};
+use crate::sim::store::{
+    DeleteOptions, DeleteOutcome, DeletionRecord, Store, UpdateTarget, WatchItem, WatchStart,
+    WatcherId,
+};
 
 impl SimServer {
     fn resource(&self, gvr: &Gvr) -> Result<ResourceId, SimError> {
@@ -98,5 +102,66 @@ impl SimServer {
     /// final state — oldest first; unaffected by [`SimServer::compact`].
     pub fn deletions(&self) -> Vec<DeletionRecord> {
         self.ctx.store.deletions()
+    }
+
+    /// Waits until `condition` holds for one object's state (`None` while it does not exist) and
+    /// returns that state. It never polls: it follows the store's changes, so a test can wait
+    /// for a controller's write without sleeping (wrap it in `tokio::time::timeout`).
+    pub async fn wait_for(
+        &self,
+        gvr: &Gvr,
+        namespace: Option<&str>,
+        name: &str,
+        condition: impl Fn(Option<&Value>) -> bool,
+    ) -> Result<Option<Value>, SimError> {
+        let resource = self.resource(gvr)?;
+        let store = &self.ctx.store;
+        loop {
+            // Read the state, then follow every change after the version it was read at.
+            let from = store.resource_version();
+            let mut state = store.get(resource, namespace, name).ok();
+            if condition(state.as_deref()) {
+                return Ok(state.map(|s| (*s).clone()));
+            }
+            let filter = ObjectFilter::namespace(namespace);
+            let mut registration = store.watch(resource, filter, WatchStart::After(from))?;
+            let _guard = Unwatch {
+                store,
+                id: registration.id,
+            };
+            let mut initial = std::mem::take(&mut registration.initial).into_iter();
+            loop {
+                let item = match initial.next() {
+                    Some(item) => item,
+                    // The channel closes if this waiter fell behind; start over from a fresh read.
+                    None => match registration.live.recv().await {
+                        Some(item) => item,
+                        None => break,
+                    },
+                };
+                let WatchItem::Event { event_type, object } = item else {
+                    continue;
+                };
+                if object::name(&object) != Some(name) {
+                    continue;
+                }
+                state = (event_type != "DELETED").then_some(object);
+                if condition(state.as_deref()) {
+                    return Ok(state.map(|s| (*s).clone()));
+                }
+            }
+        }
+    }
+}
+
+/// Unregisters an in-process watcher when a wait ends.
+struct Unwatch<'a> {
+    store: &'a Store,
+    id: WatcherId,
+}
+
+impl Drop for Unwatch<'_> {
+    fn drop(&mut self) {
+        self.store.unwatch(self.id);
     }
 }
