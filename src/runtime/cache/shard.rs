@@ -1,0 +1,122 @@
+//! [`Shard`]: one slice of the cache — its objects and its index entries — as a plain data
+//! structure with no locking. The store wraps each shard in a lock.
+//!
+//! Contract: every method keeps the index entries in step with the objects, so whoever holds a
+//! shard (behind its lock) sees an index that matches the objects exactly.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::index::{IndexEntries, IndexProbe, Indexer};
+use super::key::ObjectKey;
+
+/// The objects whose keys hash to one shard, ordered by key, and their index entries.
+pub(crate) struct Shard<T> {
+    /// Ordered by (namespace, name), so one namespace is one contiguous run: the namespace
+    /// "index" costs nothing beyond the map itself.
+    objects: BTreeMap<ObjectKey, Arc<T>>,
+    /// One entry set per index, in the order of the store's index definitions.
+    indexes: Vec<IndexEntries>,
+}
+
+impl<T> Shard<T> {
+    /// An empty shard with room for `index_count` indexes.
+    pub(crate) fn empty(index_count: usize) -> Self {
+        Shard {
+            objects: BTreeMap::new(),
+            indexes: (0..index_count).map(|_| IndexEntries::default()).collect(),
+        }
+    }
+
+    /// A shard holding exactly `objects`, with its indexes computed from them.
+    pub(crate) fn with_objects(
+        objects: BTreeMap<ObjectKey, Arc<T>>,
+        indexers: &[Indexer<T>],
+    ) -> Self {
+        let mut shard = Self::empty(indexers.len());
+        for (key, object) in &objects {
+            shard.file(key, object, indexers);
+        }
+        shard.objects = objects;
+        shard
+    }
+
+    /// The object stored under `key`.
+    pub(crate) fn get(&self, key: &ObjectKey) -> Option<&Arc<T>> {
+        self.objects.get(key)
+    }
+
+    /// Stores `object` under `key`, returning what it replaced.
+    pub(crate) fn upsert(
+        &mut self,
+        key: ObjectKey,
+        object: Arc<T>,
+        indexers: &[Indexer<T>],
+    ) -> Option<Arc<T>> {
+        if let Some(old) = self.objects.get(&key) {
+            let old = Arc::clone(old);
+            self.unfile(&key, &old, indexers);
+        }
+        self.file(&key, &object, indexers);
+        self.objects.insert(key, object)
+    }
+
+    /// Removes the object stored under `key`, returning it.
+    pub(crate) fn remove(&mut self, key: &ObjectKey, indexers: &[Indexer<T>]) -> Option<Arc<T>> {
+        let old = self.objects.remove(key)?;
+        self.unfile(key, &old, indexers);
+        Some(old)
+    }
+
+    /// All objects, in key order.
+    pub(crate) fn objects(&self) -> &BTreeMap<ObjectKey, Arc<T>> {
+        &self.objects
+    }
+
+    /// The objects in `namespace` (`""` for cluster-scoped objects), in key order.
+    pub(crate) fn in_namespace<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> impl Iterator<Item = &'a Arc<T>> + 'a {
+        // Namespace and empty name: the smallest key of the namespace. Namespace "" is
+        // represented as a cluster-scoped key, which orders first, as "" should.
+        let first = ObjectKey::new(namespace, "");
+        self.objects
+            .range(first..)
+            .take_while(move |(key, _)| key.namespace().unwrap_or_default() == namespace)
+            .map(|(_, object)| object)
+    }
+
+    /// The objects filed under `probe`'s value in the index at `position`.
+    pub(crate) fn indexed<'a>(
+        &'a self,
+        position: usize,
+        probe: &'a IndexProbe,
+    ) -> impl Iterator<Item = &'a Arc<T>> + 'a {
+        self.indexes
+            .get(position)
+            .into_iter()
+            .flat_map(move |entries| entries.keys_with(probe))
+            // Always found: entries change only together with the objects they point at.
+            .filter_map(|key| self.objects.get(key))
+    }
+
+    /// How many objects the shard holds.
+    pub(crate) fn len(&self) -> usize {
+        self.objects.len()
+    }
+
+    /// Adds `object`'s index entries.
+    fn file(&mut self, key: &ObjectKey, object: &T, indexers: &[Indexer<T>]) {
+        for (entries, indexer) in self.indexes.iter_mut().zip(indexers) {
+            entries.insert(key, (indexer.values)(object));
+        }
+    }
+
+    /// Removes `object`'s index entries (recomputed: index functions are pure).
+    fn unfile(&mut self, key: &ObjectKey, object: &T, indexers: &[Indexer<T>]) {
+        for (entries, indexer) in self.indexes.iter_mut().zip(indexers) {
+            entries.remove(key, (indexer.values)(object));
+        }
+    }
+}
