@@ -120,3 +120,73 @@ impl<T> Shard<T> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// (name, owner) pairs; the owner is the only index value.
+    type Obj = (&'static str, Option<&'static str>);
+
+    fn by_owner(obj: &Obj) -> Vec<String> {
+        obj.1.iter().map(|owner| owner.to_string()).collect()
+    }
+
+    fn indexers() -> Vec<Indexer<Obj>> {
+        vec![Indexer {
+            name: "owner".into(),
+            values: by_owner,
+        }]
+    }
+
+    fn owned_by(shard: &Shard<Obj>, owner: &str) -> Vec<&'static str> {
+        let probe = super::super::index::probe(owner);
+        shard.indexed(0, &probe).map(|obj| obj.0).collect()
+    }
+
+    #[test]
+    fn index_entries_follow_every_write_and_never_outlive_their_object() {
+        let indexers = indexers();
+        let mut shard = Shard::empty(1);
+        let key = ObjectKey::new("ns", "a");
+        shard.upsert(key.clone(), Arc::new(("a", Some("o1"))), &indexers);
+        shard.upsert(key.clone(), Arc::new(("a", Some("o2"))), &indexers);
+        assert!(owned_by(&shard, "o1").is_empty());
+        assert_eq!(owned_by(&shard, "o2"), ["a"]);
+        assert_eq!(shard.indexes[0].len(), 1);
+
+        shard.upsert(key.clone(), Arc::new(("a", None)), &indexers);
+        assert_eq!(shard.indexes[0].len(), 0);
+        shard.upsert(key.clone(), Arc::new(("a", Some("o1"))), &indexers);
+        assert_eq!(shard.remove(&key, &indexers).map(|o| o.0), Some("a"));
+        assert_eq!(shard.indexes[0].len(), 0);
+        assert_eq!(shard.len(), 0);
+    }
+
+    #[test]
+    fn a_rebuilt_shard_indexes_all_its_objects() {
+        let indexers = indexers();
+        let objects: BTreeMap<ObjectKey, Arc<Obj>> =
+            [("a", Some("o1")), ("b", Some("o1")), ("c", None)]
+                .into_iter()
+                .map(|obj| (ObjectKey::new("ns", obj.0), Arc::new(obj)))
+                .collect();
+        let shard = Shard::with_objects(objects, &indexers);
+        assert_eq!(owned_by(&shard, "o1"), ["a", "b"]);
+        assert_eq!(shard.len(), 3);
+    }
+
+    #[test]
+    fn a_namespace_is_one_run_of_keys() {
+        let mut shard = Shard::empty(0);
+        for (namespace, name) in [("a", "x"), ("a-b", "x"), ("a", "y"), ("", "a"), ("b", "x")] {
+            let obj: Obj = (name, None);
+            shard.upsert(ObjectKey::new(namespace, name), Arc::new(obj), &[]);
+        }
+        let names = |ns| shard.in_namespace(ns).map(|obj| obj.0).collect::<Vec<_>>();
+        assert_eq!(names("a"), ["x", "y"]);
+        assert_eq!(names("a-b"), ["x"]);
+        assert_eq!(names(""), ["a"]);
+        assert!(names("c").is_empty());
+    }
+}

@@ -345,3 +345,6 @@ impl<T: Cacheable> fmt::Debug for Store<T> {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests;
