@@ -193,8 +193,9 @@ proptest! {
                     if !obj.version.is_empty() { version = Some(obj.version.clone()); }
                 }
                 Op::Deleted(obj) => {
-                    let removed = store.apply_deleted(&obj);
-                    prop_assert_eq!(removed.map(|o| (*o).clone()), model.remove(&obj.key));
+                    let deleted = store.apply_deleted(obj.clone());
+                    prop_assert_eq!(&*deleted.object, &obj);
+                    prop_assert_eq!(deleted.previous.map(|o| (*o).clone()), model.remove(&obj.key));
                     if !obj.version.is_empty() { version = Some(obj.version.clone()); }
                 }
                 Op::Bookmark(rv) => {

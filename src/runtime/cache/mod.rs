@@ -20,7 +20,7 @@
 //! | `index.rs` | [`IndexFn`] and the per-shard `(value, key)` index entries |
 //! | `shard.rs` | one shard's objects and index entries, without locking |
 //! | `diff.rs` | [`ReplaceDiff`], [`Updated`], [`Tombstone`], [`Deleted`]; the relist merge |
-//! | `store.rs` | [`Store`], [`StoreBuilder`], [`Stored`], [`UnknownIndex`] |
+//! | `store.rs` | [`Store`], [`StoreBuilder`], [`Applied`], [`UnknownIndex`] |
 
 mod cacheable;
 mod diff;
@@ -34,5 +34,5 @@ pub use diff::{Deleted, ReplaceDiff, Tombstone, Updated};
 pub use index::IndexFn;
 pub use key::{ObjectKey, ParseKeyError};
 pub use store::{
-    default_shard_count, Store, StoreBuilder, Stored, TransformFn, UnknownIndex, MAX_SHARDS,
+    default_shard_count, Applied, Store, StoreBuilder, TransformFn, UnknownIndex, MAX_SHARDS,
 };

@@ -37,16 +37,19 @@ pub type TransformFn<T> = Box<dyn Fn(T) -> T + Send + Sync>;
 #[error("the cache has no index named {0:?}")]
 pub struct UnknownIndex(pub String);
 
-/// The result of storing an object: the stored `Arc` and the state it replaced.
+/// The result of applying a watch event: the event's object (after the transform) and the
+/// state the cache held for its key before.
 ///
-/// `previous` tells a shared informer which handler to call: none means the object is new
-/// (`on_add`), some means it changed (`on_update(previous, object)`) — whatever the watch
-/// event's type said, as client-go decides.
+/// For an added or modified object, `previous` tells a shared informer which handler to call:
+/// none means the object is new (`on_add(object)`), some means it changed
+/// (`on_update(previous, object)`) — whatever the event's type said, as client-go decides. For
+/// a deletion, `object` is the final state to hand to `on_delete` and `previous` what the cache
+/// dropped (none if it never held the key).
 #[derive(Debug)]
-pub struct Stored<T> {
-    /// The object as stored (after the transform).
+pub struct Applied<T> {
+    /// The event's object, after the transform; stored, unless the event was a deletion.
     pub object: Arc<T>,
-    /// The state it replaced, if the key was cached.
+    /// What the cache held for the key before the event, if anything.
     pub previous: Option<Arc<T>>,
 }
 
@@ -155,24 +158,25 @@ impl<T: Cacheable> Store<T> {
     // ---- Writes (the reflector) ----
 
     /// Stores an object from a watch `ADDED` event.
-    pub fn apply_added(&self, object: T) -> Stored<T> {
+    pub fn apply_added(&self, object: T) -> Applied<T> {
         self.upsert(object)
     }
 
     /// Stores an object from a watch `MODIFIED` event. Same effect as [`Store::apply_added`]:
-    /// the cache stores the latest state either way, and [`Stored::previous`] (not the event
+    /// the cache stores the latest state either way, and [`Applied::previous`] (not the event
     /// type) says whether the key was known.
-    pub fn apply_modified(&self, object: T) -> Stored<T> {
+    pub fn apply_modified(&self, object: T) -> Applied<T> {
         self.upsert(object)
     }
 
-    /// Removes the object a watch `DELETED` event names, returning the state the cache held.
-    /// The caller keeps `object`, the final state, to hand to delete handlers.
-    pub fn apply_deleted(&self, object: &T) -> Option<Arc<T>> {
+    /// Removes the object a watch `DELETED` event names. The event's object, transformed like
+    /// any other, is returned as the final state for delete handlers.
+    pub fn apply_deleted(&self, object: T) -> Applied<T> {
+        let object = Arc::new(self.transformed(object));
         let key = object.cache_key();
-        let removed = self.shard(&key).write().remove(&key, &self.indexers);
+        let previous = self.shard(&key).write().remove(&key, &self.indexers);
         self.advance_resource_version(object.resource_version());
-        removed
+        Applied { object, previous }
     }
 
     /// Records the resourceVersion of a watch `BOOKMARK`: the contents are current as of it.
@@ -284,7 +288,7 @@ impl<T: Cacheable> Store<T> {
 
     // ---- Internals ----
 
-    fn upsert(&self, object: T) -> Stored<T> {
+    fn upsert(&self, object: T) -> Applied<T> {
         let object = Arc::new(self.transformed(object));
         let key = object.cache_key();
         let previous = self
@@ -292,7 +296,7 @@ impl<T: Cacheable> Store<T> {
             .write()
             .upsert(key, Arc::clone(&object), &self.indexers);
         self.advance_resource_version(object.resource_version());
-        Stored { object, previous }
+        Applied { object, previous }
     }
 
     fn transformed(&self, object: T) -> T {

@@ -83,13 +83,20 @@ fn a_modified_event_for_an_unknown_key_stores_it_as_new() {
 fn deleting_returns_the_cached_state_and_forgets_the_key() {
     let store = indexed_store();
     store.apply_added(pod("ns/a", "1", Some("rs-1")));
-    let removed = store.apply_deleted(&pod("ns/a", "3", Some("rs-1")));
-    assert_eq!(removed.unwrap().version, "1");
+    let deleted = store.apply_deleted(pod("ns/a", "3", Some("rs-1")));
+    assert_eq!(deleted.previous.unwrap().version, "1");
+    assert_eq!(
+        deleted.object.version, "3",
+        "the final state is the event's"
+    );
     assert!(store.get(&key("ns/a")).is_none());
     assert!(owned_by(&store, "rs-1").is_empty());
     assert!(store.is_empty());
     // Deleting what is not cached is harmless.
-    assert!(store.apply_deleted(&pod("ns/a", "4", None)).is_none());
+    assert!(store
+        .apply_deleted(pod("ns/a", "4", None))
+        .previous
+        .is_none());
 }
 
 #[test]
@@ -272,7 +279,7 @@ fn the_resource_version_follows_lists_events_and_bookmarks() {
     assert_eq!(store.last_sync_resource_version().as_deref(), Some("100"));
     store.apply_added(pod("ns/a", "101", None));
     assert_eq!(store.last_sync_resource_version().as_deref(), Some("101"));
-    store.apply_deleted(&pod("ns/a", "102", None));
+    store.apply_deleted(pod("ns/a", "102", None));
     assert_eq!(store.last_sync_resource_version().as_deref(), Some("102"));
     store.apply_bookmark("150");
     assert_eq!(store.last_sync_resource_version().as_deref(), Some("150"));
