@@ -47,22 +47,19 @@ pub enum ParseKeyError {
 
 impl ObjectKey {
     /// The key of `name` in `namespace`; an empty `namespace` makes a cluster-scoped key.
-    ///
-    /// A namespace longer than `u32::MAX` bytes (Kubernetes allows 63) is not representable;
-    /// such a key is stored cluster-scoped with the whole text as its name rather than panic.
     pub fn new(namespace: &str, name: &str) -> Self {
-        match u32::try_from(namespace.len()) {
-            Ok(namespace_len) if namespace_len > 0 => {
-                let mut text = String::with_capacity(namespace.len() + 1 + name.len());
-                text.push_str(namespace);
-                text.push('/');
-                text.push_str(name);
-                ObjectKey {
-                    text: text.into_boxed_str(),
-                    namespace_len,
-                }
-            }
-            _ => ObjectKey::cluster_scoped(name),
+        if namespace.is_empty() {
+            return ObjectKey::cluster_scoped(name);
+        }
+        let mut text = String::with_capacity(namespace.len() + 1 + name.len());
+        text.push_str(namespace);
+        text.push('/');
+        text.push_str(name);
+        ObjectKey {
+            text: text.into_boxed_str(),
+            // Kubernetes caps namespaces at 63 bytes. A namespace over 4 GiB cannot occur; it
+            // would leave the whole text as a cluster-scoped name rather than panic.
+            namespace_len: u32::try_from(namespace.len()).unwrap_or(0),
         }
     }
 

@@ -1,13 +1,15 @@
 //! [`Store`]: the sharded, indexed object cache an informer keeps, and [`StoreBuilder`].
 //!
 //! Contract:
-//! - Writers are the reflector (one task); readers are any number of workers and handlers.
-//!   Every method is synchronous and returns with no lock held, so none can be held across an
-//!   `.await`.
+//! - One writer, the reflector, and any number of readers (workers, handlers). Concurrent
+//!   writers are memory-safe too, but the recorded resourceVersion is then whichever write
+//!   finished last, so the reflector must be the only writer.
+//! - Every method is synchronous and returns with no lock held, so no lock is ever held across
+//!   an `.await`.
 //! - Lock discipline: a method holds **at most one lock at a time** — one shard's lock, or the
 //!   resourceVersion lock — never two, so there is no lock order to get wrong and no deadlock.
-//!   Index functions and the transform run either outside any lock (the transform) or under one
-//!   shard's lock (index functions); neither may call back into the store.
+//!   The transform runs outside any lock; index functions run under one shard's lock; neither
+//!   may call back into the store.
 //! - Each write is atomic within its shard: a reader sees an object and its index entries both
 //!   before or both after a write, never half of it. Objects are immutable `Arc`s, so a reader
 //!   can never see a torn object either.
@@ -64,7 +66,7 @@ pub const MAX_SHARDS: usize = 1024;
 /// index queries visit every shard.
 pub fn default_shard_count() -> usize {
     let cpus = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
-    cpus.saturating_mul(4).next_power_of_two().clamp(16, 64)
+    cpus.saturating_mul(4).clamp(16, 64).next_power_of_two()
 }
 
 /// A thread-safe cache of objects keyed by [`ObjectKey`], split into shards.
@@ -76,8 +78,8 @@ pub struct Store<T> {
     /// Always a power of two long, so `hash & (len - 1)` picks a shard.
     shards: Box<[RwLock<Shard<T>>]>,
     /// Picks a key's shard. std's SipHash with per-store random keys: object names are chosen
-    /// by cluster users, and a keyed hash stops them from piling objects into one shard; its
-    /// ~20 ns per short key is noise next to decoding the object it stores.
+    /// by cluster users, and a keyed hash stops them from piling objects into one shard; hashing
+    /// a short key costs little next to decoding the object being stored.
     hasher: RandomState,
     indexers: Vec<Indexer<T>>,
     transform: Option<TransformFn<T>>,
@@ -194,7 +196,8 @@ impl<T: Cacheable> Store<T> {
     /// shards may already be new and others still old; a `list()` taken then can mix the two
     /// lists. Every object it returns is a complete state the server once held.
     ///
-    /// Duplicate keys in `items` keep the last. The first replace marks the store synced.
+    /// Duplicate keys in `items` keep the last. The first replace marks the store synced;
+    /// `resource_version` becomes the last synced one (unless empty, as for events).
     pub fn replace(
         &self,
         items: impl IntoIterator<Item = T>,
@@ -218,7 +221,7 @@ impl<T: Cacheable> Store<T> {
             // Freed after the lock is released, so readers do not wait for deallocation.
             drop(old);
         }
-        *self.resource_version.lock() = resource_version.to_owned();
+        self.advance_resource_version(resource_version);
         self.synced.store(true, Ordering::Release);
         diff
     }
