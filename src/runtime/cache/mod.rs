@@ -11,7 +11,8 @@
 //! - A relist ([`Store::replace`]) reports what changed as a [`ReplaceDiff`], with
 //!   [`Tombstone`]s for objects that vanished unseen.
 //!
-//! `docs/runtime.md` ("Cache") explains the design for readers new to informers.
+//! `docs/runtime.md` ("Cache") explains the design for readers new to informers;
+//! `tests/cache_walkthrough.rs` shows the store used as an informer uses it, step by step.
 //!
 //! | file | what it holds |
 //! |---|---|
