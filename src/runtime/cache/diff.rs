@@ -133,11 +133,8 @@ pub(crate) fn merge_shard<T: Cacheable>(
     let mut merged = Vec::with_capacity(listed.len());
     for (key, new) in listed {
         // Cached keys ordered before `key` are missing from the list: deleted.
-        while let Some((gone, last_known)) = cached.next_if(|(cached_key, _)| **cached_key < key) {
-            diff.deleted.push(Tombstone {
-                key: gone.clone(),
-                last_known: Arc::clone(last_known),
-            });
+        while let Some(gone) = cached.next_if(|(cached_key, _)| **cached_key < key) {
+            diff.deleted.push(tombstone(gone));
         }
         let kept = match cached.next_if(|(cached_key, _)| **cached_key == key) {
             None => {
@@ -155,15 +152,19 @@ pub(crate) fn merge_shard<T: Cacheable>(
         };
         merged.push((key, kept));
     }
-    for (gone, last_known) in cached {
-        diff.deleted.push(Tombstone {
-            key: gone.clone(),
-            last_known: Arc::clone(last_known),
-        });
-    }
+    // Cached keys after the last listed one are missing too.
+    diff.deleted.extend(cached.map(tombstone));
     // Built from sorted input, a BTreeMap packs its nodes full, smaller than one grown by
     // inserts.
     merged.into_iter().collect()
+}
+
+/// The tombstone of a cached entry missing from a new list.
+fn tombstone<T>((key, last_known): (&ObjectKey, &Arc<T>)) -> Tombstone<T> {
+    Tombstone {
+        key: key.clone(),
+        last_known: Arc::clone(last_known),
+    }
 }
 
 /// Whether the server's resourceVersions say `old` and `new` are the same state. An empty

@@ -342,3 +342,10 @@ fn full_api_objects_are_cacheable_too() {
     assert!(store.get(&ObjectKey::new("default", "pi")).is_some());
     assert_eq!(store.last_sync_resource_version().as_deref(), Some("7"));
 }
+
+#[test]
+fn a_store_can_be_shared_between_threads() {
+    fn assert_send_sync<S: Send + Sync>() {}
+    assert_send_sync::<Store<Pod>>();
+    assert_send_sync::<Store<crate::api::Job>>();
+}
