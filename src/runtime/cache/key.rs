@@ -14,16 +14,18 @@
 use std::cmp::Ordering;
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
-/// A compact `(namespace, name)` pair: one heap string holding `namespace/name`, and the length
-/// of the namespace prefix.
+/// A compact `(namespace, name)` pair: one shared, immutable string holding `namespace/name`,
+/// and the length of the namespace prefix.
 ///
-/// One allocation instead of two, and 24 bytes inline, because a key is stored once per cached
-/// object (and once more per index entry), so its size is paid 100,000 times in a large cluster.
+/// The same key is held by a projection, the cache's map, its index entries and the workqueue,
+/// so cloning one only bumps a reference count: the text exists once however many hold it. A
+/// key is 24 bytes inline, which matters when 100,000 objects are cached.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct ObjectKey {
     /// `namespace/name`, or `name` alone for a cluster-scoped object.
-    text: Box<str>,
+    text: Arc<str>,
     /// Bytes of `text` before the `/`; 0 for a cluster-scoped object.
     namespace_len: u32,
 }
@@ -56,7 +58,7 @@ impl ObjectKey {
         text.push('/');
         text.push_str(name);
         ObjectKey {
-            text: text.into_boxed_str(),
+            text: text.into(),
             // Kubernetes caps namespaces at 63 bytes. A namespace over 4 GiB cannot occur; it
             // would leave the whole text as a cluster-scoped name rather than panic.
             namespace_len: u32::try_from(namespace.len()).unwrap_or(0),
