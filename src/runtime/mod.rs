@@ -2,8 +2,11 @@
 //!
 //! - [`workqueue`]: a de-duplicating, delaying, rate-limited queue of keys that worker tasks
 //!   take work from (client-go's `util/workqueue`, in async Rust).
+//! - [`cache`]: the sharded, indexed object cache the reflector writes and workers read
+//!   (client-go's `ThreadSafeStore` and `Indexer`).
 //!
-//! Still to come (issue #5): the reflector (list-then-watch state machine), the sharded cache,
-//! the shared informer and the worker loop.
+//! Still to come (issue #5): the reflector (list-then-watch state machine), the shared informer
+//! and the worker loop.
 
+pub mod cache;
 pub mod workqueue;

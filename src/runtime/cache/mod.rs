@@ -1,0 +1,39 @@
+//! The informer's object cache: a sharded, indexed, thread-safe map from [`ObjectKey`] to
+//! `Arc<T>` (client-go's `ThreadSafeStore` + `Indexer`), written by the reflector and read by
+//! workers.
+//!
+//! Contract:
+//! - Generic over any [`Cacheable`] `T`: full API objects (every `HasMetadata` type) or a
+//!   compact projection a controller decodes straight from the wire.
+//! - Objects are stored as immutable `Arc<T>`; a write replaces the `Arc`, never mutates it.
+//! - The store is synchronous; no method holds a lock when it returns, and none holds two locks
+//!   at once (see `store.rs` for the lock discipline).
+//! - A relist ([`Store::replace`]) reports what changed as a [`ReplaceDiff`], with
+//!   [`Tombstone`]s for objects that vanished unseen.
+//!
+//! `docs/runtime.md` ("Cache") explains the design for readers new to informers;
+//! `tests/cache_walkthrough.rs` shows the store used as an informer uses it, step by step.
+//!
+//! | file | what it holds |
+//! |---|---|
+//! | `key.rs` | [`ObjectKey`], [`ParseKeyError`] |
+//! | `cacheable.rs` | [`Cacheable`], implemented for every `HasMetadata` type |
+//! | `index.rs` | [`IndexFn`] and the per-shard `(value, key)` index entries |
+//! | `shard.rs` | one shard's objects and index entries, without locking |
+//! | `diff.rs` | [`ReplaceDiff`], [`Updated`], [`Tombstone`], [`Deleted`]; the relist merge |
+//! | `store.rs` | [`Store`], [`StoreBuilder`], [`Applied`], [`UnknownIndex`] |
+
+mod cacheable;
+mod diff;
+mod index;
+mod key;
+mod shard;
+mod store;
+
+pub use cacheable::Cacheable;
+pub use diff::{Deleted, ReplaceDiff, Tombstone, Updated};
+pub use index::IndexFn;
+pub use key::{ObjectKey, ParseKeyError};
+pub use store::{
+    default_shard_count, Applied, Store, StoreBuilder, TransformFn, UnknownIndex, MAX_SHARDS,
+};
