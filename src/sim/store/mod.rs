@@ -174,14 +174,7 @@ impl Store {
         name: &str,
     ) -> Result<Arc<Value>, StoreError> {
         let key = self.key(resource, namespace, name);
-        let state = self.state.lock();
-        state.objects[resource.0]
-            .get(&key)
-            .cloned()
-            .ok_or_else(|| StoreError::NotFound {
-                resource,
-                name: name.to_string(),
-            })
+        self.state.lock().existing(resource, &key, name)
     }
 
     /// Opens a watch on `resource` for objects passing `filter`.
@@ -319,6 +312,22 @@ struct Write {
 }
 
 impl State {
+    /// The stored object at `key`, or the NotFound every read and write of a missing object gets.
+    fn existing(
+        &self,
+        resource: ResourceId,
+        key: &str,
+        name: &str,
+    ) -> Result<Arc<Value>, StoreError> {
+        self.objects[resource.0]
+            .get(key)
+            .cloned()
+            .ok_or_else(|| StoreError::NotFound {
+                resource,
+                name: name.to_string(),
+            })
+    }
+
     /// Commits one write: assigns the next resourceVersion, updates the object map, appends the
     /// change to the history, offers it to watchers and, for deletions, logs the final state.
     fn commit(&mut self, def: &ResourceDef, write: Write, at: DateTime<Utc>) -> Arc<Value> {

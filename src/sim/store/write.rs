@@ -131,13 +131,7 @@ impl Store {
         let key = self.key(resource, namespace, name);
         let now = self.clock.now();
         let mut state = self.state.lock();
-        let existing = state.objects[resource.0]
-            .get(&key)
-            .cloned()
-            .ok_or_else(|| StoreError::NotFound {
-                resource,
-                name: name.to_string(),
-            })?;
+        let existing = state.existing(resource, &key, name)?;
         let requested = incoming(&existing)?;
         check_preconditions(resource, name, &existing, &requested)?;
         let updated = merge_update(def, &existing, requested, target);
