@@ -35,6 +35,9 @@ pub mod metrics;
 pub mod source;
 pub mod state;
 
+#[cfg(test)]
+mod tests;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -351,30 +354,25 @@ where
                     break WatchEnd::Closed;
                 }
             };
-            events += 1;
             self.metrics.event(event.event_type());
-            if let Some(object) = event.object() {
-                let rv = object.resource_version();
-                if !rv.is_empty() {
-                    rv.clone_into(&mut resource_version);
-                }
-            }
             let delivered = match event {
                 WatchEvent::Added(o) => ReflectorEvent::Added(o),
                 WatchEvent::Modified(o) => ReflectorEvent::Modified(o),
                 WatchEvent::Deleted(o) => ReflectorEvent::Deleted(o),
-                WatchEvent::Bookmark(b) => {
-                    resource_version.clone_from(&b.metadata.resource_version);
-                    ReflectorEvent::Bookmark {
-                        resource_version: b.metadata.resource_version,
-                    }
-                }
+                WatchEvent::Bookmark(b) => ReflectorEvent::Bookmark {
+                    resource_version: b.metadata.resource_version,
+                },
                 WatchEvent::Error(status) => {
                     let error = Error::from(*status);
                     tracing::debug!(%error, "watch ended by an ERROR event");
+                    // Not counted in `events`: a watch refused at once is still a short one.
                     break WatchEnd::from_error(&error);
                 }
             };
+            events += 1;
+            if let Some(rv) = resource_version_of(&delivered).filter(|rv| !rv.is_empty()) {
+                rv.clone_into(&mut resource_version);
+            }
             self.sink.apply(delivered);
         };
         Followed {
@@ -382,6 +380,17 @@ where
             end,
             events,
         }
+    }
+}
+
+/// The resourceVersion a watch event moves the reflector to.
+fn resource_version_of<T: Cacheable>(event: &ReflectorEvent<T>) -> Option<&str> {
+    match event {
+        ReflectorEvent::Added(o) | ReflectorEvent::Modified(o) | ReflectorEvent::Deleted(o) => {
+            Some(o.resource_version())
+        }
+        ReflectorEvent::Bookmark { resource_version } => Some(resource_version),
+        ReflectorEvent::Replaced { .. } => None,
     }
 }
 
