@@ -129,7 +129,7 @@ async fn lists_then_watches_and_follows_every_change() {
     assert_eq!(
         log[0],
         Seen::Replaced {
-            count: 3,
+            keys: vec!["a/x".into(), "a/y".into(), "a/z".into()],
             resource_version: listed_at.clone()
         }
     );
@@ -431,7 +431,7 @@ async fn a_watch_list_replaces_list_and_watch_with_one_request() {
         .await;
     let log = running.sink.log();
     assert!(
-        matches!(&log[0], Seen::Replaced { count: 2, .. }),
+        matches!(&log[0], Seen::Replaced { keys, .. } if keys.len() == 2),
         "{log:?}"
     );
     assert!(
