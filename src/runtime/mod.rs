@@ -7,8 +7,7 @@
 //! - [`reflector`]: lists then watches one resource and reports what it sees to a sink
 //!   (client-go's `Reflector`, kube-rs' `watcher`).
 //!
-//! Still to come (issue #5): the reflector (list-then-watch state machine), the shared informer
-//! and the worker loop.
+//! Still to come (issue #5): the shared informer and the worker loop.
 
 pub mod cache;
 pub mod reflector;
