@@ -28,6 +28,35 @@
 //!
 //! Time is tokio's and randomness comes from a seed you can set ([`ReflectorConfig::seed`]),
 //! so a test on the paused clock can predict every request and delay.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use kube_gc::api::Job;
+//! use kube_gc::client::{Api, Client};
+//! use kube_gc::runtime::reflector::{Reflector, ReflectorConfig, ReflectorEvent, ReflectorSink};
+//! use tokio_util::sync::CancellationToken;
+//!
+//! struct Print;
+//! impl ReflectorSink<Job> for Print {
+//!     fn apply(&self, event: ReflectorEvent<Job>) {
+//!         match event {
+//!             ReflectorEvent::Replaced { objects, resource_version } => {
+//!                 println!("{} jobs at {resource_version}", objects.len())
+//!             }
+//!             other => println!("{other:?}"),
+//!         }
+//!     }
+//! }
+//!
+//! # async fn example(client: Client) {
+//! let reflector = Reflector::new(Api::<Job>::all(client), ReflectorConfig::default());
+//! let cancel = CancellationToken::new();
+//! // The task runs until `cancel` fires; keep the handle to join it.
+//! let task = tokio::spawn(reflector.run(Arc::new(Print), cancel.clone()));
+//! # cancel.cancel();
+//! # let _ = task.await;
+//! # }
+//! ```
 
 pub mod backoff;
 pub mod event;
