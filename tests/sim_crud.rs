@@ -578,3 +578,41 @@ async fn malformed_bodies_and_missing_objects() {
     .await;
     assert_eq!(code, 415);
 }
+
+#[tokio::test]
+async fn metadata_a_real_server_could_not_decode_is_refused_with_400() {
+    let server = start(SimConfig::default()).await;
+    let http = client();
+
+    let mut numeric_label = job("numeric-label");
+    numeric_label["metadata"]["labels"] = json!({"team": 5});
+    let (code, status) = send(http.post(url(&server, JOBS)).json(&numeric_label)).await;
+    assert_eq!(code, 400);
+    assert_eq!(status["reason"], "BadRequest");
+    assert_eq!(
+        status["message"],
+        "Job in version \"v1\" cannot be handled as a Job: json: cannot unmarshal number into \
+         Go struct field ObjectMeta.metadata.labels of type string"
+    );
+
+    create_job(&server, "patched");
+    let patch = http
+        .patch(url(&server, &format!("{JOBS}/patched")))
+        .header("Content-Type", "application/merge-patch+json")
+        .body(r#"{"metadata":{"finalizers":"not-a-list"}}"#);
+    let (code, status) = send(patch).await;
+    assert_eq!(code, 400);
+    assert!(
+        status["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("ObjectMeta.metadata.finalizers of type []string")),
+        "{status}"
+    );
+    let stored = server
+        .get(&jobs(), Some("capture"), "patched")
+        .expect("still there");
+    assert!(
+        stored["metadata"].get("finalizers").is_none(),
+        "nothing was written"
+    );
+}

@@ -5,6 +5,12 @@
 //! ownerReferences (exchange 35), more than one controller reference, a changed uid on update,
 //! and new finalizers on an object that is being deleted. Everything else a real server
 //! validates (pod specs, label syntax, …) is accepted as is.
+//!
+//! Before validation comes decoding: the real server decodes a request body into Go structs, so a
+//! metadata field of the wrong JSON type (a number as a label value, a string as the finalizer
+//! list) is refused with 400 BadRequest and a `json: cannot unmarshal …` message before any rule
+//! runs. [`check_metadata_types`] does that for the metadata fields clients decode with fixed
+//! types, so nothing the sim stores could fail to decode in a real client.
 
 use serde_json::Value;
 
@@ -42,6 +48,90 @@ fn is_dns1123_subdomain(name: &str) -> bool {
 /// RBAC objects (and a few others) only need names that are valid URL path segments.
 fn is_path_segment(name: &str) -> bool {
     name != "." && name != ".." && !name.contains('/') && !name.contains('%')
+}
+
+/// The JSON type name Go's decoder uses in its error messages.
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// The first metadata field whose JSON type a Go `ObjectMeta` could not decode, as
+/// `(offending value, field path, Go type)`.
+fn mistyped_metadata_field(
+    meta: &serde_json::Map<String, Value>,
+) -> Option<(&Value, String, &'static str)> {
+    for field in ["labels", "annotations"] {
+        match meta.get(field) {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(map)) => {
+                if let Some(v) = map.values().find(|v| !v.is_string()) {
+                    return Some((v, format!("ObjectMeta.metadata.{field}"), "string"));
+                }
+            }
+            Some(other) => {
+                return Some((
+                    other,
+                    format!("ObjectMeta.metadata.{field}"),
+                    "map[string]string",
+                ))
+            }
+        }
+    }
+    match meta.get("finalizers") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(items)) => {
+            if let Some(v) = items.iter().find(|v| !v.is_string()) {
+                return Some((v, "ObjectMeta.metadata.finalizers".into(), "string"));
+            }
+        }
+        Some(other) => return Some((other, "ObjectMeta.metadata.finalizers".into(), "[]string")),
+    }
+    match meta.get("ownerReferences") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(items)) => items.iter().find(|v| !v.is_object()).map(|v| {
+            (
+                v,
+                "ObjectMeta.metadata.ownerReferences".into(),
+                "v1.OwnerReference",
+            )
+        }),
+        Some(other) => Some((
+            other,
+            "ObjectMeta.metadata.ownerReferences".into(),
+            "[]v1.OwnerReference",
+        )),
+    }
+}
+
+/// Refuses a body whose metadata a real server could not decode, with the message its decoder
+/// gives (`Job in version "v1" cannot be handled as a Job: json: cannot unmarshal number into Go
+/// struct field ObjectMeta.metadata.labels of type string`).
+pub fn check_metadata_types(def: &ResourceDef, obj: &Value) -> Result<(), String> {
+    let Some(meta) = obj.get("metadata") else {
+        return Ok(());
+    };
+    let problem = match meta {
+        Value::Object(meta) => mistyped_metadata_field(meta),
+        Value::Null => None,
+        other => Some((other, "metadata".to_string(), "v1.ObjectMeta")),
+    };
+    match problem {
+        None => Ok(()),
+        Some((value, field, go_type)) => Err(format!(
+            "{kind} in version \"{version}\" cannot be handled as a {kind}: json: cannot unmarshal \
+             {found} into Go struct field {field} of type {go_type}",
+            kind = def.kind,
+            version = def.version,
+            found = json_type(value),
+        )),
+    }
 }
 
 /// Checks a new object (after `generateName` has been resolved).

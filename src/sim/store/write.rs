@@ -43,6 +43,7 @@ impl Store {
         dry_run: bool,
     ) -> Result<Arc<Value>, StoreError> {
         let def = self.def(resource);
+        validation::check_metadata_types(def, &obj).map_err(StoreError::BadRequest)?;
         let namespace = if def.namespaced {
             Some(self.request_namespace(namespace, &obj)?)
         } else {
@@ -133,6 +134,7 @@ impl Store {
         let mut state = self.state.lock();
         let existing = state.existing(resource, &key, name)?;
         let requested = incoming(&existing)?;
+        validation::check_metadata_types(def, &requested).map_err(StoreError::BadRequest)?;
         check_preconditions(resource, name, &existing, &requested)?;
         let updated = merge_update(def, &existing, requested, target);
         let errors = validation::validate_update(&existing, &updated);
