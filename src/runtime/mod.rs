@@ -6,10 +6,16 @@
 //!   (client-go's `ThreadSafeStore` and `Indexer`).
 //! - [`reflector`]: lists then watches one resource and reports what it sees to a sink
 //!   (client-go's `Reflector`, kube-rs' `watcher`).
+//! - [`informer`]: the shared informer — a reflector's events written to a cache and fanned out
+//!   to event handlers, each on its own task (client-go's `SharedIndexInformer`).
+//! - [`controller`]: the worker loop every controller runs — wait for caches, then N workers
+//!   taking keys from a workqueue and reconciling them, with retries and clean shut-down.
 //!
 //! Still to come (issue #5): the reflector (list-then-watch state machine), the shared informer
 //! and the worker loop.
 
 pub mod cache;
+pub mod controller;
+pub mod informer;
 pub mod reflector;
 pub mod workqueue;
