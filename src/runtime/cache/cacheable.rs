@@ -41,6 +41,32 @@ impl<T: HasMetadata> Cacheable for T {
     }
 }
 
+/// A dynamic object (any resource, decoded as plain JSON) is keyed and versioned by the same
+/// `metadata` fields; missing fields read as empty, like a typed object's.
+impl Cacheable for serde_json::Value {
+    fn cache_key(&self) -> ObjectKey {
+        ObjectKey::new(
+            json_str(self, "/metadata/namespace"),
+            json_str(self, "/metadata/name"),
+        )
+    }
+
+    fn resource_version(&self) -> &str {
+        json_str(self, "/metadata/resourceVersion")
+    }
+
+    fn uid(&self) -> &str {
+        json_str(self, "/metadata/uid")
+    }
+}
+
+fn json_str<'a>(value: &'a serde_json::Value, pointer: &str) -> &'a str {
+    value
+        .pointer(pointer)
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,5 +102,17 @@ mod tests {
         assert_eq!(key.to_string(), "node-1");
         assert_eq!(key.namespace(), None);
         assert_eq!(node.resource_version(), "");
+    }
+
+    #[test]
+    fn a_dynamic_object_is_keyed_from_its_metadata() {
+        let job = serde_json::json!({"metadata": {
+            "name": "pi", "namespace": "batch", "uid": "u-2", "resourceVersion": "7"}});
+        assert_eq!(job.cache_key().to_string(), "batch/pi");
+        assert_eq!(job.resource_version(), "7");
+        assert_eq!(job.uid(), "u-2");
+        let bare = serde_json::json!({"metadata": {"name": "node-1"}});
+        assert_eq!(bare.cache_key().to_string(), "node-1");
+        assert_eq!(bare.resource_version(), "");
     }
 }

@@ -1,7 +1,409 @@
-//! The reflector: lists a resource, then watches it, and reports what it learns to a sink.
+//! The reflector: lists one resource, then watches it, and reports everything it learns to a
+//! sink, for as long as it runs (client-go's `Reflector`, kube-rs' `watcher`).
 //!
-//! The event type and the sink trait are in [`event`]; the list-then-watch loop is being built.
+//! ```text
+//!   API server ──LIST / WATCH──▶ Reflector::run ──ReflectorEvent──▶ sink (the informer)
+//! ```
+//!
+//! Contract:
+//! - The first thing the sink sees is a [`ReflectorEvent::Replaced`] with the complete list;
+//!   then watch events in the order the server sent them. After a 410 (the server no longer has
+//!   the history to resume from) the sink sees another `Replaced` and computes what changed
+//!   meanwhile from the difference; nothing in between is lost or repeated, as long as the
+//!   server keeps its promise that a watch from version N delivers every change after N.
+//! - Lists are paged ([`ReflectorConfig::page_size`], 500) and ask for resourceVersions as
+//!   client-go does ([`ListFrom`]); watches ask for bookmarks and a random timeout between
+//!   [`ReflectorConfig::min_watch_timeout`] and twice that (5–10 min), so that many clients do
+//!   not all reconnect at the same moment.
+//! - With [`ReflectorConfig::use_watch_list`], a list is a streaming list (WatchList,
+//!   `sendInitialEvents=true`): one watch request whose first events are the current objects,
+//!   ending at a bookmark annotated `k8s.io/initial-events-end`, after which the same stream is
+//!   the watch. A server that refuses it (422/400, the `WatchList` feature gate off) is not
+//!   asked again; any other failure falls back to a paged list for this time only.
+//! - Failures never end the loop: it backs off ([`Backoff`]: 0.8 s doubling to 30 s, jitter,
+//!   `Retry-After` honoured) and tries again. A malformed watch line is logged, counted and
+//!   skipped. Only the cancellation token ends [`Reflector::run`].
+//! - The states and the decisions between them are in [`state`], pure and tested without I/O;
+//!   this module does the I/O. [`ReflectorMetrics`] counts what happened.
+//!
+//! Time is tokio's and randomness comes from a seed you can set ([`ReflectorConfig::seed`]),
+//! so a test on the paused clock can predict every request and delay.
 
+pub mod backoff;
 pub mod event;
+pub mod metrics;
+pub mod source;
+pub mod state;
 
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::api::WatchEvent;
+use crate::client::{ApiErrorKind, Error, ListParams, WatchParams};
+use crate::runtime::cache::Cacheable;
+
+pub use backoff::{Backoff, BackoffConfig};
 pub use event::{ReflectorEvent, ReflectorSink};
+pub use metrics::{MetricsSnapshot, ReflectorMetrics};
+pub use source::{EventStream, ListWatch, MetadataOnly};
+pub use state::{ListFrom, Next, State, WatchEnd};
+
+/// A watch shorter than this that delivered nothing counts as a failure (client-go).
+pub const MIN_HEALTHY_WATCH: Duration = Duration::from_secs(1);
+
+/// How a reflector lists and watches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReflectorConfig {
+    /// Objects per list page (client-go: 500).
+    pub page_size: u32,
+    /// Only objects whose labels match.
+    pub label_selector: Option<String>,
+    /// Only objects whose fields match.
+    pub field_selector: Option<String>,
+    /// Each watch asks the server to end it after a random time in `[min, 2 × min)` (client-go:
+    /// 5 min).
+    pub min_watch_timeout: Duration,
+    /// List with a streaming list (WatchList) when the server supports it.
+    pub use_watch_list: bool,
+    /// Delays after failures.
+    pub backoff: BackoffConfig,
+    /// Seed of the jitter and the watch timeouts; `None` seeds from the operating system.
+    pub seed: Option<u64>,
+}
+
+impl Default for ReflectorConfig {
+    fn default() -> Self {
+        ReflectorConfig {
+            page_size: 500,
+            label_selector: None,
+            field_selector: None,
+            min_watch_timeout: Duration::from_secs(300),
+            use_watch_list: false,
+            backoff: BackoffConfig::default(),
+            seed: None,
+        }
+    }
+}
+
+/// Lists then watches one resource through a [`ListWatch`], reporting to a sink.
+#[derive(Debug)]
+pub struct Reflector<L> {
+    source: L,
+    config: ReflectorConfig,
+    metrics: Arc<ReflectorMetrics>,
+}
+
+impl<L: ListWatch> Reflector<L>
+where
+    L::Object: Cacheable,
+{
+    /// A reflector over `source`.
+    pub fn new(source: L, config: ReflectorConfig) -> Self {
+        Reflector {
+            source,
+            config,
+            metrics: Arc::default(),
+        }
+    }
+
+    /// The counters, shared: they keep counting while [`run`](Self::run) runs.
+    pub fn metrics(&self) -> Arc<ReflectorMetrics> {
+        Arc::clone(&self.metrics)
+    }
+
+    /// Lists, watches, relists and backs off until `cancel` fires, delivering every event to
+    /// `sink`. Cancellation takes effect at once, whatever the loop is waiting for.
+    pub async fn run<S>(self, sink: Arc<S>, cancel: CancellationToken)
+    where
+        S: ReflectorSink<L::Object> + ?Sized,
+    {
+        let mut rng = match self.config.seed {
+            Some(seed) => StdRng::seed_from_u64(seed),
+            None => StdRng::from_os_rng(),
+        };
+        let mut run = Run {
+            backoff: Backoff::new(self.config.backoff, StdRng::from_rng(&mut rng)),
+            rng,
+            watch_list_supported: self.config.use_watch_list,
+            source: self.source,
+            config: self.config,
+            metrics: self.metrics,
+            sink: &*sink,
+        };
+        let mut state = State::Listing {
+            from: ListFrom::AnyCached,
+        };
+        loop {
+            tracing::trace!(?state, "reflector state");
+            state = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return,
+                next = run.step(state) => next,
+            };
+        }
+    }
+}
+
+/// The loop's working state: what it owns while it runs.
+struct Run<'s, L: ListWatch, S: ?Sized> {
+    source: L,
+    config: ReflectorConfig,
+    metrics: Arc<ReflectorMetrics>,
+    sink: &'s S,
+    backoff: Backoff,
+    /// Draws the watch timeouts.
+    rng: StdRng,
+    /// WatchList is enabled and the server has not refused it.
+    watch_list_supported: bool,
+}
+
+/// How following a watch stream ended.
+struct Followed {
+    /// The last resourceVersion seen.
+    resource_version: String,
+    end: WatchEnd,
+    /// Events received, bookmarks included.
+    events: u64,
+}
+
+impl<L, S> Run<'_, L, S>
+where
+    L: ListWatch,
+    L::Object: Cacheable,
+    S: ReflectorSink<L::Object> + ?Sized,
+{
+    /// Does what `state` waits for and answers the next state.
+    async fn step(&mut self, state: State) -> State {
+        match state {
+            State::Listing { from } => self.list(from).await,
+            State::Watching { resource_version } => self.watch(resource_version).await,
+            State::BackingOff { delay, then } => {
+                tokio::time::sleep(delay).await;
+                *then
+            }
+        }
+    }
+
+    /// Turns a decision into a state, drawing the delay of a backoff.
+    fn resolve(&mut self, next: Next) -> State {
+        match next {
+            Next::Go(state) => state,
+            Next::BackOff { then, retry_after } => {
+                self.metrics.backed_off();
+                let delay = self.backoff.next_delay(retry_after);
+                tracing::debug!(?delay, next = ?then, "reflector backing off");
+                State::BackingOff {
+                    delay,
+                    then: Box::new(then),
+                }
+            }
+        }
+    }
+
+    /// `Listing`: a streaming list if enabled, else (or if it fails) a paged LIST.
+    async fn list(&mut self, from: ListFrom) -> State {
+        if self.watch_list_supported {
+            match self.stream_list().await {
+                Some(next) => return self.resolve(next),
+                None => self.metrics.watch_list_fell_back(),
+            }
+        }
+        let params = ListParams {
+            label_selector: self.config.label_selector.clone(),
+            field_selector: self.config.field_selector.clone(),
+            limit: Some(self.config.page_size),
+            resource_version: from.resource_version().map(str::to_owned),
+            ..ListParams::default()
+        };
+        let next = match self.source.list(&params).await {
+            Ok(list) => {
+                let resource_version = list.metadata.resource_version.unwrap_or_default();
+                self.deliver_list(list.items, resource_version.clone());
+                state::after_list(&from, Ok(resource_version))
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, ?from, "reflector list failed");
+                state::after_list(&from, Err(&e))
+            }
+        };
+        self.resolve(next)
+    }
+
+    fn deliver_list(&self, objects: Vec<L::Object>, resource_version: String) {
+        self.metrics.listed();
+        self.sink.apply(ReflectorEvent::Replaced {
+            objects,
+            resource_version,
+        });
+    }
+
+    /// A streaming list, then the watch on the same stream. `None` if the list could not be
+    /// completed and a paged LIST must be made instead.
+    async fn stream_list(&mut self) -> Option<Next> {
+        self.metrics.watch_list_started();
+        self.metrics.watch_started();
+        let params = WatchParams {
+            send_initial_events: true,
+            ..self.watch_params(None)
+        };
+        let mut stream = match self.source.watch(&params).await {
+            Ok(stream) => stream,
+            Err(e) => {
+                if refuses_watch_list(&e) {
+                    tracing::info!(error = %e, "the API server refuses streaming lists; using LIST from now on");
+                    self.watch_list_supported = false;
+                } else {
+                    tracing::warn!(error = %e, "streaming list failed; falling back to LIST");
+                }
+                return None;
+            }
+        };
+        let mut objects = Vec::new();
+        let resource_version = loop {
+            let item = stream.next().await;
+            match item {
+                Some(Ok(WatchEvent::Added(object))) => objects.push(object),
+                Some(Ok(WatchEvent::Bookmark(b))) if b.is_initial_events_end() => {
+                    break b.metadata.resource_version;
+                }
+                // An ordinary bookmark cannot be trusted before the initial set is complete.
+                Some(Ok(WatchEvent::Bookmark(_))) => {}
+                other => {
+                    // Anything else means the initial set is incomplete: a skipped line would be
+                    // an object missing from the cache until it next changes.
+                    if let Some(Err(e)) = &other {
+                        if is_malformed(e) {
+                            self.metrics.malformed_event();
+                        }
+                    }
+                    tracing::warn!(event = ?other.map(|r| r.map(|e| e.event_type())), "streaming list ended before its initial events did; falling back to LIST");
+                    return None;
+                }
+            }
+        };
+        self.deliver_list(objects, resource_version.clone());
+        let followed = self.follow(stream, resource_version).await;
+        // The initial events arrived, so this watch was not a "very short" one.
+        Some(state::after_watch(
+            followed.resource_version,
+            followed.end,
+            true,
+        ))
+    }
+
+    /// `Watching`: opens a watch from `resource_version` and follows it to its end.
+    async fn watch(&mut self, resource_version: String) -> State {
+        self.metrics.watch_started();
+        let params = self.watch_params(Some(resource_version.clone()));
+        let started = Instant::now();
+        let next = match self.source.watch(&params).await {
+            Ok(stream) => {
+                let followed = self.follow(stream, resource_version).await;
+                let healthy = followed.events > 0 || started.elapsed() >= MIN_HEALTHY_WATCH;
+                state::after_watch(followed.resource_version, followed.end, healthy)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, %resource_version, "reflector watch failed");
+                state::after_watch(resource_version, WatchEnd::from_error(&e), false)
+            }
+        };
+        self.resolve(next)
+    }
+
+    fn watch_params(&mut self, resource_version: Option<String>) -> WatchParams {
+        let min = self.config.min_watch_timeout.as_secs_f64();
+        let timeout = min * (1.0 + self.rng.random::<f64>());
+        WatchParams {
+            label_selector: self.config.label_selector.clone(),
+            field_selector: self.config.field_selector.clone(),
+            resource_version,
+            timeout_seconds: Some(timeout as u32),
+            allow_bookmarks: true,
+            send_initial_events: false,
+        }
+    }
+
+    /// Delivers the events of `stream` until it ends, tracking the last resourceVersion.
+    async fn follow(
+        &mut self,
+        mut stream: EventStream<L::Object>,
+        mut resource_version: String,
+    ) -> Followed {
+        let mut events = 0;
+        let end = loop {
+            let event = match stream.next().await {
+                None => break WatchEnd::Closed,
+                Some(Ok(event)) => event,
+                Some(Err(e)) if is_malformed(&e) => {
+                    self.metrics.malformed_event();
+                    tracing::warn!(error = %e, "skipping a malformed watch event");
+                    continue;
+                }
+                Some(Err(e)) => {
+                    // The connection broke: the stream is over, the resourceVersion still good.
+                    tracing::debug!(error = %e, "watch stream ended by an error");
+                    break WatchEnd::Closed;
+                }
+            };
+            self.metrics.event(event.event_type());
+            let delivered = match event {
+                WatchEvent::Added(o) => ReflectorEvent::Added(o),
+                WatchEvent::Modified(o) => ReflectorEvent::Modified(o),
+                WatchEvent::Deleted(o) => ReflectorEvent::Deleted(o),
+                WatchEvent::Bookmark(b) => ReflectorEvent::Bookmark {
+                    resource_version: b.metadata.resource_version,
+                },
+                WatchEvent::Error(status) => {
+                    let error = Error::from(*status);
+                    tracing::debug!(%error, "watch ended by an ERROR event");
+                    // Not counted in `events`: a watch refused at once is still a short one.
+                    break WatchEnd::from_error(&error);
+                }
+            };
+            events += 1;
+            if let Some(rv) = resource_version_of(&delivered).filter(|rv| !rv.is_empty()) {
+                rv.clone_into(&mut resource_version);
+            }
+            self.sink.apply(delivered);
+        };
+        Followed {
+            resource_version,
+            end,
+            events,
+        }
+    }
+}
+
+/// The resourceVersion a watch event moves the reflector to.
+fn resource_version_of<T: Cacheable>(event: &ReflectorEvent<T>) -> Option<&str> {
+    match event {
+        ReflectorEvent::Added(o) | ReflectorEvent::Modified(o) | ReflectorEvent::Deleted(o) => {
+            Some(o.resource_version())
+        }
+        ReflectorEvent::Bookmark { resource_version } => Some(resource_version),
+        ReflectorEvent::Replaced { .. } => None,
+    }
+}
+
+/// A watch item that is bad input, not a broken connection: skip it and read on.
+fn is_malformed(error: &Error) -> bool {
+    matches!(error, Error::Decode { .. } | Error::LineTooLong { .. })
+}
+
+/// The server does not serve streaming lists (the `WatchList` feature gate is off): it rejects
+/// `sendInitialEvents` as an invalid or bad parameter.
+fn refuses_watch_list(error: &Error) -> bool {
+    matches!(
+        error.kind(),
+        Some(ApiErrorKind::Invalid | ApiErrorKind::BadRequest)
+    )
+}

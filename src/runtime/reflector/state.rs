@@ -1,0 +1,337 @@
+//! The reflector's states and the decisions between them, as pure functions with no I/O.
+//!
+//! Each state is named after what the loop is waiting for:
+//!
+//! ```text
+//!            ┌────────── 410 / too large: at once, without a resourceVersion ─────┐
+//!            ▼                                                                    │
+//!   ┌──▶ Listing{from} ──ok──▶ Watching{rv} ──closed, healthy──▶ Watching{rv'}   │
+//!   │        │  ▲                 │  │                                            │
+//!   │  error │  └──── 410 ────────┘  └─ error / short watch ─▶ BackingOff{then} ──┘
+//!   │        ▼
+//!   └─── BackingOff{then: Listing{from}}
+//! ```
+//!
+//! - [`State::Listing`] waits for a complete list; [`ListFrom`] says which resourceVersion it
+//!   asks for (client-go's rules: `0` the first time, the last synced version on a relist, none
+//!   at all once that one is known to be unavailable).
+//! - [`State::Watching`] waits for the events of a watch from a resourceVersion. With WatchList
+//!   enabled a list is a streaming list, whose initial events end at a bookmark; following the
+//!   stream after that bookmark is watching.
+//! - [`State::BackingOff`] waits out a delay, then enters the state it holds.
+//!
+//! The run loop (in the parent module) does the I/O and calls [`after_list`] and
+//! [`after_watch`] to learn where to go next; they answer a [`Next`], and the loop turns a
+//! [`Next::BackOff`] into a [`State::BackingOff`] with a delay from its
+//! [`Backoff`](super::backoff::Backoff).
+
+use std::time::Duration;
+
+use crate::client::{ApiErrorKind, Error};
+
+/// Which resourceVersion a list asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ListFrom {
+    /// `resourceVersion=0`: whatever the API server's watch cache holds. Cheap, possibly a
+    /// little stale; the first list.
+    AnyCached,
+    /// A state at least as new as the last one synced: a relist never goes back in time.
+    LastSynced(String),
+    /// No resourceVersion: a consistent read from etcd. The fallback when the last synced
+    /// version is expired (410) or not yet reached by this API server (504).
+    Latest,
+}
+
+impl ListFrom {
+    /// The `resourceVersion` query value.
+    pub fn resource_version(&self) -> Option<&str> {
+        match self {
+            ListFrom::AnyCached => Some("0"),
+            ListFrom::LastSynced(rv) => Some(rv),
+            ListFrom::Latest => None,
+        }
+    }
+}
+
+/// What the reflector is waiting for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum State {
+    /// A complete list of the resource.
+    Listing {
+        /// The resourceVersion asked for.
+        from: ListFrom,
+    },
+    /// The events of a watch starting after `resource_version`.
+    Watching {
+        /// The last resourceVersion seen: of the list, or of the latest event or bookmark.
+        resource_version: String,
+    },
+    /// The end of a delay after a failure.
+    BackingOff {
+        /// How long.
+        delay: Duration,
+        /// Where to go afterwards.
+        then: Box<State>,
+    },
+}
+
+/// Where to go after a list or a watch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Straight into this state.
+    Go(State),
+    /// Into this state after a backoff delay of at least `retry_after`.
+    BackOff {
+        /// The state to enter after the delay.
+        then: State,
+        /// The wait the server asked for, if any.
+        retry_after: Option<Duration>,
+    },
+}
+
+/// How a watch ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WatchEnd {
+    /// The stream ended: the server's timeout, a cut connection, a restart. Nothing is wrong
+    /// with the resourceVersion, so the next watch resumes from it.
+    Closed,
+    /// 410 (HTTP, or an `ERROR` event): the resourceVersion left the server's window.
+    Expired,
+    /// A failure that may clear up on its own: connection refused, 429, 5xx, server timeout.
+    Retryable {
+        /// The wait the server asked for.
+        retry_after: Option<Duration>,
+    },
+    /// Any other failure (403, a bad request): start over from a list.
+    Failed,
+}
+
+impl WatchEnd {
+    /// How an error that ended (or prevented) a watch is handled.
+    pub fn from_error(error: &Error) -> WatchEnd {
+        if error.is_gone() {
+            WatchEnd::Expired
+        } else if error.is_retryable() {
+            WatchEnd::Retryable {
+                retry_after: error.retry_after(),
+            }
+        } else {
+            WatchEnd::Failed
+        }
+    }
+}
+
+/// Whether a list error means the resourceVersion asked for cannot be served: expired (410) or
+/// ahead of this API server (504 `ResourceVersionTooLarge`).
+pub fn version_unavailable(error: &Error) -> bool {
+    error.is_gone() || error.kind() == Some(ApiErrorKind::ResourceVersionTooLarge)
+}
+
+/// Where to go after a list asked `from` ended with `result` (its resourceVersion, or the
+/// error).
+pub fn after_list(from: &ListFrom, result: Result<String, &Error>) -> Next {
+    match result {
+        Ok(resource_version) => Next::Go(State::Watching { resource_version }),
+        // client-go retries at once with a consistent read: the version is gone for good, so
+        // waiting would not help, and a consistent list always succeeds if the server is up.
+        Err(e) if version_unavailable(e) && *from != ListFrom::Latest => Next::Go(State::Listing {
+            from: ListFrom::Latest,
+        }),
+        Err(e) => Next::BackOff {
+            then: State::Listing { from: from.clone() },
+            retry_after: e.retry_after(),
+        },
+    }
+}
+
+/// Where to go after a watch from (last) `resource_version` ended with `end`. `healthy` is
+/// false for a watch that delivered no event and lasted under a second: a server that closes
+/// every watch at once must not be hammered (client-go's "very short watch").
+pub fn after_watch(resource_version: String, end: WatchEnd, healthy: bool) -> Next {
+    let rewatch = State::Watching {
+        resource_version: resource_version.clone(),
+    };
+    // A relist after a 410 asks for the last synced version, not for a consistent read: the
+    // API server answers it from its watch cache if it can, and `after_list` falls back to a
+    // consistent read if it cannot (client-go does the same).
+    let relist = State::Listing {
+        from: ListFrom::LastSynced(resource_version),
+    };
+    match end {
+        WatchEnd::Closed if healthy => Next::Go(rewatch),
+        WatchEnd::Closed => Next::BackOff {
+            then: rewatch,
+            retry_after: None,
+        },
+        WatchEnd::Expired if healthy => Next::Go(relist),
+        WatchEnd::Expired => Next::BackOff {
+            then: relist,
+            retry_after: None,
+        },
+        WatchEnd::Retryable { retry_after } => Next::BackOff {
+            then: rewatch,
+            retry_after,
+        },
+        WatchEnd::Failed => Next::BackOff {
+            then: relist,
+            retry_after: None,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{Status, StatusReason};
+    use crate::client::ApiError;
+    use http::HeaderMap;
+
+    fn api_error(code: u16, body: &str) -> Error {
+        ApiError::from_response(code, &HeaderMap::new(), body.as_bytes()).into()
+    }
+
+    fn expired() -> Error {
+        api_error(410, r#"{"kind":"Status","reason":"Expired","code":410}"#)
+    }
+
+    fn too_large() -> Error {
+        api_error(
+            504,
+            r#"{"kind":"Status","reason":"Timeout","code":504,"message":"Too large resource version: 9, current: 5","details":{"causes":[{"reason":"ResourceVersionTooLarge","message":"Too large resource version"}]}}"#,
+        )
+    }
+
+    fn watching(rv: &str) -> State {
+        State::Watching {
+            resource_version: rv.into(),
+        }
+    }
+
+    fn listing(from: ListFrom) -> State {
+        State::Listing { from }
+    }
+
+    #[test]
+    fn the_first_list_asks_the_cache_and_a_relist_never_goes_back_in_time() {
+        assert_eq!(ListFrom::AnyCached.resource_version(), Some("0"));
+        assert_eq!(
+            ListFrom::LastSynced("7".into()).resource_version(),
+            Some("7")
+        );
+        assert_eq!(ListFrom::Latest.resource_version(), None);
+    }
+
+    #[test]
+    fn a_list_leads_to_a_watch_from_its_version() {
+        assert_eq!(
+            after_list(&ListFrom::AnyCached, Ok("12".into())),
+            Next::Go(watching("12"))
+        );
+    }
+
+    #[test]
+    fn an_unavailable_version_falls_back_to_a_consistent_list_at_once() {
+        let from = ListFrom::LastSynced("3".into());
+        for error in [expired(), too_large()] {
+            assert_eq!(
+                after_list(&from, Err(&error)),
+                Next::Go(listing(ListFrom::Latest)),
+                "{error}"
+            );
+        }
+        // A consistent list has nothing to fall back to: back off and try it again.
+        assert_eq!(
+            after_list(&ListFrom::Latest, Err(&expired())),
+            Next::BackOff {
+                then: listing(ListFrom::Latest),
+                retry_after: None
+            }
+        );
+    }
+
+    #[test]
+    fn other_list_errors_back_off_and_keep_the_version_and_the_servers_wait() {
+        let mut headers = HeaderMap::new();
+        headers.insert(http::header::RETRY_AFTER, "4".parse().unwrap());
+        let throttled: Error = ApiError::from_response(429, &headers, b"").into();
+        assert_eq!(
+            after_list(&ListFrom::AnyCached, Err(&throttled)),
+            Next::BackOff {
+                then: listing(ListFrom::AnyCached),
+                retry_after: Some(Duration::from_secs(4))
+            }
+        );
+    }
+
+    #[test]
+    fn a_closed_watch_resumes_from_the_last_version_backing_off_only_if_it_was_short() {
+        assert_eq!(
+            after_watch("9".into(), WatchEnd::Closed, true),
+            Next::Go(watching("9"))
+        );
+        assert_eq!(
+            after_watch("9".into(), WatchEnd::Closed, false),
+            Next::BackOff {
+                then: watching("9"),
+                retry_after: None
+            }
+        );
+    }
+
+    #[test]
+    fn an_expired_watch_relists_from_the_last_synced_version() {
+        let relist = listing(ListFrom::LastSynced("9".into()));
+        assert_eq!(
+            after_watch("9".into(), WatchEnd::Expired, true),
+            Next::Go(relist.clone())
+        );
+        assert_eq!(
+            after_watch("9".into(), WatchEnd::Expired, false),
+            Next::BackOff {
+                then: relist,
+                retry_after: None
+            }
+        );
+    }
+
+    #[test]
+    fn watch_errors_are_classified_like_client_go() {
+        assert_eq!(WatchEnd::from_error(&expired()), WatchEnd::Expired);
+        let gone = Error::from(Status {
+            code: Some(410),
+            reason: StatusReason::Gone,
+            ..Status::default()
+        });
+        assert_eq!(WatchEnd::from_error(&gone), WatchEnd::Expired);
+        assert_eq!(
+            WatchEnd::from_error(&api_error(503, "")),
+            WatchEnd::Retryable { retry_after: None }
+        );
+        let refused = Error::from(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+        assert_eq!(
+            WatchEnd::from_error(&refused),
+            WatchEnd::Retryable { retry_after: None }
+        );
+        assert_eq!(WatchEnd::from_error(&api_error(403, "")), WatchEnd::Failed);
+        assert_eq!(
+            after_watch("5".into(), WatchEnd::Failed, true),
+            Next::BackOff {
+                then: listing(ListFrom::LastSynced("5".into())),
+                retry_after: None
+            }
+        );
+        assert_eq!(
+            after_watch(
+                "5".into(),
+                WatchEnd::Retryable {
+                    retry_after: Some(Duration::from_secs(2))
+                },
+                true
+            ),
+            Next::BackOff {
+                then: watching("5"),
+                retry_after: Some(Duration::from_secs(2))
+            }
+        );
+    }
+}

@@ -1,0 +1,447 @@
+//! The run loop against a scripted [`ListWatch`]: every answer is canned, so each test pins one
+//! path of the state machine exactly — requests, their parameters, their (virtual) times and
+//! what the sink sees.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use http::HeaderMap;
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+
+use super::*;
+use crate::api::{Bookmark, BookmarkMeta, List, ListMeta, Status, StatusReason};
+use crate::client::ApiError;
+
+/// One request the reflector made, and when.
+#[derive(Debug)]
+enum Call {
+    List(ListParams),
+    Watch(WatchParams),
+}
+
+type WatchItems = Vec<Result<WatchEvent<Value>, Error>>;
+
+/// Answers lists and watches from scripts; once a script runs out, the request never answers.
+#[derive(Default)]
+struct Scripted {
+    lists: Mutex<VecDeque<Result<List<Value>, Error>>>,
+    watches: Mutex<VecDeque<Result<WatchItems, Error>>>,
+    calls: Arc<Mutex<Vec<(Instant, Call)>>>,
+}
+
+impl Scripted {
+    fn list(self, result: Result<List<Value>, Error>) -> Self {
+        self.lists.lock().push_back(result);
+        self
+    }
+
+    fn watch(self, result: Result<WatchItems, Error>) -> Self {
+        self.watches.lock().push_back(result);
+        self
+    }
+}
+
+impl ListWatch for Scripted {
+    type Object = Value;
+
+    async fn list(&self, params: &ListParams) -> Result<List<Value>, Error> {
+        self.calls
+            .lock()
+            .push((Instant::now(), Call::List(params.clone())));
+        let next = self.lists.lock().pop_front();
+        match next {
+            Some(result) => result,
+            None => std::future::pending().await,
+        }
+    }
+
+    async fn watch(&self, params: &WatchParams) -> Result<EventStream<Value>, Error> {
+        self.calls
+            .lock()
+            .push((Instant::now(), Call::Watch(params.clone())));
+        let next = self.watches.lock().pop_front();
+        match next {
+            Some(result) => Ok(futures_util::stream::iter(result?).boxed()),
+            None => std::future::pending().await,
+        }
+    }
+}
+
+/// Writes down each event in a short form.
+#[derive(Default)]
+struct Recorder(Mutex<Vec<String>>);
+
+impl ReflectorSink<Value> for Recorder {
+    fn apply(&self, event: ReflectorEvent<Value>) {
+        let line = match event {
+            ReflectorEvent::Replaced {
+                objects,
+                resource_version,
+            } => {
+                let names: Vec<_> = objects.iter().map(name).collect();
+                format!("replaced@{resource_version} {}", names.join(","))
+            }
+            ReflectorEvent::Added(o) => format!("added {}@{}", name(&o), o.resource_version()),
+            ReflectorEvent::Modified(o) => {
+                format!("modified {}@{}", name(&o), o.resource_version())
+            }
+            ReflectorEvent::Deleted(o) => format!("deleted {}@{}", name(&o), o.resource_version()),
+            ReflectorEvent::Bookmark { resource_version } => format!("bookmark@{resource_version}"),
+        };
+        self.0.lock().push(line);
+    }
+}
+
+fn name(object: &Value) -> String {
+    object.cache_key().to_string()
+}
+
+fn obj(name: &str, rv: &str) -> Value {
+    json!({"metadata": {"name": name, "resourceVersion": rv}})
+}
+
+fn list(rv: &str, objects: Vec<Value>) -> Result<List<Value>, Error> {
+    Ok(List {
+        metadata: ListMeta {
+            resource_version: Some(rv.into()),
+            ..ListMeta::default()
+        },
+        items: objects,
+        ..List::default()
+    })
+}
+
+fn bookmark(rv: &str, initial_events_end: bool) -> Result<WatchEvent<Value>, Error> {
+    let mut metadata = BookmarkMeta {
+        resource_version: rv.into(),
+        ..BookmarkMeta::default()
+    };
+    if initial_events_end {
+        metadata.annotations.insert(
+            crate::api::INITIAL_EVENTS_END_ANNOTATION.into(),
+            "true".into(),
+        );
+    }
+    Ok(WatchEvent::Bookmark(Bookmark {
+        metadata,
+        ..Bookmark::default()
+    }))
+}
+
+fn expired_event() -> Result<WatchEvent<Value>, Error> {
+    Ok(WatchEvent::Error(Box::new(Status {
+        code: Some(410),
+        reason: StatusReason::Expired,
+        ..Status::default()
+    })))
+}
+
+fn http_error(code: u16, headers: &[(&'static str, &'static str)]) -> Error {
+    let mut map = HeaderMap::new();
+    for (name, value) in headers {
+        map.insert(*name, http::HeaderValue::from_static(value));
+    }
+    let reason = match code {
+        410 => "Expired",
+        422 => "Invalid",
+        429 => "TooManyRequests",
+        _ => "InternalError",
+    };
+    let body = format!(r#"{{"kind":"Status","reason":"{reason}","code":{code}}}"#);
+    ApiError::from_response(code, &map, body.as_bytes()).into()
+}
+
+fn malformed() -> Result<WatchEvent<Value>, Error> {
+    let line = b"{\"type\":\"ADDED\",\"object\":{";
+    let source = serde_json::from_slice::<Value>(line).unwrap_err();
+    Err(Error::decode("watch event", line, source))
+}
+
+struct Outcome {
+    sink: Vec<String>,
+    calls: Vec<(Duration, Call)>,
+    metrics: MetricsSnapshot,
+}
+
+/// Runs a reflector over `script` for an hour of virtual time, then stops it.
+async fn run(script: Scripted, config: ReflectorConfig) -> Outcome {
+    let calls = Arc::clone(&script.calls);
+    let reflector = Reflector::new(
+        script,
+        ReflectorConfig {
+            seed: Some(1),
+            ..config
+        },
+    );
+    let metrics = reflector.metrics();
+    let sink = Arc::new(Recorder::default());
+    let cancel = CancellationToken::new();
+    let start = Instant::now();
+    let task = tokio::spawn(reflector.run(Arc::clone(&sink), cancel.clone()));
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    cancel.cancel();
+    task.await.unwrap();
+    let calls = std::mem::take(&mut *calls.lock())
+        .into_iter()
+        .map(|(at, call)| (at - start, call))
+        .collect();
+    let sink = std::mem::take(&mut *sink.0.lock());
+    Outcome {
+        sink,
+        calls,
+        metrics: metrics.snapshot(),
+    }
+}
+
+/// A compact form of the calls: `list rv=0`, `watch rv=5`, `watch-list`.
+fn call_summary(calls: &[(Duration, Call)]) -> Vec<String> {
+    calls
+        .iter()
+        .map(|(_, call)| match call {
+            Call::List(p) => format!("list rv={}", p.resource_version.as_deref().unwrap_or("-")),
+            Call::Watch(p) if p.send_initial_events => "watch-list".to_owned(),
+            Call::Watch(p) => format!("watch rv={}", p.resource_version.as_deref().unwrap_or("-")),
+        })
+        .collect()
+}
+
+fn gap(calls: &[(Duration, Call)], i: usize) -> Duration {
+    calls[i].0 - calls[i - 1].0
+}
+
+fn in_jitter_range(delay: Duration, base_ms: u64) -> bool {
+    let base = Duration::from_millis(base_ms);
+    delay >= base && delay < base * 2
+}
+
+#[tokio::test(start_paused = true)]
+async fn list_then_watch_resuming_from_the_last_event_or_bookmark() {
+    let script = Scripted::default()
+        .list(list("5", vec![obj("a", "4")]))
+        .watch(Ok(vec![
+            Ok(WatchEvent::Added(obj("b", "6"))),
+            bookmark("7", false),
+        ]))
+        .watch(Ok(vec![
+            Ok(WatchEvent::Modified(obj("a", "8"))),
+            Ok(WatchEvent::Deleted(obj("b", "9"))),
+        ]));
+    let out = run(script, ReflectorConfig::default()).await;
+    assert_eq!(
+        out.sink,
+        [
+            "replaced@5 a",
+            "added b@6",
+            "bookmark@7",
+            "modified a@8",
+            "deleted b@9"
+        ]
+    );
+    assert_eq!(
+        call_summary(&out.calls),
+        ["list rv=0", "watch rv=5", "watch rv=7", "watch rv=9"]
+    );
+    match &out.calls[0].1 {
+        Call::List(p) => assert_eq!(p.limit, Some(500)),
+        other => panic!("{other:?}"),
+    }
+    for (_, call) in &out.calls[1..] {
+        let Call::Watch(p) = call else { panic!() };
+        assert!(p.allow_bookmarks);
+        let timeout = p.timeout_seconds.unwrap();
+        assert!((300..600).contains(&timeout), "{timeout}");
+    }
+    // Watches that delivered events are resumed at once.
+    assert!(out.calls.iter().all(|(at, _)| at.is_zero()));
+    let m = out.metrics;
+    assert_eq!((m.lists, m.relists, m.watches, m.backoffs), (1, 0, 3, 0));
+    assert_eq!((m.added, m.modified, m.deleted, m.bookmarks), (1, 1, 1, 1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_malformed_line_is_skipped_and_counted() {
+    let script = Scripted::default().list(list("1", vec![])).watch(Ok(vec![
+        Ok(WatchEvent::Added(obj("a", "2"))),
+        malformed(),
+        Ok(WatchEvent::Added(obj("b", "3"))),
+    ]));
+    let out = run(script, ReflectorConfig::default()).await;
+    assert_eq!(out.sink, ["replaced@1 ", "added a@2", "added b@3"]);
+    assert_eq!(out.metrics.malformed_events, 1);
+    assert_eq!(
+        call_summary(&out.calls),
+        ["list rv=0", "watch rv=1", "watch rv=3"]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_short_empty_watch_backs_off_and_an_expired_one_relists_then_lists_consistently() {
+    let script = Scripted::default()
+        .list(list("5", vec![obj("a", "5")]))
+        .watch(Ok(vec![])) // ends at once with nothing: a failure
+        .watch(Ok(vec![expired_event()])) // 410 at once: also short
+        .list(Err(http_error(410, &[]))) // the last synced version is gone too
+        .list(list("9", vec![obj("b", "9")]));
+    let out = run(script, ReflectorConfig::default()).await;
+    assert_eq!(
+        call_summary(&out.calls),
+        [
+            "list rv=0",
+            "watch rv=5",
+            "watch rv=5",
+            "list rv=5",
+            "list rv=-",
+            "watch rv=9"
+        ]
+    );
+    assert!(
+        in_jitter_range(gap(&out.calls, 2), 800),
+        "{:?}",
+        gap(&out.calls, 2)
+    );
+    assert!(
+        in_jitter_range(gap(&out.calls, 3), 1_600),
+        "{:?}",
+        gap(&out.calls, 3)
+    );
+    assert!(
+        gap(&out.calls, 4).is_zero(),
+        "the consistent list comes at once"
+    );
+    assert!(gap(&out.calls, 5).is_zero());
+    assert_eq!(out.sink, ["replaced@5 a", "replaced@9 b"]);
+    let m = out.metrics;
+    assert_eq!((m.lists, m.relists, m.backoffs, m.errors), (2, 1, 2, 1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn list_failures_back_off_exponentially_and_honour_retry_after() {
+    let script = Scripted::default()
+        .list(Err(http_error(500, &[])))
+        .list(Err(http_error(500, &[])))
+        .list(Err(http_error(500, &[])))
+        .list(Err(http_error(429, &[("retry-after", "20")])))
+        .list(list("3", vec![]));
+    let out = run(script, ReflectorConfig::default()).await;
+    assert_eq!(
+        call_summary(&out.calls),
+        ["list rv=0"; 5]
+            .into_iter()
+            .chain(["watch rv=3"])
+            .collect::<Vec<_>>()
+    );
+    for (i, base_ms) in [(1, 800), (2, 1_600), (3, 3_200)] {
+        assert!(
+            in_jitter_range(gap(&out.calls, i), base_ms),
+            "{i}: {:?}",
+            gap(&out.calls, i)
+        );
+    }
+    assert_eq!(gap(&out.calls, 4), Duration::from_secs(20));
+    assert_eq!(out.metrics.backoffs, 4);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refused_watch_list_falls_back_to_list_and_is_not_asked_again() {
+    let script = Scripted::default()
+        .watch(Err(http_error(422, &[])))
+        .list(list("5", vec![obj("a", "5")]))
+        .watch(Ok(vec![
+            Ok(WatchEvent::Added(obj("b", "6"))),
+            expired_event(),
+        ]))
+        .list(list("8", vec![obj("a", "5")]));
+    let config = ReflectorConfig {
+        use_watch_list: true,
+        ..ReflectorConfig::default()
+    };
+    let out = run(script, config).await;
+    assert_eq!(
+        call_summary(&out.calls),
+        [
+            "watch-list",
+            "list rv=0",
+            "watch rv=5",
+            "list rv=6",
+            "watch rv=8"
+        ]
+    );
+    assert_eq!(out.sink, ["replaced@5 a", "added b@6", "replaced@8 a"]);
+    let m = out.metrics;
+    assert_eq!((m.watch_lists, m.watch_list_fallbacks), (1, 1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_watch_list_delivers_its_initial_events_as_one_replace_then_watches_on() {
+    let script = Scripted::default().watch(Ok(vec![
+        Ok(WatchEvent::Added(obj("a", "3"))),
+        bookmark("3", false),
+        Ok(WatchEvent::Added(obj("b", "4"))),
+        bookmark("6", true),
+        Ok(WatchEvent::Modified(obj("a", "7"))),
+    ]));
+    let config = ReflectorConfig {
+        use_watch_list: true,
+        ..ReflectorConfig::default()
+    };
+    let out = run(script, config).await;
+    assert_eq!(call_summary(&out.calls), ["watch-list", "watch rv=7"]);
+    let Call::Watch(p) = &out.calls[0].1 else {
+        panic!()
+    };
+    assert!(p.allow_bookmarks && p.resource_version.is_none());
+    assert_eq!(out.sink, ["replaced@6 a,b", "modified a@7"]);
+    let m = out.metrics;
+    assert_eq!((m.lists, m.watch_lists, m.watch_list_fallbacks), (1, 1, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_incomplete_watch_list_falls_back_this_time_only() {
+    let script = Scripted::default()
+        .watch(Ok(vec![Ok(WatchEvent::Added(obj("a", "3")))])) // ends before its bookmark
+        .list(list("5", vec![obj("a", "5")]))
+        .watch(Ok(vec![expired_event()]))
+        .watch(Ok(vec![
+            Ok(WatchEvent::Added(obj("a", "8"))),
+            bookmark("9", true),
+        ]));
+    let config = ReflectorConfig {
+        use_watch_list: true,
+        ..ReflectorConfig::default()
+    };
+    let out = run(script, config).await;
+    assert_eq!(
+        call_summary(&out.calls),
+        [
+            "watch-list",
+            "list rv=0",
+            "watch rv=5",
+            "watch-list",
+            "watch rv=9"
+        ]
+    );
+    assert_eq!(out.sink, ["replaced@5 a", "replaced@9 a"]);
+    let m = out.metrics;
+    assert_eq!((m.watch_lists, m.watch_list_fallbacks), (2, 1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancelling_ends_the_loop_in_the_middle_of_a_backoff() {
+    let script = Scripted::default().list(Err(http_error(500, &[])));
+    let reflector = Reflector::new(
+        script,
+        ReflectorConfig {
+            seed: Some(1),
+            ..ReflectorConfig::default()
+        },
+    );
+    let cancel = CancellationToken::new();
+    let started = Instant::now();
+    let task = tokio::spawn(reflector.run(Arc::new(Recorder::default()), cancel.clone()));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    cancel.cancel();
+    task.await.unwrap();
+    assert_eq!(started.elapsed(), Duration::from_millis(100));
+}
