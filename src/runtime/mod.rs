@@ -10,9 +10,6 @@
 //!   to event handlers, each on its own task (client-go's `SharedIndexInformer`).
 //! - [`controller`]: the worker loop every controller runs — wait for caches, then N workers
 //!   taking keys from a workqueue and reconciling them, with retries and clean shut-down.
-//!
-//! Still to come (issue #5): the reflector (list-then-watch state machine), the shared informer
-//! and the worker loop.
 
 pub mod cache;
 pub mod controller;

@@ -13,13 +13,16 @@
 //!   notification. The lock is held only for synchronous work (cache write, queueing to
 //!   unbounded buffers), never across an `.await`, and handlers never take it.
 //! - Lock order: the dispatch lock, then one cache lock at a time (the cache's own rule).
-//! - Tasks: one per handler (its buffer drainer) and, while [`SharedInformer::run`] runs, the
-//!   resync timer. All of them stop when `run`'s token is cancelled, and `run` returns only
-//!   after they have; if the informer is dropped instead, they are aborted.
+//! - The reflector (if the informer was built with one) and the resync timer run inside
+//!   [`SharedInformer::run`]'s future; the handler tasks are spawned by `add_handler`. All of
+//!   them stop when `run`'s token is cancelled, and `run` returns only after they have; if `run`
+//!   is never called or dropped half-way and the informer is dropped, the handler tasks are
+//!   aborted.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use parking_lot::Mutex;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -27,7 +30,9 @@ use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 
 use crate::runtime::cache::{Cacheable, Deleted, ReplaceDiff, Store};
-use crate::runtime::reflector::{ReflectorEvent, ReflectorSink};
+use crate::runtime::reflector::{
+    ListWatch, Reflector, ReflectorEvent, ReflectorMetrics, ReflectorSink,
+};
 
 use super::handler::{EventHandler, Notification};
 use super::listener::{spawn_listener, HandlerRegistration, Listener};
@@ -38,10 +43,19 @@ pub struct SharedInformer<T> {
     inner: Arc<Inner<T>>,
 }
 
+/// Runs the informer's reflector, given the informer as its sink: the reflector's type erased,
+/// so that the informer is generic over what it caches only, not over where it lists from.
+type RunReflector<T> =
+    Box<dyn FnOnce(Arc<SharedInformer<T>>, CancellationToken) -> BoxFuture<'static, ()> + Send>;
+
 struct Inner<T> {
     name: String,
     store: Arc<Store<T>>,
     resync_period: Option<Duration>,
+    /// Taken by the first `run`. A function rather than a ready future: a future holding the
+    /// informer as its sink, stored in the informer, would keep it alive forever.
+    reflector: Mutex<Option<RunReflector<T>>>,
+    reflector_metrics: Option<Arc<ReflectorMetrics>>,
     /// The dispatch lock: the handlers' buffers, in registration order.
     listeners: Mutex<Vec<Listener<T>>>,
     /// The handlers' tasks, joined when the informer stops.
@@ -57,9 +71,27 @@ pub struct SharedInformerBuilder<T> {
     name: String,
     store: Store<T>,
     resync_period: Option<Duration>,
+    reflector: Option<(RunReflector<T>, Arc<ReflectorMetrics>)>,
 }
 
-impl<T> SharedInformerBuilder<T> {
+impl<T> SharedInformerBuilder<T>
+where
+    T: Cacheable + Send + Sync + 'static,
+{
+    /// Keeps the cache current with `reflector`, which [`SharedInformer::run`] runs. Without
+    /// one, the informer only changes when something calls its [`ReflectorSink::apply`] (tests
+    /// do, to feed it by hand).
+    pub fn reflector<L>(mut self, reflector: Reflector<L>) -> Self
+    where
+        L: ListWatch<Object = T>,
+    {
+        let metrics = reflector.metrics();
+        let run: RunReflector<T> =
+            Box::new(move |sink, stop| Box::pin(async move { reflector.run(sink, stop).await }));
+        self.reflector = Some((run, metrics));
+        self
+    }
+
     /// Every `period`, re-delivers each cached object to every handler as an update with the
     /// same old and new state (client-go's resync), so a controller periodically re-examines
     /// everything even if no event arrives. Off by default.
@@ -70,11 +102,14 @@ impl<T> SharedInformerBuilder<T> {
 
     /// The informer, with no handlers and an empty, unsynced cache.
     pub fn build(self) -> SharedInformer<T> {
+        let (reflector, reflector_metrics) = self.reflector.unzip();
         SharedInformer {
             inner: Arc::new(Inner {
                 name: self.name,
                 store: Arc::new(self.store),
                 resync_period: self.resync_period,
+                reflector: Mutex::new(reflector),
+                reflector_metrics,
                 listeners: Mutex::new(Vec::new()),
                 listener_tasks: Mutex::new(Vec::new()),
                 stop: CancellationToken::new(),
@@ -95,6 +130,7 @@ where
             name: name.into(),
             store,
             resync_period: None,
+            reflector: None,
         }
     }
 
@@ -111,6 +147,11 @@ where
     /// Whether the initial list is in the cache.
     pub fn has_synced(&self) -> bool {
         *self.inner.synced.borrow()
+    }
+
+    /// The reflector's counters (lists, watches, relists, errors), if it has one.
+    pub fn reflector_metrics(&self) -> Option<&Arc<ReflectorMetrics>> {
+        self.inner.reflector_metrics.as_ref()
     }
 
     /// A handle to wait for this informer's initial list with, whatever `T` is.
@@ -138,14 +179,24 @@ where
         registration
     }
 
-    /// Runs the informer's timers (resync) until `shutdown` is cancelled, then stops every
+    /// Runs the reflector and the resync timer until `shutdown` is cancelled, then stops every
     /// handler task (each finishes the notification it is handling; backlogs are dropped) and
     /// returns once they have all ended.
+    ///
+    /// The reflector runs in the first `run` only; a second concurrent `run` would only resync.
     pub async fn run(self, shutdown: CancellationToken) {
         // Dropping this future half-way stops the handler tasks too.
         let _stop_on_drop = self.inner.stop.clone().drop_guard();
+        let reflector = self.inner.reflector.lock().take();
+        let reflect = async {
+            match reflector {
+                Some(run) => run(Arc::new(self.clone()), shutdown.clone()).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             () = shutdown.cancelled() => {}
+            () = reflect => {}
             () = self.resync_forever() => {}
         }
         self.stop().await;
