@@ -15,6 +15,59 @@
 //! | `runner.rs` | [`Controller`]: start-up, sync, workers, shut-down; [`ControllerError`] |
 //!
 //! `docs/runtime.md` ("Worker loop") explains the design.
+//!
+//! # Example
+//!
+//! A controller that watches Jobs and reconciles each one that changes:
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//!
+//! use kube_gc::api::Job;
+//! use kube_gc::client::{Api, Client};
+//! use kube_gc::runtime::cache::{Cacheable, ObjectKey, Store};
+//! use kube_gc::runtime::controller::{Action, Controller, ControllerError, Reconciler};
+//! use kube_gc::runtime::informer::{HandlerFns, SharedInformer};
+//! use kube_gc::runtime::reflector::{Reflector, ReflectorConfig};
+//! use kube_gc::runtime::workqueue::WorkQueue;
+//! use tokio_util::sync::CancellationToken;
+//!
+//! struct LogJobs {
+//!     jobs: Arc<Store<Job>>,
+//! }
+//!
+//! impl Reconciler<ObjectKey> for LogJobs {
+//!     type Error = std::convert::Infallible;
+//!
+//!     async fn reconcile(&self, key: &ObjectKey) -> Result<Action, Self::Error> {
+//!         match self.jobs.get(key) {
+//!             Some(job) => println!("{key} is at version {}", job.resource_version()),
+//!             None => println!("{key} is gone"),
+//!         }
+//!         Ok(Action::Done)
+//!     }
+//! }
+//!
+//! async fn run(client: Client, shutdown: CancellationToken) -> Result<(), ControllerError> {
+//!     let queue = WorkQueue::new("log-jobs");
+//!     let jobs = SharedInformer::builder("jobs.batch", Store::new())
+//!         .reflector(Reflector::new(Api::<Job>::all(client), ReflectorConfig::default()))
+//!         .build();
+//!     let (on_add, on_update, on_delete) = (queue.clone(), queue.clone(), queue.clone());
+//!     jobs.add_handler(
+//!         HandlerFns::new()
+//!             .on_add(move |job: Arc<Job>| on_add.add(job.cache_key()))
+//!             .on_update(move |_old, job: Arc<Job>| on_update.add(job.cache_key()))
+//!             .on_delete(move |deleted| on_delete.add(deleted.object().cache_key())),
+//!     );
+//!     let reconciler = LogJobs { jobs: Arc::clone(jobs.store()) };
+//!     Controller::new("log-jobs", queue, reconciler)
+//!         .workers(2)
+//!         .informer(&jobs)
+//!         .run(shutdown)
+//!         .await
+//! }
+//! ```
 
 mod counters;
 mod reconcile;
