@@ -383,3 +383,46 @@ async fn run_stops_every_handler_task_when_cancelled() {
     assert_eq!(informer.store().len(), 2);
     assert_eq!(registration.pending(), 0);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_handler_is_synced_once_it_has_handled_the_initial_list() {
+    let informer = informer();
+    let (slow, mut slow_lines, open_gate) = Recorder::gated();
+    let early = informer.add_handler(slow);
+    let cancel = CancellationToken::new();
+
+    informer.apply(replaced(vec![obj("a", 1), obj("b", 1)], 1));
+    assert!(informer.has_synced());
+    // Sent the initial list, not yet handled it.
+    assert!(!early.synced().has_synced());
+    let waiting = tokio::spawn({
+        let synced = early.synced();
+        let cancel = cancel.clone();
+        async move { synced.wait(&cancel).await }
+    });
+    tokio::task::yield_now().await;
+    assert!(!waiting.is_finished());
+
+    open_gate.send_replace(true);
+    assert_eq!(waiting.await.unwrap(), Ok(()));
+    assert_eq!(take(&mut slow_lines, 2).await.len(), 2);
+
+    // A handler registered after the sync is synced once it has handled the cached objects.
+    let (late, mut late_lines) = Recorder::new();
+    let late = informer.add_handler(late);
+    late.synced().wait(&cancel).await.unwrap();
+    assert_eq!(take(&mut late_lines, 2).await.len(), 2);
+    // Later events change nothing.
+    informer.apply(replaced(vec![obj("a", 2)], 2));
+    assert!(late.synced().has_synced());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_handler_is_not_synced_before_the_informer() {
+    let informer = informer();
+    let (recorder, mut lines) = Recorder::new();
+    let registration = informer.add_handler(recorder);
+    informer.apply(ReflectorEvent::Added(obj("a", 1)));
+    assert_eq!(take(&mut lines, 1).await, ["add ns/a@1"]);
+    assert!(!registration.synced().has_synced());
+}

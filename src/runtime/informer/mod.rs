@@ -18,7 +18,8 @@
 //! - Deletions found by a relist (not seen on the watch) reach handlers as
 //!   [`Deleted::FinalStateUnknown`](crate::runtime::cache::Deleted) with the last cached state.
 //! - Optional resync re-delivers every cached object as an update with old = new.
-//! - [`wait_for_cache_sync`] waits for the initial lists, and gives up when cancelled.
+//! - [`wait_for_cache_sync`] waits for the initial lists, and gives up when cancelled;
+//!   [`HandlerRegistration::synced`] tells when one handler has handled its initial list.
 //! - Every task the informer starts stops when [`SharedInformer::run`]'s token is cancelled.
 //!
 //! | file | what it holds |

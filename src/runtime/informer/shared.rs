@@ -167,11 +167,18 @@ where
     /// Outside a Tokio runtime (it spawns the handler's task).
     pub fn add_handler<H: EventHandler<T>>(&self, handler: H) -> HandlerRegistration {
         let inner = &self.inner;
-        let (listener, registration, task) = spawn_listener(handler, inner.stop.clone());
+        let name = format!("{} handler {}", inner.name, std::any::type_name::<H>());
+        let (listener, registration, task) = spawn_listener(name, handler, inner.stop.clone());
         {
             let mut listeners = inner.listeners.lock();
             for object in inner.store.list() {
                 listener.send(Notification::Added(object));
+            }
+            // The informer's sync flag and its handlers' sync marks change together under the
+            // dispatch lock: a handler joining now gets its mark either here or with the
+            // first list.
+            if *inner.synced.borrow() {
+                listener.mark_synced();
             }
             listeners.push(listener);
         }
@@ -262,12 +269,16 @@ where
             } => {
                 let diff = store.replace(objects, &resource_version);
                 dispatch_diff(&mut listeners, diff);
-                drop(listeners);
-                // After the diff is queued: a handler synced with the informer has its
-                // initial adds waiting by the time anyone learns of the sync.
-                inner
+                // After the diff is queued, so that whoever learns of the sync finds the
+                // initial adds already in every handler's buffer.
+                let first_list = inner
                     .synced
                     .send_if_modified(|synced| !std::mem::replace(synced, true));
+                if first_list {
+                    for listener in listeners.iter() {
+                        listener.mark_synced();
+                    }
+                }
             }
             ReflectorEvent::Added(object) | ReflectorEvent::Modified(object) => {
                 // The cache, not the event type, decides add or update: an ADDED event for a
