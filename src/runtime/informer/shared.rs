@@ -86,8 +86,7 @@ where
         L: ListWatch<Object = T>,
     {
         let metrics = reflector.metrics();
-        let run: RunReflector<T> =
-            Box::new(move |sink, stop| Box::pin(async move { reflector.run(sink, stop).await }));
+        let run: RunReflector<T> = Box::new(move |sink, stop| Box::pin(reflector.run(sink, stop)));
         self.reflector = Some((run, metrics));
         self
     }
@@ -190,7 +189,8 @@ where
     /// handler task (each finishes the notification it is handling; backlogs are dropped) and
     /// returns once they have all ended.
     ///
-    /// The reflector runs in the first `run` only; a second concurrent `run` would only resync.
+    /// Call it once: an informer runs once. (The reflector is handed to the first call only,
+    /// and once stopped, handler tasks stay stopped.)
     pub async fn run(self, shutdown: CancellationToken) {
         // Dropping this future half-way stops the handler tasks too.
         let _stop_on_drop = self.inner.stop.clone().drop_guard();
