@@ -68,6 +68,7 @@ pub mod journal;
 pub mod kubeconfig;
 pub mod object;
 pub mod patch;
+pub mod replay;
 pub mod resources;
 pub mod selectors;
 pub mod server;
