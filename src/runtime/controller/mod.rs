@@ -28,7 +28,7 @@
 //! use kube_gc::runtime::cache::{Cacheable, ObjectKey, Store};
 //! use kube_gc::runtime::controller::{Action, Controller, ControllerError, Reconciler};
 //! use kube_gc::runtime::informer::{HandlerFns, SharedInformer};
-//! use kube_gc::runtime::reflector::{Reflector, ReflectorConfig};
+//! use kube_gc::runtime::reflector::ReflectorConfig;
 //! use kube_gc::runtime::workqueue::WorkQueue;
 //! use tokio_util::sync::CancellationToken;
 //!
@@ -50,9 +50,8 @@
 //!
 //! async fn run(client: Client, shutdown: CancellationToken) -> Result<(), ControllerError> {
 //!     let queue = WorkQueue::new("log-jobs");
-//!     let jobs = SharedInformer::builder("jobs.batch", Store::new())
-//!         .reflector(Reflector::new(Api::<Job>::all(client), ReflectorConfig::default()))
-//!         .build();
+//!     let api = Api::<Job>::all(client);
+//!     let jobs = SharedInformer::new("jobs.batch", api, ReflectorConfig::default());
 //!     let (on_add, on_update, on_delete) = (queue.clone(), queue.clone(), queue.clone());
 //!     jobs.add_handler(
 //!         HandlerFns::new()

@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use futures_util::FutureExt;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::runtime::workqueue::WorkQueue;
 
@@ -56,8 +57,11 @@ where
 
     /// Reconciles one key and reports the outcome to the queue.
     pub(super) async fn process(&self, key: K) {
+        // Whatever the reconciler logs carries the controller and key.
+        let span = tracing::info_span!("reconcile", controller = %self.controller, %key);
         let result = AssertUnwindSafe(self.reconciler.reconcile(&key))
             .catch_unwind()
+            .instrument(span)
             .await;
         let outcome = match result {
             Ok(Ok(action)) => {

@@ -2,11 +2,10 @@
 //! of event handlers told about every change (client-go's `SharedIndexInformer`).
 //!
 //! ```text
-//!  reflector ──ReflectorEvent──▶ SharedInformer::apply ──▶ Store (cache write)
+//!  reflector ──ReflectorEvent──▶ SharedInformer::apply ──▶ Store        (1: write the cache)
 //!                                      │
-//!                                      └─▶ one unbounded buffer per handler ──▶ handler task
-//!                                                                              on_add / on_update
-//!                                                                              / on_delete
+//!                                      ├─▶ buffer ─▶ task ─▶ handler 1  (2: queue a notification
+//!                                      └─▶ buffer ─▶ task ─▶ handler 2      to every handler)
 //! ```
 //!
 //! Contract:

@@ -31,7 +31,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::runtime::cache::{Cacheable, Deleted, ReplaceDiff, Store};
 use crate::runtime::reflector::{
-    ListWatch, Reflector, ReflectorEvent, ReflectorMetrics, ReflectorSink,
+    ListWatch, Reflector, ReflectorConfig, ReflectorEvent, ReflectorMetrics, ReflectorSink,
 };
 
 use super::handler::{EventHandler, Notification};
@@ -122,6 +122,18 @@ impl<T> SharedInformer<T>
 where
     T: Cacheable + Send + Sync + 'static,
 {
+    /// An informer called `name` (its resource, say `jobs.batch`, for logs) that lists and
+    /// watches `source` (an [`Api`](crate::client::Api), usually) into a default [`Store`],
+    /// with no resync. Use [`builder`](Self::builder) for indexes, a transform or a resync.
+    pub fn new<L>(name: impl Into<String>, source: L, config: ReflectorConfig) -> Self
+    where
+        L: ListWatch<Object = T>,
+    {
+        Self::builder(name, Store::new())
+            .reflector(Reflector::new(source, config))
+            .build()
+    }
+
     /// Starts configuring an informer called `name` (its resource, say `jobs.batch`, for logs)
     /// that keeps its objects in `store`.
     pub fn builder(name: impl Into<String>, store: Store<T>) -> SharedInformerBuilder<T> {
