@@ -407,3 +407,32 @@ async fn a_cache_that_can_never_sync_is_an_error() {
         })
     ));
 }
+
+#[tokio::test(start_paused = true)]
+async fn dropping_the_run_future_stops_everything_it_started() {
+    let informer = SharedInformer::builder("objs", Store::new()).build();
+    let (seen_tx, mut seen) = mpsc::unbounded_channel();
+    let registration = informer.add_handler(HandlerFns::new().on_add(move |object: Arc<Obj>| {
+        seen_tx.send(object.key.to_string()).unwrap();
+    }));
+    let controller = Controller::new(
+        "test",
+        WorkQueue::new("test"),
+        FnReconciler(|_key: String| async { Ok(Action::Done) }),
+    )
+    .workers(3)
+    .informer(&informer);
+    let running = tokio::spawn(controller.run(CancellationToken::new()));
+    informer.apply(ReflectorEvent::Replaced {
+        objects: vec![obj("a")],
+        resource_version: "1".into(),
+    });
+    assert_eq!(seen.recv().await.unwrap(), "ns/a");
+
+    running.abort();
+    assert!(running.await.unwrap_err().is_cancelled());
+    // The informer's handler task saw its stop signal and ended, dropping the handler.
+    assert_eq!(seen.recv().await, None);
+    informer.apply(ReflectorEvent::Added(obj("b")));
+    assert_eq!(registration.pending(), 0);
+}

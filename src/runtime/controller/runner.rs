@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 use tokio::task::JoinSet;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::runtime::cache::Cacheable;
 use crate::runtime::informer::{
@@ -136,29 +136,21 @@ where
             informer_stop,
             counters,
         } = self;
-        // If this future is dropped half-way, the informers still get their stop signal (and
-        // the JoinSets abort whatever is left).
-        let _stop_informers_on_drop = informer_stop.clone().drop_guard();
-        let mut informer_tasks = JoinSet::new();
-        for informer in informers {
-            informer_tasks.spawn(informer);
-        }
+        let informers = OwnedInformers::start(informers, informer_stop);
 
         tracing::info!(controller = %name, "waiting for caches to sync");
-        match wait_for_cache_sync(caches, &shutdown).await {
-            Ok(()) => {}
-            Err(WaitForSyncError::Cancelled(_)) => {
-                tracing::info!(controller = %name, "shut down before the caches synced");
-                stop_informers(&informer_stop, informer_tasks).await;
-                return Ok(());
-            }
-            Err(source) => {
-                stop_informers(&informer_stop, informer_tasks).await;
-                return Err(ControllerError::CacheSync {
+        if let Err(error) = wait_for_cache_sync(caches, &shutdown).await {
+            informers.stop(&name).await;
+            return match error {
+                WaitForSyncError::Cancelled(_) => {
+                    tracing::info!(controller = %name, "shut down before the caches synced");
+                    Ok(())
+                }
+                source => Err(ControllerError::CacheSync {
                     controller: name,
                     source,
-                });
-            }
+                }),
+            };
         }
 
         tracing::info!(controller = %name, workers, "caches synced; starting workers");
@@ -179,23 +171,44 @@ where
         tracing::info!(controller = %name, "shutting down; draining work in progress");
         queue.shut_down_with_drain().await;
         join_all(&name, "worker", worker_tasks).await;
-        stop_informers(&informer_stop, informer_tasks).await;
+        informers.stop(&name).await;
         tracing::info!(controller = %name, "stopped");
         Ok(())
     }
 }
 
-/// Signals the owned informers to stop and waits until they have.
-async fn stop_informers(stop: &CancellationToken, tasks: JoinSet<()>) {
-    stop.cancel();
-    join_all("informers", "informer", tasks).await;
+/// The running informers a controller owns. Dropped without [`stop`](Self::stop) (the `run`
+/// future dropped half-way), it still cancels their token and aborts their tasks.
+struct OwnedInformers {
+    tasks: JoinSet<()>,
+    stop_on_drop: DropGuard,
+}
+
+impl OwnedInformers {
+    /// Spawns each informer's `run` future; `stop` is the token those futures watch.
+    fn start(informers: Vec<BoxFuture<'static, ()>>, stop: CancellationToken) -> Self {
+        let mut tasks = JoinSet::new();
+        for informer in informers {
+            tasks.spawn(informer);
+        }
+        OwnedInformers {
+            tasks,
+            stop_on_drop: stop.drop_guard(),
+        }
+    }
+
+    /// Stops the informers and waits until they have ended.
+    async fn stop(self, controller: &str) {
+        self.stop_on_drop.disarm().cancel();
+        join_all(controller, "informer", self.tasks).await;
+    }
 }
 
 /// Waits for every task in `tasks`, logging any that did not end normally.
-async fn join_all(owner: &str, what: &str, mut tasks: JoinSet<()>) {
+async fn join_all(controller: &str, what: &str, mut tasks: JoinSet<()>) {
     while let Some(result) = tasks.join_next().await {
         if let Err(error) = result {
-            tracing::error!(owner, task = what, %error, "task ended abnormally");
+            tracing::error!(controller, task = what, %error, "task ended abnormally");
         }
     }
 }
