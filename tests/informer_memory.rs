@@ -93,7 +93,10 @@ async fn a_backlog_costs_a_buffer_slot_per_notification_not_a_copy_of_the_object
     let backlog = live_bytes() - before;
     assert_eq!(registration.pending(), OBJECTS);
     let per_notification = backlog as f64 / OBJECTS as f64;
-    println!("a backlog of {OBJECTS} notifications: {backlog} bytes, {per_notification:.1} per notification");
+    println!(
+        "a backlog of {OBJECTS} notifications: {backlog} bytes, \
+         {per_notification:.1} per notification"
+    );
     // 40 bytes of notification plus the channel's per-block bookkeeping; the listing the
     // registration made is freed by then.
     assert!(
