@@ -7,6 +7,7 @@
 mod config;
 mod duration;
 mod logging;
+mod record;
 mod sim;
 
 use std::process::ExitCode;
@@ -20,8 +21,9 @@ pub use logging::{LogFormat, LoggingArgs};
 ///
 /// kube-gc will delete finished Jobs and Volcano Jobs when their ttlSecondsAfterFinished expires
 /// and run the ownerReference garbage collector, on a hand-written informer/workqueue runtime.
-/// The controllers are not built yet; today it offers the simulated API server (`sim`) and the
-/// connection configuration check (`config view`).
+/// The controllers are not built yet; today it offers the simulated API server (`sim`), the
+/// connection configuration check (`config view`) and the capture of a live list+watch as a
+/// replay script (`record`).
 #[derive(Debug, Parser)]
 #[command(name = "kube-gc", version, propagate_version = true)]
 pub struct Cli {
@@ -39,6 +41,8 @@ enum Command {
     /// Inspect the connection configuration kube-gc would use.
     #[command(subcommand)]
     Config(config::ConfigCommand),
+    /// Record a live list+watch of one resource as a replay script (JSON lines on stdout).
+    Record(record::RecordArgs),
 }
 
 /// A subcommand's failure, printed by [`main`] before exiting non-zero.
@@ -53,6 +57,9 @@ pub enum CliError {
     /// The kubeconfig or in-cluster configuration could not be loaded.
     #[error(transparent)]
     Config(#[from] crate::client::config::ConfigError),
+    /// `kube-gc record` failed.
+    #[error(transparent)]
+    Record(#[from] record::RecordError),
 }
 
 /// Entry point of the binary: parse, log, run, map the outcome to an exit code.
@@ -73,6 +80,7 @@ fn run(command: Command) -> Result<(), CliError> {
         // Loading a configuration is blocking file I/O and needs no async runtime.
         Command::Config(config_command) => config::run(&config_command)?,
         Command::Sim(args) => async_runtime()?.block_on(sim::run(args))?,
+        Command::Record(args) => async_runtime()?.block_on(record::run(args))?,
     }
     Ok(())
 }

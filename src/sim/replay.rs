@@ -99,6 +99,9 @@ pub struct Answer {
     /// Query parameters the request must carry (`null`: must not carry).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub query: BTreeMap<String, Option<String>>,
+    /// Text the request's `Accept` header must contain, e.g. `as=PartialObjectMetadataList`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accept: Option<String>,
     /// The HTTP status.
     #[serde(default = "ok", skip_serializing_if = "is_ok")]
     pub status: u16,
@@ -126,6 +129,9 @@ pub struct Expectation {
     /// The final objects.
     #[serde(default)]
     pub objects: BTreeMap<String, String>,
+    /// How many watch lines must be skipped as malformed.
+    #[serde(default)]
+    pub malformed_events: u64,
 }
 
 /// A watch body line as served.
@@ -355,12 +361,17 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>, cancel: CancellationToken
 async fn answer(shared: &Shared, request: &Request<Incoming>) -> Response<Body> {
     let query = query_pairs(request.uri().query());
     let is_watch = matches!(query.get("watch").map(String::as_str), Some("1" | "true"));
+    let accept = request
+        .headers()
+        .get(http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
     let step = {
         let mut progress = shared.progress.lock();
         let index = progress.next;
         progress.next += 1;
         match shared.steps.get(index) {
-            Some(step) => match mismatch(step, is_watch, &query) {
+            Some(step) => match mismatch(step, is_watch, &query, accept) {
                 None => Some(step.clone()),
                 Some(why) => {
                     let text = format!("request {} ({}): {why}", index + 1, request.uri());
@@ -383,10 +394,22 @@ async fn answer(shared: &Shared, request: &Request<Incoming>) -> Response<Body> 
 }
 
 /// Why `request` does not match `step`, if it does not.
-fn mismatch(step: &Step, is_watch: bool, query: &BTreeMap<String, String>) -> Option<String> {
+fn mismatch(
+    step: &Step,
+    is_watch: bool,
+    query: &BTreeMap<String, String>,
+    accept: &str,
+) -> Option<String> {
     if step.watch != is_watch {
         let wanted = if step.watch { "a WATCH" } else { "a LIST" };
         return Some(format!("the script expects {wanted}"));
+    }
+    if let Some(wanted) = step.answer.accept.as_deref() {
+        if !accept.contains(wanted) {
+            return Some(format!(
+                "Accept is {accept:?}, the script expects {wanted:?} in it"
+            ));
+        }
     }
     step.answer
         .query
@@ -503,13 +526,22 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect::<BTreeMap<_, _>>()
         };
-        assert_eq!(
-            mismatch(&step, true, &query(&[("resourceVersion", "5")])),
-            None
-        );
-        assert!(mismatch(&step, false, &query(&[("resourceVersion", "5")])).is_some());
-        assert!(mismatch(&step, true, &query(&[("resourceVersion", "4")])).is_some());
+        let json = "application/json";
+        let rv5 = query(&[("resourceVersion", "5")]);
+        assert_eq!(mismatch(&step, true, &rv5, json), None);
+        assert!(mismatch(&step, false, &rv5, json).is_some());
+        assert!(mismatch(&step, true, &query(&[("resourceVersion", "4")]), json).is_some());
         let sent_initial = query(&[("resourceVersion", "5"), ("sendInitialEvents", "true")]);
-        assert!(mismatch(&step, true, &sent_initial).is_some());
+        assert!(mismatch(&step, true, &sent_initial, json).is_some());
+        let metadata_only = Step {
+            answer: Answer {
+                accept: Some("as=PartialObjectMetadata;".into()),
+                ..step.answer.clone()
+            },
+            ..step.clone()
+        };
+        assert!(mismatch(&metadata_only, true, &rv5, json).is_some());
+        let partial = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+        assert_eq!(mismatch(&metadata_only, true, &rv5, partial), None);
     }
 }

@@ -22,9 +22,9 @@ use tokio_util::sync::CancellationToken;
 /// One event as the sink saw it, without the object's body.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Seen {
-    /// A complete list: how many objects, at which version.
+    /// A complete list: the keys, in list order, and the list's version.
     Replaced {
-        count: usize,
+        keys: Vec<String>,
         resource_version: String,
     },
     /// ADDED `key` at `resource_version`.
@@ -43,6 +43,21 @@ impl Seen {
         match self {
             Seen::Added(_, rv) | Seen::Modified(_, rv) | Seen::Deleted(_, rv) => rv.parse().ok(),
             _ => None,
+        }
+    }
+
+    /// The form fixtures state expectations in: `replaced@RV key,key`, `added KEY@RV`, …,
+    /// `bookmark@RV`.
+    pub fn summary(&self) -> String {
+        match self {
+            Seen::Replaced {
+                keys,
+                resource_version,
+            } => format!("replaced@{resource_version} {}", keys.join(",")),
+            Seen::Added(key, rv) => format!("added {key}@{rv}"),
+            Seen::Modified(key, rv) => format!("modified {key}@{rv}"),
+            Seen::Deleted(key, rv) => format!("deleted {key}@{rv}"),
+            Seen::Bookmark(rv) => format!("bookmark@{rv}"),
         }
     }
 }
@@ -100,14 +115,14 @@ impl<T: Cacheable + Send + Sync + 'static> ReflectorSink<T> for ModelSink<T> {
                 objects,
                 resource_version,
             } => {
-                let count = objects.len();
+                let keys = objects.iter().map(|o| o.cache_key().to_string()).collect();
                 model.objects = objects
                     .into_iter()
                     .map(|o| (o.cache_key().to_string(), o))
                     .collect();
                 model.resource_version.clone_from(&resource_version);
                 Seen::Replaced {
-                    count,
+                    keys,
                     resource_version,
                 }
             }

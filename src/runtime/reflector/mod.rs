@@ -267,29 +267,7 @@ where
                 return None;
             }
         };
-        let mut objects = Vec::new();
-        let resource_version = loop {
-            let item = stream.next().await;
-            match item {
-                Some(Ok(WatchEvent::Added(object))) => objects.push(object),
-                Some(Ok(WatchEvent::Bookmark(b))) if b.is_initial_events_end() => {
-                    break b.metadata.resource_version;
-                }
-                // An ordinary bookmark cannot be trusted before the initial set is complete.
-                Some(Ok(WatchEvent::Bookmark(_))) => {}
-                other => {
-                    // Anything else means the initial set is incomplete: a skipped line would be
-                    // an object missing from the cache until it next changes.
-                    if let Some(Err(e)) = &other {
-                        if is_malformed(e) {
-                            self.metrics.malformed_event();
-                        }
-                    }
-                    tracing::warn!(event = ?other.map(|r| r.map(|e| e.event_type())), "streaming list ended before its initial events did; falling back to LIST");
-                    return None;
-                }
-            }
-        };
+        let (objects, resource_version) = self.initial_events(&mut stream).await?;
         self.deliver_list(objects, resource_version.clone());
         let followed = self.follow(stream, resource_version).await;
         // The initial events arrived, so this watch was not a "very short" one.
@@ -298,6 +276,37 @@ where
             followed.end,
             true,
         ))
+    }
+
+    /// The objects of a streaming list and the version of the bookmark that ends them; `None`
+    /// if anything else comes first. Even a malformed line ends it: skipping it would leave an
+    /// object missing from the cache until it next changes.
+    async fn initial_events(
+        &self,
+        stream: &mut EventStream<L::Object>,
+    ) -> Option<(Vec<L::Object>, String)> {
+        let mut objects = Vec::new();
+        loop {
+            match stream.next().await {
+                Some(Ok(WatchEvent::Added(object))) => objects.push(object),
+                Some(Ok(WatchEvent::Bookmark(b))) if b.is_initial_events_end() => {
+                    return Some((objects, b.metadata.resource_version));
+                }
+                // An ordinary bookmark's version means nothing before the set is complete.
+                Some(Ok(WatchEvent::Bookmark(_))) => {}
+                other => {
+                    if matches!(&other, Some(Err(e)) if is_malformed(e)) {
+                        self.metrics.malformed_event();
+                    }
+                    let event = other.map(|item| item.map(|e| e.event_type()));
+                    tracing::warn!(
+                        ?event,
+                        "streaming list ended before its initial events did; falling back to LIST"
+                    );
+                    return None;
+                }
+            }
+        }
     }
 
     /// `Watching`: opens a watch from `resource_version` and follows it to its end.

@@ -3,13 +3,18 @@
 //! Each state is named after what the loop is waiting for:
 //!
 //! ```text
-//!            ┌────────── 410 / too large: at once, without a resourceVersion ─────┐
+//!            ┌──── 410 / too large: again at once, without a resourceVersion ────┐
 //!            ▼                                                                    │
-//!   ┌──▶ Listing{from} ──ok──▶ Watching{rv} ──closed, healthy──▶ Watching{rv'}   │
-//!   │        │  ▲                 │  │                                            │
-//!   │  error │  └──── 410 ────────┘  └─ error / short watch ─▶ BackingOff{then} ──┘
-//!   │        ▼
-//!   └─── BackingOff{then: Listing{from}}
+//!  start ──▶ Listing{from} ───────────────────────────────────────────────────────┘
+//!            │    ▲
+//!         ok │    │ 410 Expired
+//!            ▼    │
+//!            Watching{rv} ◀──── ended (timeout, cut): resume from the last rv ───┐
+//!            │    │                                                               │
+//!            │    └───────────────────────────────────────────────────────────────┘
+//!            │ any failure of a list or a watch, or a very short watch
+//!            ▼
+//!            BackingOff{delay, then} ──▶ then: a Listing, or Watching{rv} again
 //! ```
 //!
 //! - [`State::Listing`] waits for a complete list; [`ListFrom`] says which resourceVersion it

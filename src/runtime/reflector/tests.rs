@@ -445,3 +445,26 @@ async fn cancelling_ends_the_loop_in_the_middle_of_a_backoff() {
     task.await.unwrap();
     assert_eq!(started.elapsed(), Duration::from_millis(100));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_malformed_initial_event_abandons_the_streaming_list_rather_than_lose_an_object() {
+    let script = Scripted::default()
+        .watch(Ok(vec![
+            Ok(WatchEvent::Added(obj("a", "3"))),
+            malformed(),
+            bookmark("4", true),
+        ]))
+        .list(list("4", vec![obj("a", "3"), obj("b", "4")]));
+    let config = ReflectorConfig {
+        use_watch_list: true,
+        ..ReflectorConfig::default()
+    };
+    let out = run(script, config).await;
+    assert_eq!(
+        call_summary(&out.calls),
+        ["watch-list", "list rv=0", "watch rv=4"]
+    );
+    assert_eq!(out.sink, ["replaced@4 a,b"]);
+    let m = out.metrics;
+    assert_eq!((m.malformed_events, m.watch_list_fallbacks), (1, 1));
+}
