@@ -6,9 +6,13 @@
 //!   (client-go's `ThreadSafeStore` and `Indexer`).
 //! - [`reflector`]: lists then watches one resource and reports what it sees to a sink
 //!   (client-go's `Reflector`, kube-rs' `watcher`).
-//!
-//! Still to come (issue #5): the shared informer and the worker loop.
+//! - [`informer`]: the shared informer — a reflector's events written to a cache and fanned out
+//!   to event handlers, each on its own task (client-go's `SharedIndexInformer`).
+//! - [`controller`]: the worker loop every controller runs — wait for caches, then N workers
+//!   taking keys from a workqueue and reconciling them, with retries and clean shut-down.
 
 pub mod cache;
+pub mod controller;
+pub mod informer;
 pub mod reflector;
 pub mod workqueue;
