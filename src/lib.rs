@@ -10,6 +10,8 @@
 //!   It speaks HTTP and JSON like a real kube-apiserver and shares no decoding code with
 //!   [`client`], so a misunderstanding on one side is not silently mirrored on the other.
 //! - [`cli`]: the `kube-gc` command line.
+//! - [`token_bucket`]: the crate's one token bucket, layer-neutral: the workqueue's rate limiter
+//!   and the client's request throttling both draw from it.
 //!
 //! `docs/architecture.md` walks through how data flows from the API server to a deletion.
 
