@@ -58,6 +58,7 @@ pub mod params;
 pub mod request;
 pub mod resource_ref;
 pub mod retry;
+pub mod sni;
 pub mod throttle;
 pub mod transport;
 pub mod watch_stream;
