@@ -45,6 +45,9 @@
 //! [`discovery`] reads what the server serves: the deletable resources the garbage collector
 //! monitors, and the kind → resource mapping it needs to look owners up.
 //!
+//! A kubeconfig's `tls-server-name` is sent as the TLS SNI through an [`SniRoute`](sni::SniRoute)
+//! ([`sni`]), as client-go sends it.
+//!
 //! Options that do not come from the kubeconfig (rate, timeouts, user agent) are
 //! [`ClientOptions`] ([`options`]).
 
