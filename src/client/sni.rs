@@ -60,6 +60,11 @@ impl SniRoute {
         if server.scheme() != "https" || same_name || server_name.parse::<IpAddr>().is_ok() {
             return Ok(None);
         }
+        if Url::parse(&format!("https://{server_name}/")).is_err() {
+            // Only reachable with insecure-skip-tls-verify, which skips parsing the name for
+            // verification: a name that cannot be a URL host cannot be routed through either.
+            return Ok(None);
+        }
         if proxied {
             tracing::debug!(
                 server_name,
@@ -87,9 +92,8 @@ impl SniRoute {
         let to_server = url
             .host()
             .is_some_and(|h| h.to_string() == self.server_host);
-        // `set_host` only fails for hosts that cannot appear in this URL; `plan` checked the name
-        // is not an IP and rustls accepted it as a DNS name, so keeping the original is the
-        // unreachable fallback.
+        // `plan` checked that the name is a valid URL host, so `set_host` does not fail; keeping
+        // the original URL is only the fallback of an impossible case.
         if to_server && routed.set_host(Some(&self.server_name)).is_err() {
             return url.clone();
         }
@@ -172,6 +176,7 @@ mod tests {
         assert_eq!(plan(Some("10.0.0.1"), false), None);
         assert_eq!(plan(Some("192.168.0.9"), false), None);
         assert_eq!(plan(Some("kubernetes"), true), None);
+        assert_eq!(plan(Some("not a host"), false), None);
         let http = SniRoute::plan(&url("http://10.0.0.1:8080"), Some("kubernetes"), false);
         assert_eq!(http.unwrap(), None);
     }
