@@ -45,6 +45,9 @@
 //! [`discovery`] reads what the server serves: the deletable resources the garbage collector
 //! monitors, and the kind → resource mapping it needs to look owners up.
 //!
+//! A kubeconfig's `tls-server-name` is sent as the TLS SNI through an [`SniRoute`](sni::SniRoute)
+//! ([`sni`]), as client-go sends it.
+//!
 //! Options that do not come from the kubeconfig (rate, timeouts, user agent) are
 //! [`ClientOptions`] ([`options`]).
 
@@ -58,6 +61,7 @@ pub mod params;
 pub mod request;
 pub mod resource_ref;
 pub mod retry;
+pub mod sni;
 pub mod throttle;
 pub mod transport;
 pub mod watch_stream;

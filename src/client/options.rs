@@ -101,6 +101,16 @@ pub enum BuildError {
         #[source]
         source: reqwest::Error,
     },
+    /// The server's DNS name did not resolve, and `tls-server-name` needs its addresses (see
+    /// [`SniRoute`](super::sni::SniRoute)).
+    #[error("could not resolve the API server host {host} (needed to send tls-server-name as SNI): {source}")]
+    ResolveServer {
+        /// The server URL's host.
+        host: String,
+        /// The resolver's reason.
+        #[source]
+        source: std::io::Error,
+    },
     /// The HTTP client could not be built.
     #[error("could not build the HTTP client: {0}")]
     Http(#[source] reqwest::Error),

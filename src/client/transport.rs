@@ -17,6 +17,10 @@
 //!   [`Error::Api`] built from the body.
 //! - Requests other than watches are bounded by the per-request timeout (body included). A
 //!   watch has none: the server's `timeoutSeconds` ends it.
+//! - With a kubeconfig `tls-server-name`, requests travel by an [`SniRoute`] so that the name is
+//!   also the TLS SNI, as in client-go (see [`sni`](super::sni) for how and its trade-offs).
+//! - `proxy-url` (`http`, `https` or `socks5`) carries every request; without it, reqwest
+//!   honours `HTTPS_PROXY`/`NO_PROXY` like kubectl.
 //! - `Client` is cheap to clone; clones share the connection pool (HTTP/2 when the server's
 //!   ALPN offers it), the credential caches and the throttle.
 
@@ -35,6 +39,7 @@ use super::error::{ApiError, Error};
 use super::options::{BuildError, ClientOptions};
 use super::request::{ApiRequest, ResponseKind};
 use super::retry::{RetryPolicy, Step};
+use super::sni::SniRoute;
 use super::throttle::Throttle;
 use super::watch_stream::WatchStream;
 
@@ -48,6 +53,8 @@ pub struct Client {
 struct Inner {
     http: reqwest::Client,
     server: Url,
+    /// How requests reach the server when `tls-server-name` must be the SNI.
+    sni_route: Option<SniRoute>,
     auth: Auth,
     /// Impersonation headers, sent on every request.
     identity_headers: HeaderMap,
@@ -67,10 +74,12 @@ impl Client {
         for (name, value) in config.impersonation.headers()? {
             identity_headers.append(name, value);
         }
+        let sni_route = SniRoute::plan(server, config.tls_server_name(), is_proxied(config))?;
         Ok(Client {
             inner: Arc::new(Inner {
-                http: http_client(config, options)?,
+                http: http_client(config, options, sni_route.as_ref())?,
                 server: server.clone(),
+                sni_route,
                 auth: config.auth.clone(),
                 identity_headers,
                 throttle: Throttle::new(options.qps, options.burst),
@@ -141,9 +150,13 @@ impl Client {
     async fn send_once(&self, request: &ApiRequest) -> Result<reqwest::Response, Error> {
         let inner = &self.inner;
         inner.throttle.acquire().await;
+        let url = match &inner.sni_route {
+            Some(route) => route.url_for(&request.url),
+            None => request.url.clone(),
+        };
         let mut builder = inner
             .http
-            .request(request.method.clone(), request.url.clone())
+            .request(request.method.clone(), url)
             .header(ACCEPT, request.accept)
             .headers(inner.identity_headers.clone());
         let credential = inner
@@ -184,10 +197,27 @@ async fn error_from_response(response: reqwest::Response) -> Error {
     }
 }
 
-/// The reqwest client: TLS from the configuration, pool and timeouts from the options.
+/// Whether a proxy carries requests to the server: `proxy-url`, or one of the proxy environment
+/// variables (read the way reqwest reads them) not excluded by `NO_PROXY`.
+fn is_proxied(config: &ClientConfig) -> bool {
+    if config.proxy_url.is_some() {
+        return true;
+    }
+    match config.server.as_str().parse::<http::Uri>() {
+        Ok(uri) => hyper_util::client::proxy::matcher::Matcher::from_system()
+            .intercept(&uri)
+            .is_some(),
+        // Unreachable for a parsed URL; assuming a proxy only keeps the SNI on the URL host.
+        Err(_) => true,
+    }
+}
+
+/// The reqwest client: TLS from the configuration, pool and timeouts from the options, the
+/// `tls-server-name` route if there is one.
 fn http_client(
     config: &ClientConfig,
     options: &ClientOptions,
+    sni_route: Option<&SniRoute>,
 ) -> Result<reqwest::Client, BuildError> {
     let user_agent = http::HeaderValue::from_str(&options.user_agent)
         .map_err(|_| BuildError::UserAgent(options.user_agent.clone()))?;
@@ -197,6 +227,11 @@ fn http_client(
         .pool_idle_timeout(options.idle_connection_timeout);
     if let Some(timeout) = options.connect_timeout {
         builder = builder.connect_timeout(timeout);
+    }
+    if let Some(route) = sni_route {
+        // The route exists only when no proxy applies to the real server; the environment's
+        // proxies must not be matched against `tls-server-name` instead.
+        builder = route.apply(builder).no_proxy();
     }
     builder = match &config.proxy_url {
         Some(url) => {

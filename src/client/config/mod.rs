@@ -122,7 +122,8 @@ impl ClientConfig {
         self.tls.rustls_config(&self.system_roots)
     }
 
-    /// The name the server certificate is verified against when it differs from the URL host.
+    /// `tls-server-name`: the name the server certificate is verified against, and the SNI sent,
+    /// when it differs from the URL host.
     pub fn tls_server_name(&self) -> Option<&str> {
         self.tls.server_name.as_deref()
     }

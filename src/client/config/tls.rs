@@ -4,8 +4,9 @@
 //! Everything uses the ring crypto provider, passed explicitly; the process-wide default
 //! provider is never installed or consulted. Server verification is on unless the kubeconfig
 //! says `insecure-skip-tls-verify: true`, which logs a warning each time a configuration is built.
-//! `tls-server-name` changes the name the certificate is verified against (not the SNI that the
-//! HTTP client sends, which follows the URL host). ALPN offers `h2` then `http/1.1`.
+//! `tls-server-name` changes the name the certificate is verified against, whatever host the
+//! connection was made to; the client also sends it as SNI by routing requests through that name
+//! ([`SniRoute`](crate::client::sni::SniRoute)). ALPN offers `h2` then `http/1.1`.
 //!
 //! The client certificate lives in a [`ClientCertSlot`] that rustls asks at every handshake, so an
 //! exec plugin that returns a fresh certificate can replace it without rebuilding the HTTP client.
@@ -55,7 +56,8 @@ pub struct TlsSettings {
     pub certificate_authority: Option<CertificateAuthority>,
     /// Accept any server certificate (`insecure-skip-tls-verify`).
     pub insecure_skip_verify: bool,
-    /// Verify the server certificate against this name instead of the URL host.
+    /// Verify the server certificate against this name instead of the URL host (and send it as
+    /// SNI: see [`SniRoute`](crate::client::sni::SniRoute)).
     pub server_name: Option<String>,
     /// The client certificate slot (filled from the kubeconfig or by an exec plugin).
     pub client_certificate: ClientCertSlot,
