@@ -11,41 +11,17 @@
 //! `docs/performance.md`.
 
 use kube_gc::runtime::workqueue::WorkQueue;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// Counts the bytes currently allocated through the global allocator.
-struct CountingAllocator;
-
-static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call is forwarded unchanged to the system allocator; we only count sizes.
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATED.fetch_add(layout.size(), Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        ALLOCATED.fetch_sub(layout.size(), Ordering::Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATED.fetch_add(new_size, Ordering::Relaxed);
-        ALLOCATED.fetch_sub(layout.size(), Ordering::Relaxed);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: CountingAllocator = CountingAllocator;
+#[path = "../tests/memory_support/mod.rs"]
+mod memory_support;
 
 const TIMERS: usize = 1_000_000;
 
 fn allocated() -> usize {
-    ALLOCATED.load(Ordering::Relaxed)
+    memory_support::live_bytes()
 }
 
 /// Waits until nothing is being freed any more: a dropped queue's state goes away only when the
