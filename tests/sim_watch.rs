@@ -266,6 +266,18 @@ async fn watch_list_is_refused_unless_enabled() {
 }
 
 #[tokio::test]
+async fn send_initial_events_false_suppresses_the_synthetic_adds_even_from_version_0() {
+    let server = start(SimConfig::default().with_watch_list(true)).await;
+    create_job(&server, "existing");
+    let query =
+        "watch=1&resourceVersion=0&sendInitialEvents=false&resourceVersionMatch=NotOlderThan";
+    let mut lines = open(&server, query, None).await;
+    create_job(&server, "later");
+    let first = lines.take(1).await;
+    assert_eq!(summary(&first), vec![("ADDED".into(), "later".into())]);
+}
+
+#[tokio::test]
 async fn injected_cuts_end_watches_after_n_events() {
     let plan = FaultPlan::new(7).cut_watches_after_events(2);
     let server = start(SimConfig::default().with_fault_plan(plan)).await;

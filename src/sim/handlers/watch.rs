@@ -166,8 +166,10 @@ fn watch_start(ctx: &Context, incoming: &Incoming) -> Result<WatchStart, Handler
         return Ok(WatchStart::InitialEventsThenBookmark);
     }
     match rv {
-        // Explicitly no initial events: start at the current version.
-        None if send_initial == Some("false") => {
+        // sendInitialEvents defaults to true only for an unset or "0" resourceVersion (for
+        // backward compatibility); an explicit false means no synthetic ADDED events, so such a
+        // watch starts at the current version.
+        None | Some("0") if send_initial == Some("false") => {
             Ok(WatchStart::After(ctx.store.resource_version()))
         }
         None | Some("0") => Ok(WatchStart::Current),
