@@ -6,7 +6,9 @@
 //!   stale; drop it and resend, once. A second 401 is the answer.
 //! - **429 or 5xx carrying `Retry-After`** (client-go's `checkWait`): the server did not process
 //!   the request and said when to come back, so resending is safe for every verb, after that
-//!   wait, at most [`MAX_RETRY_AFTER_RETRIES`] times (client-go's limit).
+//!   wait, at most [`MAX_RETRY_AFTER_RETRIES`] times (client-go's limit). Each wait is clamped
+//!   to [`MAX_RETRY_AFTER_WAIT`]: client-go caps nothing here, but the wait is slept outside the
+//!   per-request timeout, and one bad header must not park a worker for a day.
 //!
 //! Everything else — conflicts, 410s, 5xx without `Retry-After`, transport errors — is returned
 //! to the caller, who knows whether the request may be repeated (`Error::is_retryable`).
@@ -18,6 +20,11 @@ use http::StatusCode;
 
 /// How many times a request answered with `Retry-After` is sent again (client-go's limit).
 pub const MAX_RETRY_AFTER_RETRIES: u32 = 10;
+
+/// The longest a single `Retry-After` wait may be; a server asking for more waits this long.
+/// Together with [`MAX_RETRY_AFTER_RETRIES`] it bounds what one request can spend waiting
+/// (10 min).
+pub const MAX_RETRY_AFTER_WAIT: Duration = Duration::from_secs(60);
 
 /// What to do with one response.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,13 +76,14 @@ impl RetryPolicy {
 }
 
 /// The wait a 429 or 5xx response asks for in `Retry-After` (seconds; the API server never
-/// sends the HTTP-date form, which is ignored).
+/// sends the HTTP-date form, which is ignored), at most [`MAX_RETRY_AFTER_WAIT`].
 fn requested_wait(status: StatusCode, headers: &HeaderMap) -> Option<Duration> {
     if status != StatusCode::TOO_MANY_REQUESTS && !status.is_server_error() {
         return None;
     }
     let seconds = headers.get(RETRY_AFTER)?.to_str().ok()?;
-    seconds.trim().parse::<u64>().ok().map(Duration::from_secs)
+    let asked = Duration::from_secs(seconds.trim().parse::<u64>().ok()?);
+    Some(asked.min(MAX_RETRY_AFTER_WAIT))
 }
 
 #[cfg(test)]
@@ -125,6 +133,28 @@ mod tests {
         assert_eq!(
             policy.next_step(StatusCode::SERVICE_UNAVAILABLE, &retry_after(" 1 "), false),
             Step::WaitAndResend(Duration::from_secs(1))
+        );
+    }
+
+    #[test]
+    fn a_retry_after_longer_than_a_minute_waits_a_minute() {
+        let mut policy = RetryPolicy::default();
+        assert_eq!(
+            policy.next_step(StatusCode::TOO_MANY_REQUESTS, &retry_after("86400"), false),
+            Step::WaitAndResend(MAX_RETRY_AFTER_WAIT)
+        );
+        assert_eq!(
+            policy.next_step(StatusCode::SERVICE_UNAVAILABLE, &retry_after("60"), false),
+            Step::WaitAndResend(Duration::from_secs(60))
+        );
+        // Larger than any u64 does not parse: not a wait the server can mean.
+        assert_eq!(
+            policy.next_step(
+                StatusCode::TOO_MANY_REQUESTS,
+                &retry_after("99999999999999999999999"),
+                false
+            ),
+            Step::Fail
         );
     }
 

@@ -16,7 +16,10 @@
 //!   after the wait a 429 or 5xx asks for with `Retry-After`. Any other error status becomes an
 //!   [`Error::Api`] built from the body.
 //! - Requests other than watches are bounded by the per-request timeout (body included). A
-//!   watch has none: the server's `timeoutSeconds` ends it.
+//!   watch has none: the server's `timeoutSeconds` ends it, and the reflector gives up on one
+//!   the server fails to end. HTTP/2 connections are pinged ([`H2_PING_INTERVAL`]) and closed
+//!   when a ping goes unanswered ([`H2_PING_TIMEOUT`]), so a dead connection fails its watches
+//!   instead of leaving them silent (client-go's HTTP/2 health check).
 //! - With a kubeconfig `tls-server-name`, requests travel by an [`SniRoute`] so that the name is
 //!   also the TLS SNI, as in client-go (see [`sni`](super::sni) for how and its trade-offs).
 //! - `proxy-url` (`http`, `https` or `socks5`) carries every request; without it, reqwest
@@ -42,6 +45,13 @@ use super::retry::{RetryPolicy, Step};
 use super::sni::SniRoute;
 use super::throttle::Throttle;
 use super::watch_stream::WatchStream;
+
+/// How often an HTTP/2 connection is pinged, idle or not (client-go's `ReadIdleTimeout`).
+pub const H2_PING_INTERVAL: Duration = Duration::from_secs(30);
+
+/// How long an unanswered ping waits before the connection is closed (client-go's
+/// `PingTimeout`).
+pub const H2_PING_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// A connection to one API server, as one identity, under one rate limit.
 #[derive(Clone, Debug)]
@@ -224,7 +234,10 @@ fn http_client(
     let mut builder = reqwest::Client::builder()
         .use_preconfigured_tls(tls_config(config)?)
         .user_agent(user_agent)
-        .pool_idle_timeout(options.idle_connection_timeout);
+        .pool_idle_timeout(options.idle_connection_timeout)
+        .http2_keep_alive_interval(H2_PING_INTERVAL)
+        .http2_keep_alive_timeout(H2_PING_TIMEOUT)
+        .http2_keep_alive_while_idle(true);
     if let Some(timeout) = options.connect_timeout {
         builder = builder.connect_timeout(timeout);
     }

@@ -8,7 +8,9 @@
 //!   as `wait.Backoff.Step` does.
 //! - If no delay was handed out for `reset_after` (2 min), the loop has been healthy and the
 //!   next failure starts again from `initial`.
-//! - A delay the server asked for (`Retry-After`) is honoured: the wait is the longer of the two.
+//! - A delay the server asked for (`Retry-After`) is honoured up to `cap`: the wait is the
+//!   longer of the two, but a server asking for more than `cap` waits only `cap`, so one bad
+//!   header cannot stop an informer for hours.
 //! - Time is tokio's (so tests run it on the paused clock) and the jitter comes from an
 //!   injectable seeded RNG, so a test can predict every delay.
 
@@ -62,7 +64,8 @@ impl Backoff {
         }
     }
 
-    /// The delay before the next attempt, at least `retry_after` when the server asked for one.
+    /// The delay before the next attempt, at least `retry_after` (clamped to the cap) when the
+    /// server asked for one.
     pub fn next_delay(&mut self, retry_after: Option<Duration>) -> Duration {
         let now = Instant::now();
         if self
@@ -75,7 +78,8 @@ impl Backoff {
         let base = self.base;
         self.base = (base * 2).min(self.config.cap);
         let jittered = base.mul_f64(1.0 + self.rng.random::<f64>());
-        jittered.max(retry_after.unwrap_or_default())
+        let asked = retry_after.unwrap_or_default().min(self.config.cap);
+        jittered.max(asked)
     }
 }
 
@@ -122,6 +126,15 @@ mod tests {
         );
         // The base still advanced: the server's wait does not hide a failure.
         assert!(within(b.next_delay(Some(Duration::from_millis(1))), 1_600));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_retry_after_beyond_the_cap_is_clamped_to_it() {
+        let mut b = backoff();
+        assert_eq!(
+            b.next_delay(Some(Duration::from_secs(86_400))),
+            BackoffConfig::default().cap
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -17,6 +17,7 @@ pub struct ReflectorMetrics {
     watch_lists: AtomicU64,
     watch_list_fallbacks: AtomicU64,
     watches: AtomicU64,
+    stalled_watches: AtomicU64,
     backoffs: AtomicU64,
     malformed_events: AtomicU64,
     added: AtomicU64,
@@ -39,6 +40,8 @@ pub struct MetricsSnapshot {
     pub watch_list_fallbacks: u64,
     /// Watch requests made (a streaming list counts here too).
     pub watches: u64,
+    /// Watches abandoned because they outlived their `timeoutSeconds` by the stall grace.
+    pub stalled_watches: u64,
     /// Delays waited out after a failure.
     pub backoffs: u64,
     /// Watch lines that could not be decoded and were skipped.
@@ -65,6 +68,7 @@ impl ReflectorMetrics {
             watch_lists: read(&self.watch_lists),
             watch_list_fallbacks: read(&self.watch_list_fallbacks),
             watches: read(&self.watches),
+            stalled_watches: read(&self.stalled_watches),
             backoffs: read(&self.backoffs),
             malformed_events: read(&self.malformed_events),
             added: read(&self.added),
@@ -91,6 +95,10 @@ impl ReflectorMetrics {
 
     pub(super) fn watch_started(&self) {
         bump(&self.watches);
+    }
+
+    pub(super) fn stalled_watch(&self) {
+        bump(&self.stalled_watches);
     }
 
     pub(super) fn backed_off(&self) {

@@ -20,6 +20,11 @@
 //!   ending at a bookmark annotated `k8s.io/initial-events-end`, after which the same stream is
 //!   the watch. A server that refuses it (422/400, the `WatchList` feature gate off) is not
 //!   asked again; any other failure falls back to a paged list for this time only.
+//! - A watch the server fails to end — a wedged proxy, a connection that stays open but
+//!   silent — is given up [`ReflectorConfig::watch_stall_grace`] after the `timeoutSeconds` it
+//!   asked for: it ends as if closed, so the next watch resumes from the last resourceVersion
+//!   and nothing is lost; it is logged and counted (`stalled_watches`). A streaming list that
+//!   stalls before its initial events are complete falls back to a paged LIST.
 //! - Failures never end the loop: it backs off ([`Backoff`]: 0.8 s doubling to 30 s, jitter,
 //!   `Retry-After` honoured) and tries again. A malformed watch line is logged, counted and
 //!   skipped. Only the cancellation token ends [`Reflector::run`].
@@ -101,6 +106,9 @@ pub struct ReflectorConfig {
     /// Each watch asks the server to end it after a random time in `[min, 2 × min)` (client-go:
     /// 5 min).
     pub min_watch_timeout: Duration,
+    /// How long past its `timeoutSeconds` a watch may go on before it is deemed stalled and
+    /// abandoned (the server should have ended it by then).
+    pub watch_stall_grace: Duration,
     /// List with a streaming list (WatchList) when the server supports it.
     pub use_watch_list: bool,
     /// Delays after failures.
@@ -116,6 +124,7 @@ impl Default for ReflectorConfig {
             label_selector: None,
             field_selector: None,
             min_watch_timeout: Duration::from_secs(300),
+            watch_stall_grace: Duration::from_secs(30),
             use_watch_list: false,
             backoff: BackoffConfig::default(),
             seed: None,
@@ -280,6 +289,7 @@ where
     async fn stream_list(&mut self) -> Option<Next> {
         self.metrics.watch_list_started();
         self.metrics.watch_started();
+        let started = Instant::now();
         let params = WatchParams {
             send_initial_events: true,
             ..self.watch_params(None)
@@ -296,9 +306,10 @@ where
                 return None;
             }
         };
-        let (objects, resource_version) = self.initial_events(&mut stream).await?;
+        let deadline = self.stall_deadline(started, &params);
+        let (objects, resource_version) = self.initial_events(&mut stream, deadline).await?;
         self.deliver_list(objects, resource_version.clone());
-        let followed = self.follow(stream, resource_version).await;
+        let followed = self.follow(stream, resource_version, deadline).await;
         // The initial events arrived, so this watch was not a "very short" one.
         Some(state::after_watch(
             followed.resource_version,
@@ -308,15 +319,20 @@ where
     }
 
     /// The objects of a streaming list and the version of the bookmark that ends them; `None`
-    /// if anything else comes first. Even a malformed line ends it: skipping it would leave an
-    /// object missing from the cache until it next changes.
+    /// if anything else comes first, or nothing comes by `deadline`. Even a malformed line ends
+    /// it: skipping it would leave an object missing from the cache until it next changes.
     async fn initial_events(
         &self,
         stream: &mut EventStream<L::Object>,
+        deadline: Instant,
     ) -> Option<(Vec<L::Object>, String)> {
         let mut objects = Vec::new();
         loop {
-            match stream.next().await {
+            let Ok(next) = tokio::time::timeout_at(deadline, stream.next()).await else {
+                self.stalled(objects.len() as u64);
+                return None;
+            };
+            match next {
                 Some(Ok(WatchEvent::Added(object))) => objects.push(object),
                 Some(Ok(WatchEvent::Bookmark(b))) if b.is_initial_events_end() => {
                     return Some((objects, b.metadata.resource_version));
@@ -345,7 +361,8 @@ where
         let started = Instant::now();
         let next = match self.source.watch(&params).await {
             Ok(stream) => {
-                let followed = self.follow(stream, resource_version).await;
+                let deadline = self.stall_deadline(started, &params);
+                let followed = self.follow(stream, resource_version, deadline).await;
                 let healthy = followed.events > 0 || started.elapsed() >= MIN_HEALTHY_WATCH;
                 state::after_watch(followed.resource_version, followed.end, healthy)
             }
@@ -370,15 +387,38 @@ where
         }
     }
 
-    /// Delivers the events of `stream` until it ends, tracking the last resourceVersion.
+    /// When a watch started at `started` with `params` is deemed stalled: the server should
+    /// have ended it at `timeoutSeconds`; the grace covers clock skew and a slow last read.
+    fn stall_deadline(&self, started: Instant, params: &WatchParams) -> Instant {
+        let timeout = Duration::from_secs(params.timeout_seconds.unwrap_or_default().into());
+        started + timeout + self.config.watch_stall_grace
+    }
+
+    /// Counts and reports a watch abandoned at its stall deadline after `events` events.
+    fn stalled(&self, events: u64) {
+        self.metrics.stalled_watch();
+        tracing::warn!(
+            events,
+            grace = ?self.config.watch_stall_grace,
+            "watch outlived its timeoutSeconds: abandoning it as stalled"
+        );
+    }
+
+    /// Delivers the events of `stream` until it ends, or until `deadline` (then it counts as
+    /// stalled and ends as closed), tracking the last resourceVersion.
     async fn follow(
         &mut self,
         mut stream: EventStream<L::Object>,
         mut resource_version: String,
+        deadline: Instant,
     ) -> Followed {
         let mut events = 0;
         let end = loop {
-            let event = match stream.next().await {
+            let Ok(next) = tokio::time::timeout_at(deadline, stream.next()).await else {
+                self.stalled(events);
+                break WatchEnd::Closed;
+            };
+            let event = match next {
                 None => break WatchEnd::Closed,
                 Some(Ok(event)) => event,
                 Some(Err(e)) if is_malformed(&e) => {

@@ -23,11 +23,20 @@ enum Call {
 
 type WatchItems = Vec<Result<WatchEvent<Value>, Error>>;
 
+/// How a scripted watch stream behaves after its items.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AfterItems {
+    /// The stream ends.
+    End,
+    /// The stream stays open and silent forever (a wedged proxy).
+    Stall,
+}
+
 /// Answers lists and watches from scripts; once a script runs out, the request never answers.
 #[derive(Default)]
 struct Scripted {
     lists: Mutex<VecDeque<Result<List<Value>, Error>>>,
-    watches: Mutex<VecDeque<Result<WatchItems, Error>>>,
+    watches: Mutex<VecDeque<(Result<WatchItems, Error>, AfterItems)>>,
     calls: Arc<Mutex<Vec<(Instant, Call)>>>,
 }
 
@@ -38,7 +47,15 @@ impl Scripted {
     }
 
     fn watch(self, result: Result<WatchItems, Error>) -> Self {
-        self.watches.lock().push_back(result);
+        self.watches.lock().push_back((result, AfterItems::End));
+        self
+    }
+
+    /// A watch that delivers `items` and then neither sends nor ends.
+    fn stalled_watch(self, items: WatchItems) -> Self {
+        self.watches
+            .lock()
+            .push_back((Ok(items), AfterItems::Stall));
         self
     }
 }
@@ -63,7 +80,10 @@ impl ListWatch for Scripted {
             .push((Instant::now(), Call::Watch(params.clone())));
         let next = self.watches.lock().pop_front();
         match next {
-            Some(result) => Ok(futures_util::stream::iter(result?).boxed()),
+            Some((result, AfterItems::End)) => Ok(futures_util::stream::iter(result?).boxed()),
+            Some((result, AfterItems::Stall)) => Ok(futures_util::stream::iter(result?)
+                .chain(futures_util::stream::pending())
+                .boxed()),
             None => std::future::pending().await,
         }
     }
@@ -467,4 +487,53 @@ async fn a_malformed_initial_event_abandons_the_streaming_list_rather_than_lose_
     assert_eq!(out.sink, ["replaced@4 a,b"]);
     let m = out.metrics;
     assert_eq!((m.malformed_events, m.watch_list_fallbacks), (1, 1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stalled_watch_is_abandoned_after_its_timeout_and_grace_and_resumed() {
+    let script = Scripted::default()
+        .list(list("1", vec![]))
+        .stalled_watch(vec![Ok(WatchEvent::Added(obj("a", "2")))]);
+    let config = ReflectorConfig {
+        watch_stall_grace: Duration::from_secs(30),
+        ..ReflectorConfig::default()
+    };
+    let out = run(script, config).await;
+    assert_eq!(
+        call_summary(&out.calls),
+        ["list rv=0", "watch rv=1", "watch rv=2"]
+    );
+    let Call::Watch(stalled) = &out.calls[1].1 else {
+        panic!("the second call is a watch")
+    };
+    let timeout = Duration::from_secs(stalled.timeout_seconds.unwrap().into());
+    // Given up exactly at timeoutSeconds + grace, and resumed at once: no backoff, no relist.
+    assert_eq!(gap(&out.calls, 2), timeout + Duration::from_secs(30));
+    assert_eq!(out.sink, ["replaced@1 ", "added a@2"]);
+    let m = out.metrics;
+    assert_eq!((m.stalled_watches, m.backoffs, m.relists), (1, 0, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_watch_list_stalled_before_its_initial_events_end_falls_back_to_list() {
+    let script = Scripted::default()
+        .stalled_watch(vec![Ok(WatchEvent::Added(obj("a", "3")))])
+        .list(list("5", vec![obj("a", "5")]));
+    let config = ReflectorConfig {
+        use_watch_list: true,
+        ..ReflectorConfig::default()
+    };
+    let out = run(script, config).await;
+    assert_eq!(
+        call_summary(&out.calls),
+        ["watch-list", "list rv=0", "watch rv=5"]
+    );
+    let Call::Watch(stalled) = &out.calls[0].1 else {
+        panic!("the first call is a watch")
+    };
+    let timeout = Duration::from_secs(stalled.timeout_seconds.unwrap().into());
+    assert_eq!(gap(&out.calls, 1), timeout + Duration::from_secs(30));
+    assert_eq!(out.sink, ["replaced@5 a"]);
+    let m = out.metrics;
+    assert_eq!((m.stalled_watches, m.watch_list_fallbacks), (1, 1));
 }
