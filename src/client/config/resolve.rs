@@ -264,10 +264,16 @@ fn parse_proxy(proxy: &str) -> Result<ProxyUrl, FieldProblem> {
     let url = Url::parse(proxy)?;
     match url.scheme() {
         "http" | "https" | "socks5" => Ok(ProxyUrl::new(url)),
-        other => Err(FieldProblem::Invalid(format!(
-            "\"{}\" has scheme {other}; only http, https and socks5 are supported",
-            redacted_url(&url)
-        ))),
+        other => {
+            // Quoted as written, unless a password has to be taken out.
+            let shown = match url.password() {
+                Some(_) => redacted_url(&url),
+                None => proxy.to_string(),
+            };
+            Err(FieldProblem::Invalid(format!(
+                "\"{shown}\" has scheme {other}; only http, https and socks5 are supported"
+            )))
+        }
     }
 }
 
