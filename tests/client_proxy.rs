@@ -1,7 +1,7 @@
 //! The kubeconfig's `proxy-url` with a `socks5://` URL: the client connects to the proxy, asks
 //! it for the API server, and speaks HTTP (or TLS) through the tunnel. The proxy here is a
-//! minimal SOCKS5 server (no authentication, CONNECT only, RFC 1928) that records each CONNECT
-//! target and relays the bytes to the simulated API server.
+//! minimal SOCKS5 server (CONNECT only, RFC 1928; no authentication, or username/password per
+//! RFC 1929) that records each CONNECT target and relays the bytes to the simulated API server.
 
 mod client_support;
 
@@ -20,9 +20,13 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};
 
+/// A username and password the proxy demands.
+type Login = Option<(String, String)>;
+
 /// A SOCKS5 proxy on 127.0.0.1 that records the `host:port` of every CONNECT.
 struct Socks5Proxy {
     addr: SocketAddr,
+    login: Login,
     targets: Arc<Mutex<Vec<String>>>,
     task: JoinHandle<()>,
 }
@@ -35,26 +39,35 @@ impl Drop for Socks5Proxy {
 
 impl Socks5Proxy {
     async fn start() -> Socks5Proxy {
+        Socks5Proxy::start_with(None).await
+    }
+
+    async fn start_with(login: Login) -> Socks5Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let targets = Arc::new(Mutex::new(Vec::new()));
         let record = targets.clone();
+        let expected = login.clone();
         let task = tokio::spawn(async move {
             // Owned here, so aborting the accept loop aborts every tunnel too.
             let mut tunnels = JoinSet::new();
             while let Ok((client, _)) = listener.accept().await {
-                tunnels.spawn(tunnel(client, record.clone()));
+                tunnels.spawn(tunnel(client, expected.clone(), record.clone()));
             }
         });
         Socks5Proxy {
             addr,
+            login,
             targets,
             task,
         }
     }
 
     fn url(&self) -> String {
-        format!("socks5://{}", self.addr)
+        match &self.login {
+            Some((user, password)) => format!("socks5://{user}:{password}@{}", self.addr),
+            None => format!("socks5://{}", self.addr),
+        }
     }
 
     fn targets(&self) -> Vec<String> {
@@ -63,15 +76,34 @@ impl Socks5Proxy {
 }
 
 /// One SOCKS5 session: greeting, CONNECT, then relay until either side closes.
-async fn tunnel(mut client: TcpStream, targets: Arc<Mutex<Vec<String>>>) -> std::io::Result<()> {
-    // Greeting: VER=5, NMETHODS, METHODS. We pick "no authentication" (0).
+async fn tunnel(
+    mut client: TcpStream,
+    login: Login,
+    targets: Arc<Mutex<Vec<String>>>,
+) -> std::io::Result<()> {
+    // Greeting: VER=5, NMETHODS, METHODS. We pick "no authentication" (0) or, with a login,
+    // "username/password" (2).
     let mut head = [0u8; 2];
     client.read_exact(&mut head).await?;
     let mut methods = vec![0u8; usize::from(head[1])];
     client.read_exact(&mut methods).await?;
     assert_eq!(head[0], 5, "SOCKS version");
-    assert!(methods.contains(&0), "client offers no-auth");
-    client.write_all(&[5, 0]).await?;
+    match &login {
+        None => {
+            assert!(methods.contains(&0), "client offers no-auth");
+            client.write_all(&[5, 0]).await?;
+        }
+        Some((user, password)) => {
+            assert!(methods.contains(&2), "client offers username/password");
+            client.write_all(&[5, 2]).await?;
+            // RFC 1929: VER=1, ULEN, UNAME, PLEN, PASSWD; answered VER=1, STATUS (0 = accepted).
+            assert_eq!(client.read_u8().await?, 1, "username/password version");
+            let given_user = read_short_string(&mut client).await?;
+            let given_password = read_short_string(&mut client).await?;
+            assert_eq!((&given_user, &given_password), (user, password));
+            client.write_all(&[1, 0]).await?;
+        }
+    }
 
     // Request: VER=5, CMD=1 (CONNECT), RSV, ATYP, address, port.
     let mut request = [0u8; 4];
@@ -105,6 +137,14 @@ async fn tunnel(mut client: TcpStream, targets: Arc<Mutex<Vec<String>>>) -> std:
     client.write_all(&[5, 0, 0, 1, 0, 0, 0, 0, 0, 0]).await?;
     tokio::io::copy_bidirectional(&mut client, &mut upstream).await?;
     Ok(())
+}
+
+/// A length-prefixed string, as RFC 1929 sends the username and password.
+async fn read_short_string(client: &mut TcpStream) -> std::io::Result<String> {
+    let len = client.read_u8().await?;
+    let mut bytes = vec![0u8; usize::from(len)];
+    client.read_exact(&mut bytes).await?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// A kubeconfig for `sim` (trusting its CA if it has one) with `proxy-url: <proxy>`, loaded as
@@ -158,6 +198,24 @@ async fn a_socks5_proxy_url_carries_plain_http_requests() {
     let dir = tempfile::tempdir().unwrap();
     let config = config_through(&sim, &proxy.url(), dir.path());
     assert_eq!(config.proxy_url.as_ref().unwrap().scheme(), "socks5");
+    let client = Client::new(&config, &unthrottled()).unwrap();
+
+    configmaps(&client)
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+    assert_eq!(proxy.targets(), vec![sim_target(&sim)]);
+    assert_eq!(sim.journal().len(), 1, "the request reached the server");
+}
+
+#[tokio::test]
+async fn a_socks5_proxy_url_with_a_login_authenticates_to_the_proxy() {
+    let sim = SimServer::start(SimConfig::default()).await.unwrap();
+    let login = Some(("alice".to_string(), "s3cr3tpw".to_string()));
+    let proxy = Socks5Proxy::start_with(login).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_through(&sim, &proxy.url(), dir.path());
+    assert!(!format!("{config:?}").contains("s3cr3tpw"));
     let client = Client::new(&config, &unthrottled()).unwrap();
 
     configmaps(&client)

@@ -427,3 +427,53 @@ fn config_view_shows_insecure_servers_proxies_and_exec_plugins() {
     );
     assert_eq!(text, expected);
 }
+
+#[test]
+fn proxy_passwords_are_redacted_but_usernames_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = |proxy: &str| {
+        let path = dir.path().join("proxied");
+        let text = format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\n\
+             clusters:\n- name: k\n  cluster:\n    server: http://127.0.0.1:6443\n    proxy-url: {proxy}\n\
+             users:\n- name: u\n  user:\n    exec: {{apiVersion: client.authentication.k8s.io/v1, \
+             command: plugin, interactiveMode: Never, provideClusterInfo: true}}\n\
+             contexts:\n- {{name: c, context: {{cluster: k, user: u}}}}\n"
+        );
+        std::fs::write(&path, text).unwrap();
+        LoadOptions {
+            kubeconfig: Some(path),
+            context: None,
+        }
+    };
+    let env = hermetic_env();
+
+    // The exec plugin is handed the proxy too (provideClusterInfo), so its Debug is covered.
+    let options = kubeconfig("socks5://alice:s3cr3tpw@127.0.0.1:1080");
+    let config = ClientConfig::load(&options, &env).unwrap();
+    let view = config_view(&options, &env).unwrap();
+    let shown = format!("{config:?}\n{}\n{view}", config.describe());
+    assert!(!shown.contains("s3cr3tpw"), "{shown}");
+    assert!(
+        view.contains("Proxy:              socks5://alice:<redacted>@127.0.0.1:1080\n"),
+        "{view}"
+    );
+    let debug = format!("{config:?}");
+    assert!(
+        debug.contains("socks5://alice:<redacted>@127.0.0.1:1080"),
+        "{debug}"
+    );
+    assert!(debug.contains("cluster_info: Some(<redacted>)"), "{debug}");
+    // The client itself still gets the password.
+    let proxy = config.proxy_url.as_ref().unwrap().expose();
+    assert_eq!(proxy.password(), Some("s3cr3tpw"));
+
+    let options = kubeconfig("gopher://alice:s3cr3tpw@127.0.0.1:70");
+    let err = ClientConfig::load(&options, &env).unwrap_err();
+    let shown = format!("{err}\n{err:?}");
+    assert!(!shown.contains("s3cr3tpw"), "{shown}");
+    assert!(
+        shown.contains("gopher://alice:<redacted>@127.0.0.1:70"),
+        "{shown}"
+    );
+}

@@ -95,7 +95,8 @@ pub enum BuildError {
     /// The proxy URL was refused by the HTTP client.
     #[error("proxy URL {url} is not usable: {source}")]
     Proxy {
-        /// The proxy URL.
+        /// The proxy URL, its password redacted (see
+        /// [`redacted_url`](crate::client::config::secret::redacted_url)).
         url: String,
         /// The HTTP client's reason.
         #[source]

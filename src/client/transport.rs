@@ -248,10 +248,12 @@ fn http_client(
     }
     builder = match &config.proxy_url {
         Some(url) => {
-            let proxy = reqwest::Proxy::all(url.as_str()).map_err(|source| BuildError::Proxy {
-                url: url.to_string(),
-                source,
-            })?;
+            // The one place the password is read: reqwest needs it to authenticate to the proxy.
+            let proxy =
+                reqwest::Proxy::all(url.expose().as_str()).map_err(|source| BuildError::Proxy {
+                    url: url.to_string(),
+                    source: source.without_url(),
+                })?;
             builder.proxy(proxy)
         }
         None => builder,

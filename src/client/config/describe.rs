@@ -39,6 +39,7 @@ pub fn describe(config: &ClientConfig) -> String {
         lines.push(("TLS server name", name.to_string()));
     }
     if let Some(proxy) = &config.proxy_url {
+        // `ProxyUrl`'s Display leaves the password out.
         lines.push(("Proxy", proxy.to_string()));
     }
     lines.push(("Auth", config.auth.describe()));

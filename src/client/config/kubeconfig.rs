@@ -53,8 +53,9 @@ pub struct Cluster {
     pub insecure_skip_tls_verify: Option<bool>,
     /// The name to verify the server certificate against, instead of the host in `server`.
     pub tls_server_name: Option<String>,
-    /// Proxy for all requests to this cluster (`http`, `https` or `socks5`).
-    pub proxy_url: Option<String>,
+    /// Proxy for all requests to this cluster (`http`, `https` or `socks5`). A `Secret` because
+    /// the URL may hold a password, and this raw form cannot yet tell where one is.
+    pub proxy_url: Option<Secret<String>>,
     /// Do not ask the server for compressed responses.
     pub disable_compression: Option<bool>,
     /// Named extensions; `client.authentication.k8s.io/exec` is passed to exec plugins.
@@ -253,7 +254,10 @@ contexts:
         assert_eq!(config.current_context.as_deref(), Some("dev"));
         let cluster = config.clusters.unwrap()[0].cluster.clone().unwrap();
         assert_eq!(cluster.tls_server_name.as_deref(), Some("api.local"));
-        assert_eq!(cluster.proxy_url.as_deref(), Some("http://proxy:3128"));
+        assert_eq!(
+            cluster.proxy_url.as_ref().map(|p| p.expose().as_str()),
+            Some("http://proxy:3128")
+        );
         let user = config.users.unwrap()[0].user.clone().unwrap();
         assert_eq!(user.token_file.as_deref(), Some("t"));
         assert_eq!(user.impersonate.as_deref(), Some("alice"));

@@ -37,7 +37,7 @@ pub use auth::{Auth, AuthError};
 pub use environment::{Environment, SystemRoots};
 pub use error::ConfigError;
 pub use impersonation::Impersonation;
-pub use secret::Secret;
+pub use secret::{ProxyUrl, Secret};
 pub use tls::TlsSettings;
 
 /// What the command line says about configuration (`--kubeconfig`, `--context`).
@@ -78,8 +78,8 @@ pub struct ClientConfig {
     pub server: Url,
     /// Server verification and client certificate.
     pub tls: TlsSettings,
-    /// Proxy for every request (`proxy-url`).
-    pub proxy_url: Option<Url>,
+    /// Proxy for every request (`proxy-url`); prints without its password.
+    pub proxy_url: Option<ProxyUrl>,
     /// Do not ask for compressed responses (`disable-compression`).
     pub disable_compression: bool,
     /// The credential source.

@@ -19,7 +19,7 @@ use super::error::{ConfigError, Entry, FieldProblem};
 use super::impersonation::Impersonation;
 use super::kubeconfig::{AuthInfo, Cluster, Context};
 use super::loader::{MergedKubeconfig, Sourced};
-use super::secret::Secret;
+use super::secret::{redacted_url, ProxyUrl, Secret};
 use super::tls::{self, CertificateAuthority, ClientCertSlot, PemSource, TlsSettings};
 use super::{ClientConfig, Origin};
 
@@ -132,7 +132,7 @@ fn non_empty(value: Option<&str>) -> Option<&str> {
 struct ResolvedCluster {
     server: Url,
     tls: TlsSettings,
-    proxy_url: Option<Url>,
+    proxy_url: Option<ProxyUrl>,
     disable_compression: bool,
     exec_cluster_info: serde_json::Value,
 }
@@ -148,7 +148,8 @@ impl ResolvedCluster {
             parse_server(value.server.as_deref()).map_err(|p| fields.error("server", p))?;
         let proxy_url = value
             .proxy_url
-            .as_deref()
+            .as_ref()
+            .map(|proxy| proxy.expose().as_str())
             .and_then(|proxy| non_empty(Some(proxy)))
             .map(parse_proxy)
             .transpose()
@@ -218,7 +219,12 @@ fn exec_cluster_info(
     if let Some(pem) = ca_pem {
         info["certificate-authority-data"] = encode_ca_for_exec_info(pem).into();
     }
-    if let Some(proxy) = non_empty(cluster.proxy_url.as_deref()) {
+    // The plugin is handed the proxy as configured, credentials included (client-go does too).
+    let proxy = cluster
+        .proxy_url
+        .as_ref()
+        .map(|proxy| proxy.expose().as_str());
+    if let Some(proxy) = non_empty(proxy) {
         info["proxy-url"] = proxy.into();
     }
     if cluster.disable_compression == Some(true) {
@@ -253,13 +259,21 @@ fn parse_server(server: Option<&str>) -> Result<Url, FieldProblem> {
     }
 }
 
-fn parse_proxy(proxy: &str) -> Result<Url, FieldProblem> {
+fn parse_proxy(proxy: &str) -> Result<ProxyUrl, FieldProblem> {
+    // `url::ParseError` never quotes its input, so a malformed URL's password stays out too.
     let url = Url::parse(proxy)?;
     match url.scheme() {
-        "http" | "https" | "socks5" => Ok(url),
-        other => Err(FieldProblem::Invalid(format!(
-            "\"{proxy}\" has scheme {other}; only http, https and socks5 are supported"
-        ))),
+        "http" | "https" | "socks5" => Ok(ProxyUrl::new(url)),
+        other => {
+            // Quoted as written, unless a password has to be taken out.
+            let shown = match url.password() {
+                Some(_) => redacted_url(&url),
+                None => proxy.to_string(),
+            };
+            Err(FieldProblem::Invalid(format!(
+                "\"{shown}\" has scheme {other}; only http, https and socks5 are supported"
+            )))
+        }
     }
 }
 

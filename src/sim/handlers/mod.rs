@@ -68,8 +68,8 @@ pub struct Peer {
     pub client_certificate: bool,
 }
 
-/// A request with its body read, as the verb handlers see it.
-#[derive(Debug)]
+/// A request with its body read, as the verb handlers see it. Its `Debug` lists header names
+/// only: `authorization` carries the client's credential.
 pub struct Incoming {
     /// The method.
     pub method: Method,
@@ -81,6 +81,19 @@ pub struct Incoming {
     pub headers: http::HeaderMap,
     /// The body bytes (empty when there was none).
     pub body: Bytes,
+}
+
+impl std::fmt::Debug for Incoming {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let header_names: Vec<&str> = self.headers.keys().map(|name| name.as_str()).collect();
+        f.debug_struct("Incoming")
+            .field("method", &self.method)
+            .field("path", &self.path)
+            .field("query", &self.query)
+            .field("header_names", &header_names)
+            .field("body_len", &self.body.len())
+            .finish()
+    }
 }
 
 impl Incoming {
@@ -261,4 +274,39 @@ fn record(ctx: &Context, incoming: &Incoming, verb: Verb, code: StatusCode) {
         body: incoming.json_body().ok().flatten(),
         status: code.as_u16(),
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_shows_header_names_but_never_their_values() {
+        let mut headers = http::HeaderMap::new();
+        headers.insert(
+            http::header::AUTHORIZATION,
+            http::HeaderValue::from_static("Bearer s3cr3t-token"),
+        );
+        headers.insert(
+            http::header::ACCEPT,
+            http::HeaderValue::from_static("application/json"),
+        );
+        let incoming = Incoming {
+            method: Method::GET,
+            path: "/api/v1/pods".into(),
+            query: vec![("limit".into(), "1".into())],
+            headers,
+            body: Bytes::from_static(b"{}"),
+        };
+        let shown = format!("{incoming:?}");
+        assert!(!shown.contains("s3cr3t-token"), "{shown}");
+        assert!(
+            shown.contains(r#"header_names: ["authorization", "accept"]"#),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("/api/v1/pods") && shown.contains("body_len: 2"),
+            "{shown}"
+        );
+    }
 }

@@ -64,8 +64,9 @@ pub struct ExecSpec {
     pub install_hint: Option<String>,
     /// Whether the plugin may use stdin.
     pub interactive_mode: InteractiveMode,
-    /// `spec.cluster` of `KUBERNETES_EXEC_INFO` when `provideClusterInfo` is set.
-    pub cluster_info: Option<serde_json::Value>,
+    /// `spec.cluster` of `KUBERNETES_EXEC_INFO` when `provideClusterInfo` is set; a `Secret`
+    /// because its `proxy-url` may hold a password.
+    pub cluster_info: Option<Secret<serde_json::Value>>,
 }
 
 /// Why an `exec` section is not usable; `field` is its spelling in the kubeconfig.
@@ -139,7 +140,9 @@ impl ExecSpec {
             api_version,
             install_hint: config.install_hint.clone(),
             interactive_mode,
-            cluster_info: cluster_info.filter(|_| config.provide_cluster_info == Some(true)),
+            cluster_info: cluster_info
+                .filter(|_| config.provide_cluster_info == Some(true))
+                .map(Secret::new),
         })
     }
 }
@@ -299,7 +302,7 @@ impl ExecPlugin {
             "spec": { "interactive": interactive },
         });
         if let Some(cluster) = &spec.cluster_info {
-            request["spec"]["cluster"] = cluster.clone();
+            request["spec"]["cluster"] = cluster.expose().clone();
         }
         request.to_string()
     }
