@@ -9,9 +9,8 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 
-use base64::Engine;
-use client_support::unthrottled;
-use kube_gc::client::config::{ClientConfig, Environment, LoadOptions};
+use client_support::{custom_config, unthrottled};
+use kube_gc::client::config::{ClientConfig, Environment};
 use kube_gc::client::{Api, Client, Error, ListParams, ResourceRef};
 use kube_gc::sim::{SimConfig, SimServer};
 use parking_lot::Mutex;
@@ -150,34 +149,16 @@ async fn read_short_string(client: &mut TcpStream) -> std::io::Result<String> {
 /// A kubeconfig for `sim` (trusting its CA if it has one) with `proxy-url: <proxy>`, loaded as
 /// a user's would be.
 fn config_through(sim: &SimServer, proxy: &str, dir: &Path) -> ClientConfig {
-    let ca = sim
-        .ca_pem()
-        .map(|pem| base64::engine::general_purpose::STANDARD.encode(pem))
-        .map(|data| format!("\n    certificate-authority-data: {data}"))
-        .unwrap_or_default();
-    let kubeconfig = format!(
-        r#"apiVersion: v1
-kind: Config
-current-context: sim
-clusters:
-- name: sim
-  cluster:
-    server: {server}
-    proxy-url: {proxy}{ca}
-users:
-- {{name: anonymous, user: {{}}}}
-contexts:
-- {{name: sim, context: {{cluster: sim, user: anonymous}}}}
-"#,
-        server = sim.url(),
-    );
-    let path = dir.join("proxied-kubeconfig");
-    std::fs::write(&path, kubeconfig).unwrap();
-    let options = LoadOptions {
-        kubeconfig: Some(path),
-        context: None,
-    };
-    ClientConfig::load(&options, &Environment::empty()).unwrap()
+    let proxy_line = format!("\n    proxy-url: {proxy}");
+    custom_config(
+        sim,
+        dir,
+        "proxied-kubeconfig",
+        &proxy_line,
+        "anonymous",
+        "{}",
+        &Environment::empty(),
+    )
 }
 
 fn configmaps(client: &Client) -> Api<Value> {

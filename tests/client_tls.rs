@@ -9,7 +9,7 @@ mod client_support;
 use std::path::Path;
 
 use base64::Engine;
-use client_support::{last_request, start_with, unthrottled};
+use client_support::{custom_config, last_request, start_with, unthrottled};
 use kube_gc::client::config::{ClientConfig, Environment, LoadOptions};
 use kube_gc::client::{Api, ApiRequest, Client, Error, ListParams, ResourceRef};
 use kube_gc::sim::faults::Verb;
@@ -97,45 +97,21 @@ async fn impersonation_headers_are_sent_on_every_request() {
 /// `tok-<run number>` and counts its runs in `state`.
 fn exec_config(sim: &SimServer, dir: &Path, state: &Path) -> ClientConfig {
     let plugin = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/kubeconfig/exec/plugin.sh");
-    let ca = sim
-        .ca_pem()
-        .map(|pem| base64::engine::general_purpose::STANDARD.encode(pem))
-        .map(|data| format!("\n    certificate-authority-data: {data}"))
-        .unwrap_or_default();
-    let kubeconfig = format!(
-        r#"apiVersion: v1
-kind: Config
-current-context: sim
-clusters:
-- name: sim
-  cluster:
-    server: {server}{ca}
-users:
-- name: exec
-  user:
+    let user = format!(
+        r#"
     exec:
       apiVersion: client.authentication.k8s.io/v1
       command: {plugin}
       env:
       - {{name: PLUGIN_TOKEN_PREFIX, value: tok}}
-      interactiveMode: Never
-contexts:
-- {{name: sim, context: {{cluster: sim, user: exec}}}}
-"#,
-        server = sim.url(),
+      interactiveMode: Never"#,
         plugin = plugin.display(),
     );
-    let path = dir.join("exec-kubeconfig");
-    std::fs::write(&path, kubeconfig).unwrap();
     let path_var = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into());
     let env = Environment::empty()
         .with_var("PATH", path_var)
         .with_var("PLUGIN_STATE_DIR", state.display().to_string());
-    let options = LoadOptions {
-        kubeconfig: Some(path),
-        context: None,
-    };
-    ClientConfig::load(&options, &env).unwrap()
+    custom_config(sim, dir, "exec-kubeconfig", "", "exec", &user, &env)
 }
 
 fn plugin_runs(state: &Path) -> u32 {

@@ -2,6 +2,9 @@
 //! configured for it the way a user would be — through a kubeconfig file the server writes.
 #![allow(dead_code)] // Each test crate uses a different subset.
 
+use std::path::Path;
+
+use base64::Engine;
 use kube_gc::client::config::{ClientConfig, Environment, LoadOptions};
 use kube_gc::client::{Client, ClientOptions};
 use kube_gc::sim::journal::JournalEntry;
@@ -48,6 +51,50 @@ pub fn config_for(sim: &SimServer, dir: &tempfile::TempDir) -> ClientConfig {
         context: None,
     };
     ClientConfig::load(&options, &Environment::empty()).unwrap()
+}
+
+/// A hand-written kubeconfig for `sim` (trusting its CA if it has one), for what the server's own
+/// kubeconfig cannot express: `cluster_extra` is appended to the cluster entry (e.g.
+/// `"\n    proxy-url: socks5://…"`), and the one user is `user_name` with `user_yaml` as the value
+/// of its `user:` key (`"{}"`, or an indented block). Written to `dir/file_name` and loaded with
+/// `env`, as a user's kubeconfig would be.
+pub fn custom_config(
+    sim: &SimServer,
+    dir: &Path,
+    file_name: &str,
+    cluster_extra: &str,
+    user_name: &str,
+    user_yaml: &str,
+    env: &Environment,
+) -> ClientConfig {
+    let ca = sim
+        .ca_pem()
+        .map(|pem| base64::engine::general_purpose::STANDARD.encode(pem))
+        .map(|data| format!("\n    certificate-authority-data: {data}"))
+        .unwrap_or_default();
+    let kubeconfig = format!(
+        r#"apiVersion: v1
+kind: Config
+current-context: sim
+clusters:
+- name: sim
+  cluster:
+    server: {server}{cluster_extra}{ca}
+users:
+- name: {user_name}
+  user: {user_yaml}
+contexts:
+- {{name: sim, context: {{cluster: sim, user: {user_name}}}}}
+"#,
+        server = sim.url(),
+    );
+    let path = dir.join(file_name);
+    std::fs::write(&path, kubeconfig).unwrap();
+    let options = LoadOptions {
+        kubeconfig: Some(path),
+        context: None,
+    };
+    ClientConfig::load(&options, env).unwrap()
 }
 
 /// A client built from the server's kubeconfig.
