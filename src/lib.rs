@@ -5,6 +5,7 @@
 //! - [`api`]: the Kubernetes object types kube-gc reads and writes (serde, written here).
 //! - [`client`]: talking to an API server: kubeconfig, authentication, REST verbs, watch streams.
 //! - [`runtime`]: the controller runtime: workqueue, reflector, cache, informer and worker loop.
+//! - [`events`]: how controllers report Kubernetes Events without waiting on them.
 //! - [`controllers`]: the garbage-collection logic (TTL-after-finished, ownerReference GC).
 //! - [`sim`]: an in-process simulated API server that tests, benchmarks and the demo run against.
 //!   It speaks HTTP and JSON like a real kube-apiserver and shares no decoding code with
@@ -19,6 +20,7 @@ pub mod api;
 pub mod cli;
 pub mod client;
 pub mod controllers;
+pub mod events;
 pub mod runtime;
 pub mod sim;
 pub mod token_bucket;
