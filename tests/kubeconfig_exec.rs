@@ -215,6 +215,31 @@ async fn plugin_failures_quote_stderr() {
     );
 }
 
+/// A plugin that never answers is killed after the limit. (On the paused clock the limit passes
+/// as soon as the runtime idles, so this proves the limit, not how far the script got.)
+#[tokio::test(start_paused = true)]
+async fn a_hung_plugin_times_out_instead_of_stalling_requests() {
+    let harness = Harness::new();
+    let env = harness.env().with_var("PLUGIN_HANG", "1");
+    let config = harness.load("v1", env);
+    let started = tokio::time::Instant::now();
+    let err = config
+        .auth
+        .authorization_header()
+        .await
+        .unwrap_err()
+        .to_string();
+    assert_eq!(started.elapsed(), kube_gc::client::config::EXEC_TIMEOUT);
+    let plugin = fixture("exec/plugin.sh");
+    assert_eq!(
+        err,
+        format!(
+            "exec plugin {} did not finish within 60s and was killed",
+            plugin.display()
+        )
+    );
+}
+
 #[tokio::test]
 async fn a_credential_in_the_wrong_version_is_refused() {
     let harness = Harness::new();

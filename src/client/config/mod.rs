@@ -33,7 +33,7 @@ use std::path::PathBuf;
 
 use url::Url;
 
-pub use auth::{Auth, AuthError};
+pub use auth::{Auth, AuthError, EXEC_TIMEOUT};
 pub use environment::{Environment, SystemRoots};
 pub use error::ConfigError;
 pub use impersonation::Impersonation;

@@ -10,6 +10,10 @@
 //! after a 401. Concurrent callers share one run: the first runs the program while the others wait
 //! for its result, so a burst of requests does not start a burst of plugins.
 //!
+//! A non-interactive run that has not finished after [`EXEC_TIMEOUT`] is killed and reported as
+//! an error, so a hung plugin costs one failed request instead of stalling every request forever.
+//! An interactive run has no limit: the user may be typing a password.
+//!
 //! `interactiveMode` decides stdin: `Never` gives the program none; `IfAvailable` (the `v1beta1`
 //! default) passes stdin through only when it is a terminal; `Always` requires a terminal.
 //! `v1` requires the field, as client-go does. A missing program is reported with `installHint`.
@@ -185,6 +189,14 @@ pub enum ExecError {
         /// The start of what it wrote to stderr.
         stderr: String,
     },
+    /// The program ran longer than [`EXEC_TIMEOUT`] and was killed.
+    #[error("exec plugin {command} did not finish within {}s and was killed", .after.as_secs())]
+    TimedOut {
+        /// The program.
+        command: String,
+        /// How long it was given.
+        after: std::time::Duration,
+    },
     /// The program printed something other than a usable `ExecCredential`.
     #[error("exec plugin {command} printed an unusable ExecCredential: {reason}")]
     BadOutput {
@@ -194,6 +206,10 @@ pub enum ExecError {
         reason: String,
     },
 }
+
+/// How long a non-interactive plugin run may take before it is killed. client-go sets no limit;
+/// a controller cannot wait for a human, and a minute is far beyond any healthy plugin.
+pub const EXEC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// An exec credential plugin with its cache; clones share both.
 #[derive(Clone)]
@@ -325,10 +341,19 @@ impl ExecPlugin {
         } else {
             command.stdin(Stdio::null()).stderr(Stdio::piped());
         }
-        let output = command
-            .output()
-            .await
-            .map_err(|source| self.spawn_error(source))?;
+        // `kill_on_drop` makes dropping the timed-out future kill the program.
+        let run = command.output();
+        let output = if interactive {
+            run.await
+        } else {
+            tokio::time::timeout(EXEC_TIMEOUT, run)
+                .await
+                .map_err(|_| ExecError::TimedOut {
+                    command: spec.command.clone(),
+                    after: EXEC_TIMEOUT,
+                })?
+        }
+        .map_err(|source| self.spawn_error(source))?;
         if !output.status.success() {
             return Err(ExecError::Failed {
                 command: spec.command.clone(),

@@ -18,7 +18,7 @@ use base64::Engine;
 use http::HeaderValue;
 
 use super::secret::Secret;
-pub use exec::{ExecError, ExecPlugin};
+pub use exec::{ExecError, ExecPlugin, EXEC_TIMEOUT};
 pub use token_file::TokenFile;
 
 /// The credential source of a configuration. Clones share caches.
