@@ -317,6 +317,29 @@ async fn dropping_connections_ends_open_watches() {
     assert_eq!(code, 200);
 }
 
+/// Over HTTP/2 each watch is a task of its own: cutting its connection must end it at once, not
+/// leave it holding a watcher slot until some later event finds the stream gone.
+#[tokio::test]
+async fn dropping_connections_ends_http2_watches_at_once() {
+    let server = start(SimConfig::default().with_tls()).await;
+    let http = client_trusting(server.ca_pem());
+    let response = http
+        .get(url(&server, &format!("{JOBS}?watch=1")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.version(), reqwest::Version::HTTP_2);
+    assert_eq!(server.store().open_watches(), 1);
+    server.drop_connections();
+    let mut spins = 0;
+    while server.store().open_watches() > 0 && spins < 10_000 {
+        tokio::task::yield_now().await;
+        spins += 1;
+    }
+    assert_eq!(server.store().open_watches(), 0, "after {spins} yields");
+    drop(response);
+}
+
 #[tokio::test(start_paused = true)]
 async fn injected_cuts_end_watches_after_a_duration() {
     let plan = FaultPlan::new(7).cut_watches_after(Duration::from_secs(30));

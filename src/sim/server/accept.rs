@@ -4,14 +4,16 @@
 //! cancelling the server's token or aborting its task — stops them all. Each connection speaks
 //! HTTP/1.1 or HTTP/2 (hyper-util's auto builder; over TLS the client picks with ALPN) and is
 //! tied to the *connection generation* current when it was accepted: cancelling that generation
-//! drops the connection abruptly, like a server restart.
+//! drops the connection abruptly, like a server restart. HTTP/2 serves each stream in a task of
+//! its own; those tasks belong to their connection ([`StreamTasks`]) and end with it.
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioIo;
 use hyper_util::server::conn::auto;
 use parking_lot::Mutex;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -118,7 +120,9 @@ where
         let ctx = Arc::clone(&ctx);
         async move { Ok::<_, Infallible>(handlers::handle(&ctx, peer, request).await) }
     });
-    let builder = auto::Builder::new(TokioExecutor::new());
+    // The builder and the connection hold the only clones: when this function returns, the
+    // streams still running are aborted.
+    let builder = auto::Builder::new(StreamTasks::default());
     let connection = builder.serve_connection(TokioIo::new(stream), service);
     tokio::select! {
         result = connection => {
@@ -128,5 +132,25 @@ where
         }
         // Dropping the connection future closes the socket mid-stream, like a restart.
         _ = cut.cancelled() => {}
+    }
+}
+
+/// The executor hyper runs HTTP/2 streams on: a task set owned by the connection.
+///
+/// hyper's usual `TokioExecutor` detaches stream tasks. They do end on their own once h2 sees
+/// the stream reset, but nothing owns them, so nothing could prove the server stopped them all.
+/// With this set, dropping the connection aborts every stream it still has.
+#[derive(Clone, Default)]
+struct StreamTasks(Arc<Mutex<JoinSet<()>>>);
+
+impl<F> hyper::rt::Executor<F> for StreamTasks
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    fn execute(&self, stream: F) {
+        let mut tasks = self.0.lock();
+        // Reap finished streams so a long-lived connection does not accumulate them.
+        while tasks.try_join_next().is_some() {}
+        tasks.spawn(stream);
     }
 }
