@@ -24,7 +24,9 @@
 //!   silent — is given up [`ReflectorConfig::watch_stall_grace`] after the `timeoutSeconds` it
 //!   asked for: it ends as if closed, so the next watch resumes from the last resourceVersion
 //!   and nothing is lost; it is logged and counted (`stalled_watches`). A streaming list that
-//!   stalls before its initial events are complete falls back to a paged LIST.
+//!   stalls before its initial events are complete falls back to a paged LIST. A watch request
+//!   the server does not even answer within that grace counts as stalled too, and is retried
+//!   after a backoff (a streaming list falls back to LIST).
 //! - Failures never end the loop: it backs off ([`Backoff`]: 0.8 s doubling to 30 s, jitter,
 //!   `Retry-After` honoured) and tries again. A malformed watch line is logged, counted and
 //!   skipped. Only the cancellation token ends [`Reflector::run`].
@@ -107,7 +109,8 @@ pub struct ReflectorConfig {
     /// 5 min).
     pub min_watch_timeout: Duration,
     /// How long past its `timeoutSeconds` a watch may go on before it is deemed stalled and
-    /// abandoned (the server should have ended it by then).
+    /// abandoned (the server should have ended it by then); also how long a watch request may
+    /// wait for the server's response headers.
     pub watch_stall_grace: Duration,
     /// List with a streaming list (WatchList) when the server supports it.
     pub use_watch_list: bool,
@@ -294,7 +297,7 @@ where
             send_initial_events: true,
             ..self.watch_params(None)
         };
-        let mut stream = match self.source.watch(&params).await {
+        let mut stream = match self.open_watch(&params).await? {
             Ok(stream) => stream,
             Err(e) => {
                 if refuses_watch_list(&e) {
@@ -359,7 +362,11 @@ where
         self.metrics.watch_started();
         let params = self.watch_params(Some(resource_version.clone()));
         let started = Instant::now();
-        let next = match self.source.watch(&params).await {
+        let Some(opened) = self.open_watch(&params).await else {
+            let end = WatchEnd::Retryable { retry_after: None };
+            return self.resolve(state::after_watch(resource_version, end, false));
+        };
+        let next = match opened {
             Ok(stream) => {
                 let deadline = self.stall_deadline(started, &params);
                 let followed = self.follow(stream, resource_version, deadline).await;
@@ -372,6 +379,27 @@ where
             }
         };
         self.resolve(next)
+    }
+
+    /// Sends a watch request; `None` (counted as a stalled watch) if the server has not answered
+    /// it within the stall grace. Without this a server that accepts the connection and never
+    /// responds would hold the reflector forever: watches have no request timeout, by design.
+    async fn open_watch(
+        &self,
+        params: &WatchParams,
+    ) -> Option<Result<EventStream<L::Object>, Error>> {
+        let grace = self.config.watch_stall_grace;
+        match tokio::time::timeout(grace, self.source.watch(params)).await {
+            Ok(opened) => Some(opened),
+            Err(_) => {
+                self.metrics.stalled_watch();
+                tracing::warn!(
+                    ?grace,
+                    "the API server did not answer a watch request in time"
+                );
+                None
+            }
+        }
     }
 
     fn watch_params(&mut self, resource_version: Option<String>) -> WatchParams {

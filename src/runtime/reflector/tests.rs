@@ -30,14 +30,18 @@ enum AfterItems {
     End,
     /// The stream stays open and silent forever (a wedged proxy).
     Stall,
+    /// The request is never answered at all (no response headers).
+    NeverAnswered,
 }
 
-/// Answers lists and watches from scripts; once a script runs out, the request never answers.
+/// Answers lists and watches from scripts; once a script runs out, the request never answers
+/// and `exhausted` is notified, which ends the run.
 #[derive(Default)]
 struct Scripted {
     lists: Mutex<VecDeque<Result<List<Value>, Error>>>,
     watches: Mutex<VecDeque<(Result<WatchItems, Error>, AfterItems)>>,
     calls: Arc<Mutex<Vec<(Instant, Call)>>>,
+    exhausted: Arc<tokio::sync::Notify>,
 }
 
 impl Scripted {
@@ -48,6 +52,14 @@ impl Scripted {
 
     fn watch(self, result: Result<WatchItems, Error>) -> Self {
         self.watches.lock().push_back((result, AfterItems::End));
+        self
+    }
+
+    /// A watch request the server never answers.
+    fn unanswered_watch(self) -> Self {
+        self.watches
+            .lock()
+            .push_back((Ok(vec![]), AfterItems::NeverAnswered));
         self
     }
 
@@ -70,7 +82,7 @@ impl ListWatch for Scripted {
         let next = self.lists.lock().pop_front();
         match next {
             Some(result) => result,
-            None => std::future::pending().await,
+            None => self.run_out().await,
         }
     }
 
@@ -84,8 +96,17 @@ impl ListWatch for Scripted {
             Some((result, AfterItems::Stall)) => Ok(futures_util::stream::iter(result?)
                 .chain(futures_util::stream::pending())
                 .boxed()),
-            None => std::future::pending().await,
+            Some((_, AfterItems::NeverAnswered)) => std::future::pending().await,
+            None => self.run_out().await,
         }
+    }
+}
+
+impl Scripted {
+    /// The script has nothing more to say: tell the test, and never answer.
+    async fn run_out<T>(&self) -> T {
+        self.exhausted.notify_one();
+        std::future::pending().await
     }
 }
 
@@ -185,9 +206,11 @@ struct Outcome {
     metrics: MetricsSnapshot,
 }
 
-/// Runs a reflector over `script` for an hour of virtual time, then stops it.
+/// Runs a reflector over `script` until the script runs out (or for an hour of virtual time),
+/// then stops it.
 async fn run(script: Scripted, config: ReflectorConfig) -> Outcome {
     let calls = Arc::clone(&script.calls);
+    let exhausted = Arc::clone(&script.exhausted);
     let reflector = Reflector::new(
         script,
         ReflectorConfig {
@@ -200,7 +223,10 @@ async fn run(script: Scripted, config: ReflectorConfig) -> Outcome {
     let cancel = CancellationToken::new();
     let start = Instant::now();
     let task = tokio::spawn(reflector.run(Arc::clone(&sink), cancel.clone()));
-    tokio::time::sleep(Duration::from_secs(3600)).await;
+    tokio::select! {
+        _ = tokio::time::sleep(Duration::from_secs(3600)) => {}
+        _ = exhausted.notified() => {}
+    }
     cancel.cancel();
     task.await.unwrap();
     let calls = std::mem::take(&mut *calls.lock())
@@ -533,6 +559,45 @@ async fn a_watch_list_stalled_before_its_initial_events_end_falls_back_to_list()
     };
     let timeout = Duration::from_secs(stalled.timeout_seconds.unwrap().into());
     assert_eq!(gap(&out.calls, 1), timeout + Duration::from_secs(30));
+    assert_eq!(out.sink, ["replaced@5 a"]);
+    let m = out.metrics;
+    assert_eq!((m.stalled_watches, m.watch_list_fallbacks), (1, 1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unanswered_watch_request_is_given_up_after_the_grace_and_retried_after_a_backoff() {
+    let script = Scripted::default()
+        .list(list("1", vec![]))
+        .unanswered_watch()
+        .watch(Ok(vec![Ok(WatchEvent::Added(obj("a", "2")))]));
+    let out = run(script, ReflectorConfig::default()).await;
+    assert_eq!(
+        call_summary(&out.calls),
+        ["list rv=0", "watch rv=1", "watch rv=1", "watch rv=2"]
+    );
+    let waited = gap(&out.calls, 2);
+    let backoff = waited - Duration::from_secs(30);
+    assert!(in_jitter_range(backoff, 800), "{waited:?}");
+    assert_eq!(out.sink, ["replaced@1 ", "added a@2"]);
+    let m = out.metrics;
+    assert_eq!((m.stalled_watches, m.backoffs, m.relists), (1, 1, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unanswered_watch_list_falls_back_to_list_after_the_grace() {
+    let script = Scripted::default()
+        .unanswered_watch()
+        .list(list("5", vec![obj("a", "5")]));
+    let config = ReflectorConfig {
+        use_watch_list: true,
+        ..ReflectorConfig::default()
+    };
+    let out = run(script, config).await;
+    assert_eq!(
+        call_summary(&out.calls),
+        ["watch-list", "list rv=0", "watch rv=5"]
+    );
+    assert_eq!(gap(&out.calls, 1), Duration::from_secs(30));
     assert_eq!(out.sink, ["replaced@5 a"]);
     let m = out.metrics;
     assert_eq!((m.stalled_watches, m.watch_list_fallbacks), (1, 1));
