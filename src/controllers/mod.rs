@@ -1,4 +1,7 @@
-//! The garbage-collection controllers.
+//! The garbage-collection controllers, built on [`crate::runtime`].
 //!
-//! Not built yet: the TTL-after-finished controller for batch/v1 Jobs and Volcano Jobs (issue #6)
-//! and the ownerReference garbage collector (issue #7). They will run on [`crate::runtime`].
+//! - [`ttl`]: TTL-after-finished for batch/v1 Jobs and Volcano Jobs (issue #6).
+//!
+//! The ownerReference garbage collector (issue #7) is built separately.
+
+pub mod ttl;
