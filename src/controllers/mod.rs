@@ -5,3 +5,19 @@
 //! The ownerReference garbage collector (issue #7) is built separately.
 
 pub mod ttl;
+
+use std::sync::Arc;
+
+/// A controller's progress at one moment, for progress displays.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Objects in its cache.
+    pub cached: usize,
+    /// Objects it is waiting on (a TTL not expired yet).
+    pub waiting: usize,
+    /// Keys in its workqueue.
+    pub queued: usize,
+}
+
+/// Takes a [`Progress`] snapshot; must be quick and must not block.
+pub type ProgressProbe = Arc<dyn Fn() -> Progress + Send + Sync>;

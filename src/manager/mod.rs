@@ -28,6 +28,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+pub use crate::controllers::{Progress, ProgressProbe};
 pub use selection::{
     ControllerSelection, UnknownController, GARBAGE_COLLECTOR, KNOWN_CONTROLLERS,
     TTL_AFTER_FINISHED, VOLCANO_JOB_TTL,
@@ -282,9 +283,9 @@ fn init_ttl<K: TtlKind>(
         .recorder(Arc::clone(context.recorder))
         .build();
     let caches = vec![controller.synced()];
-    Ok(Some(ManagedController::new(
-        K::CONTROLLER,
-        caches,
-        move |shutdown| controller.run(shutdown),
-    )))
+    let probe = controller.progress_probe(Arc::clone(context.clock));
+    let managed = ManagedController::new(K::CONTROLLER, caches, move |shutdown| {
+        controller.run(shutdown)
+    });
+    Ok(Some(managed.with_progress(probe)))
 }

@@ -13,11 +13,13 @@
 //!   election, a progress display); it never blocks.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::controllers::ProgressProbe;
 use crate::runtime::informer::{wait_for_cache_sync, InformerSynced, WaitForSyncError};
 
 /// Any error a controller's run can end with.
@@ -30,6 +32,7 @@ pub struct ManagedController {
     name: String,
     caches: Vec<InformerSynced>,
     run: RunFn,
+    progress: Option<ProgressProbe>,
 }
 
 impl ManagedController {
@@ -48,7 +51,14 @@ impl ManagedController {
                 let running = run(token);
                 Box::pin(async move { running.await.map_err(Into::into) })
             }),
+            progress: None,
         }
+    }
+
+    /// Lets displays read the controller's progress through `probe`.
+    pub fn with_progress(mut self, probe: ProgressProbe) -> Self {
+        self.progress = Some(probe);
+        self
     }
 
     /// The controller's name.
@@ -134,6 +144,14 @@ impl ControllerSet {
                 .flat_map(|c| c.caches.iter().cloned())
                 .collect(),
         }
+    }
+
+    /// The progress probes of the controllers that have one, with their names.
+    pub fn progress_probes(&self) -> Vec<(String, ProgressProbe)> {
+        self.controllers
+            .iter()
+            .filter_map(|c| Some((c.name.clone(), Arc::clone(c.progress.as_ref()?))))
+            .collect()
     }
 
     /// Runs every controller until `shutdown` is cancelled, then waits for all to stop.

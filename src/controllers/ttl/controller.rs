@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use crate::client::{Api, Client};
 use crate::clock::{SharedClock, SystemClock};
+use crate::controllers::{Progress, ProgressProbe};
 use crate::events::{NoopRecorder, SharedRecorder};
 use crate::runtime::cache::{Cacheable, ObjectKey, Store};
 use crate::runtime::controller::{Controller, ControllerError, ReconcileCounters};
@@ -18,10 +19,11 @@ use crate::runtime::informer::{HandlerFns, InformerSynced, SharedInformer};
 use crate::runtime::reflector::Reflector;
 use crate::runtime::workqueue::{MetricsProvider, WorkQueue};
 
+use super::judge::{judge, Verdict};
 use super::kind::TtlKind;
 use super::metrics::TtlMetrics;
 use super::object::TtlObject;
-use super::reconcile::TtlReconciler;
+use super::reconcile::{ReconcileSettings, TtlReconciler};
 use super::TtlOptions;
 
 /// The TTL-after-finished controller for kind `K`, ready to run.
@@ -98,15 +100,14 @@ impl<K: TtlKind> TtlControllerBuilder<K> {
                 }),
         );
 
-        let reconciler = TtlReconciler::new(
-            Arc::clone(informer.store()),
-            api,
-            self.clock,
-            self.options.fresh_read,
-            self.options.dry_run,
-            self.metrics,
-            self.recorder,
-        );
+        let settings = ReconcileSettings {
+            clock: self.clock,
+            fresh_read: self.options.fresh_read,
+            dry_run: self.options.dry_run,
+            metrics: self.metrics,
+            recorder: self.recorder,
+        };
+        let reconciler = TtlReconciler::new(Arc::clone(informer.store()), api, settings);
         let controller = Controller::new(K::CONTROLLER, queue.clone(), reconciler)
             .workers(self.options.workers)
             .informer(&informer);
@@ -157,6 +158,27 @@ impl<K: TtlKind> TtlController<K> {
     /// The workqueue (for its depth).
     pub fn queue(&self) -> &WorkQueue<ObjectKey> {
         &self.queue
+    }
+
+    /// A probe counting what the controller holds: cached objects, those waiting for their
+    /// TTL (judged at `clock`'s now), and the queue's depth. It walks the cache, so it is meant
+    /// for a display refreshed a few times a second, not for a hot path.
+    pub fn progress_probe(&self, clock: SharedClock) -> ProgressProbe {
+        let store = Arc::clone(self.informer.store());
+        let queue = self.queue.clone();
+        Arc::new(move || {
+            let now = clock.now();
+            let objects = store.list();
+            let waiting = objects
+                .iter()
+                .filter(|o| matches!(judge(o.state(), now), Ok(Verdict::Wait { .. })))
+                .count();
+            Progress {
+                cached: objects.len(),
+                waiting,
+                queued: queue.len(),
+            }
+        })
     }
 
     /// Reconciles, errors and panics so far.

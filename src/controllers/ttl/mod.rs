@@ -31,7 +31,7 @@ pub use judge::{judge, MissingFinishTime, Verdict};
 pub use kind::{Finished, TtlKind};
 pub use metrics::{ErrorLabels, ErrorReason, KindLabels, TtlMetrics};
 pub use object::{TtlObject, TtlState};
-pub use reconcile::{TtlError, TtlReconciler};
+pub use reconcile::{ReconcileSettings, TtlError, TtlReconciler};
 pub use volcano::VolcanoJobs;
 
 use crate::runtime::reflector::ReflectorConfig;

@@ -87,6 +87,21 @@ impl Copy {
     }
 }
 
+/// What a [`TtlReconciler`] shares with the rest of the process, and how it deletes.
+#[derive(Clone)]
+pub struct ReconcileSettings {
+    /// Wall time.
+    pub clock: SharedClock,
+    /// When to read a fresh copy before deleting.
+    pub fresh_read: FreshRead,
+    /// Decide and log; delete nothing.
+    pub dry_run: bool,
+    /// Deletions, latencies and errors.
+    pub metrics: Arc<TtlMetrics>,
+    /// Where the Warning about a missing finish time goes.
+    pub recorder: SharedRecorder,
+}
+
 /// The reconciler of the TTL controller for kind `K`.
 pub struct TtlReconciler<K: TtlKind> {
     cache: Arc<Store<TtlObject<K>>>,
@@ -102,25 +117,21 @@ pub struct TtlReconciler<K: TtlKind> {
 
 impl<K: TtlKind> TtlReconciler<K> {
     /// A reconciler reading `cache` and writing through `api` (any namespace scope: each request
-    /// is narrowed to the key's namespace).
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn new(
+    /// is narrowed to the key's namespace). [`TtlController`](super::TtlController) builds one;
+    /// tests may build one over a store they fill themselves.
+    pub fn new(
         cache: Arc<Store<TtlObject<K>>>,
         api: Api<TtlObject<K>>,
-        clock: SharedClock,
-        fresh_read: FreshRead,
-        dry_run: bool,
-        metrics: Arc<TtlMetrics>,
-        recorder: SharedRecorder,
+        settings: ReconcileSettings,
     ) -> Self {
         TtlReconciler {
             cache,
             api,
-            clock,
-            fresh_read,
-            dry_run,
-            metrics,
-            recorder,
+            clock: settings.clock,
+            fresh_read: settings.fresh_read,
+            dry_run: settings.dry_run,
+            metrics: settings.metrics,
+            recorder: settings.recorder,
             reported: Mutex::new(HashSet::new()),
         }
     }
