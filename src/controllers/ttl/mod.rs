@@ -59,7 +59,7 @@ impl FreshRead {
 
 impl fmt::Display for FreshRead {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.pad(self.as_str())
     }
 }
 
