@@ -208,6 +208,12 @@ impl Manager {
             queue_metrics: self.queue_metrics.as_ref(),
             ttl_metrics: &self.ttl_metrics,
         };
+        for known in KNOWN_CONTROLLERS {
+            let registered = self.inits.iter().any(|(name, _)| *name == known);
+            if !registered && self.options.controllers.is_enabled(known) {
+                tracing::info!(controller = known, "not part of this build; skipping");
+            }
+        }
         let mut set = ControllerSet::new();
         for (name, init) in self.inits {
             if !self.options.controllers.is_enabled(name) {

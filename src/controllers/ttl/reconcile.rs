@@ -73,16 +73,18 @@ enum Step {
 
 /// Which copy of the object a judgement was made on, for logs.
 #[derive(Clone, Copy)]
-enum Copy {
-    Cached,
-    Fresh,
+enum CopySource {
+    /// The informer's cache.
+    Cache,
+    /// A GET just now.
+    Server,
 }
 
-impl Copy {
+impl CopySource {
     fn as_str(self) -> &'static str {
         match self {
-            Copy::Cached => "cached",
-            Copy::Fresh => "fresh",
+            CopySource::Cache => "cached",
+            CopySource::Server => "fresh",
         }
     }
 }
@@ -141,7 +143,12 @@ impl<K: TtlKind> TtlReconciler<K> {
     }
 
     /// Judges one copy of the object and turns the verdict into the next step.
-    fn decide(&self, key: &ObjectKey, object: &TtlObject<K>, copy: Copy) -> Result<Step, TtlError> {
+    fn decide(
+        &self,
+        key: &ObjectKey,
+        object: &TtlObject<K>,
+        copy: CopySource,
+    ) -> Result<Step, TtlError> {
         let now = self.clock.now();
         let verdict = match judge(object.state(), now) {
             Ok(verdict) => verdict,
@@ -231,7 +238,7 @@ impl<K: TtlKind> TtlReconciler<K> {
             Ok(None) => return Ok(Action::Done),
             Err(source) => return Err(self.api_error("get", key, source)),
         };
-        let expired_at = match self.decide(key, &fresh, Copy::Fresh)? {
+        let expired_at = match self.decide(key, &fresh, CopySource::Server)? {
             Step::Stop(action) => return Ok(action),
             Step::Delete(expired_at) => expired_at,
         };
@@ -281,7 +288,7 @@ impl<K: TtlKind> Reconciler<ObjectKey> for TtlReconciler<K> {
             self.reported.lock().remove(key);
             return Ok(Action::Done);
         };
-        let expired_at = match self.decide(key, &cached, Copy::Cached)? {
+        let expired_at = match self.decide(key, &cached, CopySource::Cache)? {
             Step::Stop(action) => return Ok(action),
             Step::Delete(expired_at) => expired_at,
         };
