@@ -40,18 +40,34 @@ fn help_lists_run_demo_and_kcm_flags() {
 #[test]
 fn an_unknown_controller_is_refused_before_connecting() {
     let out = kube_gc()
-        .args(["--controllers", "*,-ttl-after-finsihed", "--master", "http://127.0.0.1:1"])
+        .args([
+            "--controllers",
+            "*,-ttl-after-finsihed",
+            "--master",
+            "http://127.0.0.1:1",
+        ])
         .output()
         .expect("run kube-gc");
     assert!(!out.status.success());
     let stderr = text(&out.stderr);
-    assert!(stderr.contains("unknown controller \"ttl-after-finsihed\""), "{stderr}");
+    assert!(
+        stderr.contains("unknown controller \"ttl-after-finsihed\""),
+        "{stderr}"
+    );
 }
 
 #[test]
 fn a_small_demo_passes_and_prints_its_summary() {
     let out = kube_gc()
-        .args(["demo", "--jobs", "30", "--volcano-jobs", "10", "--spread", "1s"])
+        .args([
+            "demo",
+            "--jobs",
+            "30",
+            "--volcano-jobs",
+            "10",
+            "--spread",
+            "1s",
+        ])
         .args(["--no-progress", "--kube-api-qps", "0"])
         .output()
         .expect("run kube-gc demo");
@@ -64,7 +80,9 @@ fn a_small_demo_passes_and_prints_its_summary() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_deletes_an_expired_job_and_stops_cleanly_on_sigterm() {
-    let sim = SimServer::start(SimConfig::default()).await.expect("start the sim");
+    let sim = SimServer::start(SimConfig::default())
+        .await
+        .expect("start the sim");
     let dir = tempfile::tempdir().expect("temp dir");
     let kubeconfig = dir.path().join("kubeconfig");
     sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
