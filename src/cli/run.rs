@@ -188,3 +188,70 @@ async fn cancel_on_signal(shutdown: CancellationToken) -> Result<(), RunError> {
     shutdown.cancel();
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Flags {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    fn parse(args: &[&str]) -> RunArgs {
+        Flags::parse_from(std::iter::once("kube-gc").chain(args.iter().copied())).run
+    }
+
+    #[test]
+    fn defaults_are_kube_controller_managers() {
+        let args = parse(&[]);
+        let options = args.manager_options().unwrap();
+        assert_eq!(options, ManagerOptions::default());
+        assert_eq!((args.kube_api_qps, args.kube_api_burst), (20.0, 30));
+        assert_eq!(args.ttl_fresh_read, FreshRead::OnConflict);
+    }
+
+    #[test]
+    fn flags_reach_the_manager_options() {
+        let args = parse(&[
+            "--controllers=*,-volcano-job-ttl",
+            "--concurrent-ttl-after-finished-syncs=7",
+            "--worker-threads-for-gc=3",
+            "--namespace=batch",
+            "--dry-run",
+            "--ttl-fresh-read=always",
+        ]);
+        let options = args.manager_options().unwrap();
+        assert!(!options.controllers.is_enabled("volcano-job-ttl"));
+        assert!(options.controllers.is_enabled("ttl-after-finished"));
+        assert_eq!(
+            (options.job_ttl_workers, options.volcano_ttl_workers),
+            (7, 3)
+        );
+        assert_eq!(options.namespace.as_deref(), Some("batch"));
+        assert!(options.dry_run);
+        assert_eq!(options.fresh_read, FreshRead::Always);
+    }
+
+    #[test]
+    fn master_overrides_the_kubeconfig_server() {
+        let fixture = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/kubeconfig/credentials.yaml"
+        );
+        let args = parse(&[
+            "--kubeconfig",
+            fixture,
+            "--context",
+            "basic",
+            "--master",
+            "https://10.0.0.1:6443",
+        ]);
+        let config = args.client_config().unwrap();
+        assert_eq!(config.server.as_str(), "https://10.0.0.1:6443/");
+        let anonymous = anonymous_config(Url::parse("http://127.0.0.1:8080").unwrap());
+        assert!(matches!(anonymous.auth, Auth::None));
+    }
+}
