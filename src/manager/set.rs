@@ -12,6 +12,7 @@
 //! - [`Readiness`] can be taken before `run` and read from anywhere (a health endpoint, leader
 //!   election, a progress display); it never blocks.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -162,27 +163,24 @@ impl ControllerSet {
     pub async fn run(self, shutdown: CancellationToken) -> Result<(), ControllerFailed> {
         let stop = shutdown.child_token();
         let mut tasks = JoinSet::new();
+        let mut names = HashMap::new();
         for controller in self.controllers {
-            let name = controller.name;
             let running = (controller.run)(stop.clone());
-            tracing::info!(controller = %name, "starting controller");
-            tasks.spawn(async move { (name, running.await) });
+            tracing::info!(controller = %controller.name, "starting controller");
+            let task = tasks.spawn(running);
+            names.insert(task.id(), controller.name);
         }
         let mut first_failure = None;
-        while let Some(joined) = tasks.join_next().await {
-            let failure = match joined {
-                Ok((_, Ok(()))) => None,
-                Ok((controller, Err(source))) => Some(ControllerFailed { controller, source }),
-                Err(panic) => Some(ControllerFailed {
-                    controller: "(panicked)".to_owned(),
-                    source: Box::new(panic),
-                }),
+        while let Some(joined) = tasks.join_next_with_id().await {
+            let (id, source) = match joined {
+                Ok((_, Ok(()))) => continue,
+                Ok((id, Err(source))) => (id, source),
+                Err(panic) => (panic.id(), Box::new(panic) as BoxError),
             };
-            if let Some(failure) = failure {
-                tracing::error!(controller = %failure.controller, error = %failure.source, "controller failed; stopping the others");
-                stop.cancel();
-                first_failure.get_or_insert(failure);
-            }
+            let controller = names.remove(&id).unwrap_or_default();
+            tracing::error!(%controller, error = %source, "controller failed; stopping the others");
+            stop.cancel();
+            first_failure.get_or_insert(ControllerFailed { controller, source });
         }
         match first_failure {
             Some(failure) => Err(failure),
