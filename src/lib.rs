@@ -7,10 +7,13 @@
 //! - [`runtime`]: the controller runtime: workqueue, reflector, cache, informer and worker loop.
 //! - [`events`]: how controllers report Kubernetes Events without waiting on them.
 //! - [`controllers`]: the garbage-collection logic (TTL-after-finished, ownerReference GC).
+//! - [`manager`]: runs the enabled controllers together, as kube-controller-manager does.
+//! - [`demo`]: the `kube-gc demo` workload, run against the simulated API server.
 //! - [`sim`]: an in-process simulated API server that tests, benchmarks and the demo run against.
 //!   It speaks HTTP and JSON like a real kube-apiserver and shares no decoding code with
 //!   [`client`], so a misunderstanding on one side is not silently mirrored on the other.
 //! - [`cli`]: the `kube-gc` command line.
+//! - [`clock`]: injectable wall-clock time.
 //! - [`token_bucket`]: the crate's one token bucket, layer-neutral: the workqueue's rate limiter
 //!   and the client's request throttling both draw from it.
 //!
@@ -19,8 +22,11 @@
 pub mod api;
 pub mod cli;
 pub mod client;
+pub mod clock;
 pub mod controllers;
+pub mod demo;
 pub mod events;
+pub mod manager;
 pub mod runtime;
 pub mod sim;
 pub mod token_bucket;

@@ -36,8 +36,9 @@ pub struct LoggingArgs {
 
 impl LoggingArgs {
     /// The tracing filter for this verbosity, unless `RUST_LOG` provides one.
-    fn filter(&self) -> EnvFilter {
+    fn filter(&self, quiet_by_default: bool) -> EnvFilter {
         let level = match self.verbosity {
+            0 if quiet_by_default => "warn",
             0..=1 => "info",
             2..=4 => "debug",
             _ => "trace",
@@ -47,8 +48,18 @@ impl LoggingArgs {
 
     /// Installs the subscriber for the whole process. Called once, by [`crate::cli::main`].
     pub fn install(&self) {
+        self.install_subscriber(false);
+    }
+
+    /// Like [`install`](Self::install), but at verbosity 0 only warnings and errors are logged:
+    /// for subcommands whose own output is the point (the demo's progress line).
+    pub fn install_quiet(&self) {
+        self.install_subscriber(true);
+    }
+
+    fn install_subscriber(&self, quiet_by_default: bool) {
         let builder = tracing_subscriber::fmt()
-            .with_env_filter(self.filter())
+            .with_env_filter(self.filter(quiet_by_default))
             .with_writer(std::io::stderr);
         // A second install (only possible in tests) fails harmlessly; the first one stays.
         let _ = match self.logging_format {

@@ -5,9 +5,11 @@
 //! module turns errors into exit codes, so every failure is printed the same way.
 
 mod config;
+mod demo;
 mod duration;
 mod logging;
 mod record;
+mod run;
 mod sim;
 
 use std::process::ExitCode;
@@ -19,23 +21,36 @@ pub use logging::{LogFormat, LoggingArgs};
 
 /// kube-gc: a standalone Kubernetes garbage collector.
 ///
-/// kube-gc will delete finished Jobs and Volcano Jobs when their ttlSecondsAfterFinished expires
-/// and run the ownerReference garbage collector, on a hand-written informer/workqueue runtime.
-/// The controllers are not built yet; today it offers the simulated API server (`sim`), the
-/// connection configuration check (`config view`) and the capture of a live list+watch as a
-/// replay script (`record`).
+/// Deletes finished Jobs and Volcano Jobs once their ttlSecondsAfterFinished expires, as
+/// kube-controller-manager's ttl-after-finished controller and Volcano's garbage collector do,
+/// on a hand-written informer/workqueue runtime. Without a subcommand it runs the controllers
+/// (`kube-gc run`). Try `kube-gc demo` to watch them work against a simulated cluster.
 #[derive(Debug, Parser)]
-#[command(name = "kube-gc", version, propagate_version = true)]
+#[command(
+    name = "kube-gc",
+    version,
+    propagate_version = true,
+    args_conflicts_with_subcommands = true
+)]
 pub struct Cli {
     #[command(flatten)]
     logging: LoggingArgs,
 
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
+
+    /// `kube-gc run`'s flags, for running without naming the subcommand.
+    #[command(flatten)]
+    run: run::RunArgs,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run the controllers against a cluster until SIGINT/SIGTERM (the default).
+    Run(run::RunArgs),
+    /// Run the controllers against a simulated cluster with a realistic batch workload, show
+    /// their progress and check the outcome (exits non-zero if anything went wrong).
+    Demo(demo::DemoArgs),
     /// Run the simulated Kubernetes API server and print how to reach it (kubectl works too).
     Sim(sim::SimArgs),
     /// Inspect the connection configuration kube-gc would use.
@@ -60,13 +75,24 @@ pub enum CliError {
     /// `kube-gc record` failed.
     #[error(transparent)]
     Record(#[from] record::RecordError),
+    /// `kube-gc run` failed.
+    #[error(transparent)]
+    Run(#[from] run::RunError),
+    /// `kube-gc demo` failed or found a wrong outcome.
+    #[error(transparent)]
+    Demo(#[from] crate::demo::DemoError),
 }
 
 /// Entry point of the binary: parse, log, run, map the outcome to an exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    cli.logging.install();
-    match run(cli.command) {
+    let command = cli.command.unwrap_or(Command::Run(cli.run));
+    if matches!(command, Command::Demo(_)) {
+        cli.logging.install_quiet();
+    } else {
+        cli.logging.install();
+    }
+    match run(command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("kube-gc: {}", error_chain(&err));
@@ -81,6 +107,8 @@ fn run(command: Command) -> Result<(), CliError> {
         Command::Config(config_command) => config::run(&config_command)?,
         Command::Sim(args) => async_runtime()?.block_on(sim::run(args))?,
         Command::Record(args) => async_runtime()?.block_on(record::run(args))?,
+        Command::Run(args) => async_runtime()?.block_on(run::run(args))?,
+        Command::Demo(args) => async_runtime()?.block_on(demo::run(args))?,
     }
     Ok(())
 }

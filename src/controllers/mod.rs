@@ -1,4 +1,23 @@
-//! The garbage-collection controllers.
+//! The garbage-collection controllers, built on [`crate::runtime`].
 //!
-//! Not built yet: the TTL-after-finished controller for batch/v1 Jobs and Volcano Jobs (issue #6)
-//! and the ownerReference garbage collector (issue #7). They will run on [`crate::runtime`].
+//! - [`ttl`]: TTL-after-finished for batch/v1 Jobs and Volcano Jobs (issue #6).
+//!
+//! The ownerReference garbage collector (issue #7) is built separately.
+
+pub mod ttl;
+
+use std::sync::Arc;
+
+/// A controller's progress at one moment, for progress displays.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Objects in its cache.
+    pub cached: usize,
+    /// Objects it is waiting on (a TTL not expired yet).
+    pub waiting: usize,
+    /// Keys in its workqueue.
+    pub queued: usize,
+}
+
+/// Takes a [`Progress`] snapshot; must be quick and must not block.
+pub type ProgressProbe = Arc<dyn Fn() -> Progress + Send + Sync>;

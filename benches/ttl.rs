@@ -1,0 +1,308 @@
+//! TTL-after-finished benchmark (`harness = false`, prints its numbers): the real controller,
+//! over HTTP, against the simulated API server in the same process.
+//!
+//! 1. **Backlog**: N Jobs that all expired before the controller starts; time until every one is
+//!    deleted, and requests per Job (from the server's journal). Unthrottled, with both
+//!    `--ttl-fresh-read` modes (the controller's own ceiling), and at kube-controller-manager's
+//!    default 20 QPS / burst 30 (efficiency against the N / QPS limit).
+//! 2. **Staggered**: Jobs expiring at twenty different seconds; deletion latency after expiry,
+//!    p50 / p99 / max, unthrottled.
+//! 3. **Memory**: heap held by the controller (informer cache of projections, queue with one
+//!    timer per Job) with N finished Jobs cached, all waiting for a one-day TTL; counted with a
+//!    counting allocator as the growth of live bytes when the controller starts (the simulated
+//!    server's own objects are already allocated before, and are not counted).
+//!
+//! Sizes (environment): `TTL_BENCH_JOBS` (backlog, unthrottled; 10000),
+//! `TTL_BENCH_THROTTLED_JOBS` (backlog at 20 QPS; 2000 — 10000 takes ≈ 500 s),
+//! `TTL_BENCH_STAGGERED_JOBS` (2000), `TTL_BENCH_MEMORY_JOBS` (100000);
+//! `TTL_BENCH_ONLY=backlog,throttled,staggered,memory` picks parts.
+//!
+//! Run with `cargo bench --bench ttl`; results are discussed in `docs/performance.md`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use kube_gc::client::config::{ClientConfig, Environment, LoadOptions};
+use kube_gc::client::{Client, ClientOptions};
+use kube_gc::clock::SystemClock;
+use kube_gc::controllers::ttl::{BatchJob, FreshRead, TtlController, TtlMetrics, TtlOptions};
+use kube_gc::sim::{Gvr, SimConfig, SimServer};
+use serde_json::json;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+#[path = "../tests/memory_support/mod.rs"]
+mod memory_support;
+
+const JOB_PATH: &str = "/apis/batch/v1/namespaces/default/jobs/";
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn wanted(part: &str) -> bool {
+    match std::env::var("TTL_BENCH_ONLY") {
+        Ok(parts) => parts.split(',').any(|p| p.trim() == part),
+        Err(_) => true,
+    }
+}
+
+fn jobs() -> Gvr {
+    Gvr::new("batch", "v1", "jobs")
+}
+
+fn whole_seconds(at: DateTime<Utc>) -> DateTime<Utc> {
+    DateTime::from_timestamp(at.timestamp(), 0).unwrap_or(at)
+}
+
+/// A Job shaped like a real one (pod template, labels), finished at `finished` with `ttl`.
+fn create_finished_job(sim: &SimServer, name: &str, ttl: i32, finished: DateTime<Utc>) {
+    let job = json!({"apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "namespace": "default",
+            "labels": {"app": "batch-bench", "batch.kubernetes.io/job-name": name}},
+        "spec": {"ttlSecondsAfterFinished": ttl, "backoffLimit": 6, "completions": 1,
+            "template": {"metadata": {"labels": {"app": "batch-bench"}},
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "main",
+                    "image": "registry.example.com/batch/worker:1.2.3",
+                    "command": ["/bin/worker", "--input", "s3://bucket/input", "--output", "s3://bucket/output"],
+                    "resources": {"requests": {"cpu": "500m", "memory": "256Mi"}}}]}}}});
+    let mut created = match sim.create(&jobs(), job) {
+        Ok(created) => created,
+        Err(e) => panic!("create {name}: {e}"),
+    };
+    created["status"] = json!({"succeeded": 1, "conditions": [{"type": "Complete", "status": "True",
+        "lastTransitionTime": finished.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)}]});
+    if let Err(e) = sim.update_status(&jobs(), created) {
+        panic!("finish {name}: {e}");
+    }
+}
+
+/// A server holding `n` finished Jobs made by `ttl_of`, and a client for it.
+async fn server_with(
+    n: usize,
+    finished: DateTime<Utc>,
+    ttl_of: impl Fn(usize) -> i32,
+    options: &ClientOptions,
+) -> (SimServer, Client, tempfile::TempDir) {
+    let config = SimConfig::default().with_journal_capacity(n * 3 + 10_000);
+    let sim = match SimServer::start(config).await {
+        Ok(sim) => sim,
+        Err(e) => panic!("start the sim: {e}"),
+    };
+    for i in 0..n {
+        create_finished_job(&sim, &format!("job-{i:06}"), ttl_of(i), finished);
+    }
+    sim.journal().clear();
+    let dir = match tempfile::tempdir() {
+        Ok(dir) => dir,
+        Err(e) => panic!("temp dir: {e}"),
+    };
+    let path = dir.path().join("kubeconfig");
+    if let Err(e) = sim.write_kubeconfig(&path) {
+        panic!("kubeconfig: {e}");
+    }
+    let load = LoadOptions {
+        kubeconfig: Some(path),
+        context: None,
+    };
+    let client = ClientConfig::load(&load, &Environment::empty())
+        .map_err(|e| e.to_string())
+        .and_then(|c| Client::new(&c, options).map_err(|e| e.to_string()));
+    match client {
+        Ok(client) => (sim, client, dir),
+        Err(e) => panic!("client: {e}"),
+    }
+}
+
+struct Started {
+    metrics: Arc<TtlMetrics>,
+    counters: Arc<kube_gc::runtime::controller::ReconcileCounters>,
+    synced: kube_gc::runtime::informer::InformerSynced,
+    shutdown: CancellationToken,
+    task: tokio::task::JoinHandle<Result<(), kube_gc::runtime::controller::ControllerError>>,
+}
+
+fn start_controller(client: Client, fresh_read: FreshRead) -> Started {
+    let metrics = Arc::new(TtlMetrics::new());
+    let options = TtlOptions {
+        fresh_read,
+        ..TtlOptions::with_workers(5)
+    };
+    let controller = TtlController::<BatchJob>::builder(client, options)
+        .clock(Arc::new(SystemClock))
+        .metrics(Arc::clone(&metrics))
+        .build();
+    let counters = controller.counters();
+    let synced = controller.synced();
+    let shutdown = CancellationToken::new();
+    let task = tokio::spawn(controller.run(shutdown.clone()));
+    Started {
+        metrics,
+        counters,
+        synced,
+        shutdown,
+        task,
+    }
+}
+
+impl Started {
+    async fn stop(self) {
+        self.shutdown.cancel();
+        if let Ok(Err(e)) = self.task.await {
+            eprintln!("controller: {e}");
+        }
+    }
+}
+
+async fn until(condition: impl Fn() -> bool) {
+    while !condition() {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// Requests naming one Job, per Job.
+fn requests_per_job(sim: &SimServer, n: usize) -> f64 {
+    let per_object = sim
+        .journal()
+        .entries()
+        .iter()
+        .filter(|e| e.path.starts_with(JOB_PATH))
+        .count();
+    per_object as f64 / n as f64
+}
+
+async fn backlog(n: usize, qps: f64, burst: u32, fresh_read: FreshRead) {
+    let options = ClientOptions::default().with_rate(qps, burst);
+    let (sim, client, _dir) =
+        server_with(n, Utc::now() - chrono::Duration::hours(1), |_| 0, &options).await;
+    let start = Instant::now();
+    let started = start_controller(client, fresh_read);
+    let synced = started.synced.clone();
+    until(|| synced.has_synced()).await;
+    let sync = start.elapsed();
+    let metrics = Arc::clone(&started.metrics);
+    until(|| metrics.deletions("Job") as usize >= n).await;
+    let total = start.elapsed();
+    started.stop().await;
+    let per_job = requests_per_job(&sim, n);
+    let throttle = if qps > 0.0 {
+        format!("{qps} QPS / burst {burst}")
+    } else {
+        "unthrottled".into()
+    };
+    println!(
+        "backlog {n:>6} Jobs, {throttle:<20} fresh-read {fresh_read:<11}: all deleted in {:>7.2} s (list+sync {:.2} s), {:>7.0} Jobs/s, {per_job:.2} requests per Job",
+        total.as_secs_f64(),
+        sync.as_secs_f64(),
+        n as f64 / total.as_secs_f64(),
+    );
+    if qps > 0.0 {
+        // The client lets `burst` through at once, then one request per 1/qps.
+        let limit = (n as f64 * per_job - f64::from(burst)).max(0.0) / qps;
+        println!(
+            "    the {qps} QPS limit allows this in {limit:.1} s: efficiency {:.0} %",
+            100.0 * limit / total.as_secs_f64()
+        );
+    }
+    sim.shutdown().await;
+}
+
+async fn staggered(n: usize) {
+    const SECONDS: usize = 20;
+    let finished = whole_seconds(Utc::now());
+    let ttl_of = |i: usize| 3 + i32::try_from(i % SECONDS).unwrap_or(0);
+    let options = ClientOptions::default().with_rate(0.0, 1);
+    let (sim, client, _dir) = server_with(n, finished, ttl_of, &options).await;
+    let started = start_controller(client, FreshRead::OnConflict);
+    let metrics = Arc::clone(&started.metrics);
+    until(|| metrics.deletions("Job") as usize >= n).await;
+    started.stop().await;
+    let mut latencies: Vec<f64> = sim
+        .journal()
+        .deletes()
+        .iter()
+        .filter(|e| e.status == 200)
+        .filter_map(|e| {
+            let name = e.path.strip_prefix(JOB_PATH)?;
+            let i: usize = name.strip_prefix("job-")?.parse().ok()?;
+            let expiry = finished + chrono::Duration::seconds(i64::from(ttl_of(i)));
+            Some((e.at - expiry).num_microseconds()? as f64 / 1000.0)
+        })
+        .collect();
+    latencies.sort_by(f64::total_cmp);
+    let at = |p: f64| latencies[((latencies.len() - 1) as f64 * p).round() as usize];
+    let early = latencies.iter().filter(|l| **l < 0.0).count();
+    println!(
+        "staggered {n} Jobs over {SECONDS} expiry seconds, unthrottled: deletion after expiry p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms ({early} before expiry)",
+        at(0.5), at(0.99), at(1.0)
+    );
+    sim.shutdown().await;
+}
+
+async fn settle() {
+    loop {
+        let before = memory_support::live_bytes();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        if memory_support::live_bytes().abs_diff(before) < 64 * 1024 {
+            return;
+        }
+    }
+}
+
+fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+async fn memory(n: usize) {
+    let options = ClientOptions::default().with_rate(0.0, 1);
+    let (sim, client, _dir) = server_with(n, whole_seconds(Utc::now()), |_| 86_400, &options).await;
+    settle().await;
+    let baseline = memory_support::live_bytes();
+    let started = start_controller(client, FreshRead::OnConflict);
+    let counters = Arc::clone(&started.counters);
+    until(|| counters.reconciles() as usize >= n).await;
+    settle().await;
+    let held = memory_support::live_bytes().saturating_sub(baseline);
+    println!(
+        "memory: {n} finished Jobs cached and waiting for their TTL: controller heap {:.1} MiB ({:.0} bytes per Job); whole process peak RSS {:.0} MiB (includes the simulated server and its {n} Jobs as JSON)",
+        held as f64 / (1024.0 * 1024.0),
+        held as f64 / n as f64,
+        peak_rss_mib().unwrap_or(f64::NAN),
+    );
+    started.stop().await;
+    sim.shutdown().await;
+}
+
+fn main() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => panic!("runtime: {e}"),
+    };
+    runtime.block_on(async {
+        if wanted("backlog") {
+            let n = env_usize("TTL_BENCH_JOBS", 10_000);
+            backlog(n, 0.0, 1, FreshRead::OnConflict).await;
+            backlog(n, 0.0, 1, FreshRead::Always).await;
+        }
+        if wanted("throttled") {
+            let n = env_usize("TTL_BENCH_THROTTLED_JOBS", 2_000);
+            backlog(n, 20.0, 30, FreshRead::OnConflict).await;
+        }
+        if wanted("staggered") {
+            staggered(env_usize("TTL_BENCH_STAGGERED_JOBS", 2_000)).await;
+        }
+        if wanted("memory") {
+            memory(env_usize("TTL_BENCH_MEMORY_JOBS", 100_000)).await;
+        }
+    });
+}

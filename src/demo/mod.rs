@@ -1,0 +1,197 @@
+//! `kube-gc demo`: the real controllers, over HTTP, against the simulated API server holding a
+//! realistic batch workload — then a check that they did exactly what they should.
+//!
+//! Contract: [`run`] starts a [`SimServer`], fills it with the [`workload`] (Jobs and Volcano
+//! Jobs running, finishing over the next seconds with short TTLs, without TTL, re-created under
+//! the same name, one whose TTL is extended before it expires), starts the controller
+//! [`Manager`] against it through a kubeconfig like any cluster, plays the workload's changes
+//! on time ([`driver`]), shows a live [`progress`] line, and returns the [`Summary`] once every
+//! expected deletion happened and every trap has had its chance to spring (or a deadline
+//! passed). Nothing is left running: the controllers drain, the server shuts down, the
+//! temporary kubeconfig is removed.
+
+pub mod driver;
+pub mod progress;
+pub mod summary;
+pub mod workload;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::client::config::{ClientConfig, ConfigError, Environment, LoadOptions};
+use crate::client::{BuildError, Client, ClientOptions};
+use crate::manager::{Manager, ManagerError, ManagerOptions};
+use crate::sim::{SimConfig, SimError, SimServer};
+
+pub use summary::Summary;
+pub use workload::WorkloadSize;
+
+use driver::Record;
+use progress::Progress;
+use workload::{Expect, NAMESPACE};
+
+/// How the demo runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DemoOptions {
+    /// The workload's size and pace.
+    pub size: WorkloadSize,
+    /// The controllers' client rate limit (requests per second; 0 for none).
+    pub qps: f64,
+    /// The controllers' client burst.
+    pub burst: u32,
+    /// Show the live progress line.
+    pub progress: bool,
+}
+
+/// Why the demo could not run, or found a wrong outcome.
+#[derive(Debug, thiserror::Error)]
+pub enum DemoError {
+    /// The simulated server failed.
+    #[error("simulated API server: {0}")]
+    Sim(#[source] Box<SimError>),
+    /// The kubeconfig for it could not be written or read.
+    #[error("kubeconfig for the simulated server: {0}")]
+    Config(#[from] ConfigError),
+    /// Its temporary directory could not be made.
+    #[error("temporary directory {path}: {source}")]
+    TempDir {
+        /// Where.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The client could not be built.
+    #[error("API client: {0}")]
+    Client(#[from] BuildError),
+    /// The controllers could not start or failed.
+    #[error(transparent)]
+    Manager(#[from] ManagerError),
+    /// The outcome was not the expected one (the summary says what).
+    #[error("the demo's outcome was wrong: {problems} problem(s)")]
+    Failed {
+        /// How many.
+        problems: usize,
+    },
+}
+
+impl From<SimError> for DemoError {
+    fn from(error: SimError) -> Self {
+        DemoError::Sim(Box::new(error))
+    }
+}
+
+/// How long past the last expiry the demo waits for missing deletions before giving up.
+const GRACE: Duration = Duration::from_secs(20);
+
+/// Runs the demo and returns what it found (see the module docs).
+pub async fn run(options: DemoOptions) -> Result<Summary, DemoError> {
+    let planned = workload::plan(&options.size);
+    let config = SimConfig::default()
+        .with_namespaces(&["default", "kube-system", NAMESPACE])
+        .with_journal_capacity(planned.len() * 4 + 10_000);
+    let sim = SimServer::start(config).await?;
+    let dir = TempDir::new()?;
+    let outcome = run_against(&sim, &dir, &planned, options).await;
+    sim.shutdown().await;
+    outcome
+}
+
+async fn run_against(
+    sim: &SimServer,
+    dir: &TempDir,
+    planned: &[workload::Planned],
+    options: DemoOptions,
+) -> Result<Summary, DemoError> {
+    let mut record = Record::default();
+    driver::create_all(sim, planned, &mut record)?;
+
+    let kubeconfig = dir.0.join("kubeconfig");
+    sim.write_kubeconfig(&kubeconfig)?;
+    let load = LoadOptions {
+        kubeconfig: Some(kubeconfig),
+        context: None,
+    };
+    let config = ClientConfig::load(&load, &Environment::empty())?;
+    let client = Client::new(
+        &config,
+        &ClientOptions::default().with_rate(options.qps, options.burst),
+    )?;
+    let manager = Manager::new(client, ManagerOptions::default());
+    let metrics = Arc::clone(manager.ttl_metrics());
+    let controllers = manager.start().await?;
+
+    let start = Instant::now();
+    let expected = planned
+        .iter()
+        .filter(|p| p.expect == Expect::Deleted)
+        .count();
+    let progress = Progress::new(controllers.progress_probes(), metrics, expected, start);
+    let shutdown = CancellationToken::new();
+    let running = tokio::spawn(controllers.run(shutdown.clone()));
+
+    let last_expiry = workload::last_expiry(planned);
+    let played = async {
+        driver::drive(sim, planned, start, &mut record).await?;
+        // Until every expected deletion happened and every trap had its chance, or too late.
+        while start.elapsed() < last_expiry + GRACE {
+            let done = progress.deleted() >= u64::try_from(expected).unwrap_or(u64::MAX);
+            if done && start.elapsed() >= last_expiry {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok::<(), DemoError>(())
+    };
+    let played = if options.progress {
+        tokio::select! {
+            played = played => played,
+            // `show` redraws forever; the workload's end is what ends the `select!`.
+            () = progress.show() => Ok(()),
+        }
+    } else {
+        played.await
+    };
+    if options.progress {
+        progress.finish();
+    }
+    shutdown.cancel();
+    let stopped = running.await;
+    played?;
+    match stopped {
+        Ok(result) => result.map_err(|e| DemoError::Manager(e.into()))?,
+        Err(join) => tracing::error!(error = %join, "the controllers' task ended abnormally"),
+    }
+
+    let mut summary = summary::check(sim, planned, &record);
+    summary.elapsed = start.elapsed();
+    Ok(summary)
+}
+
+/// A private temporary directory, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> Result<TempDir, DemoError> {
+        let path = std::env::temp_dir().join(format!(
+            "kube-gc-demo-{}-{}",
+            std::process::id(),
+            rand::random::<u32>()
+        ));
+        std::fs::create_dir_all(&path).map_err(|source| DemoError::TempDir {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(TempDir(path))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

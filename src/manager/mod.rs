@@ -1,0 +1,297 @@
+//! The controller manager: what `kube-gc run` and `kube-gc demo` start — kube-controller-manager's
+//! role, for kube-gc's controllers.
+//!
+//! Contract:
+//! - [`Manager::start`] reads discovery once, then asks each registered controller's init
+//!   function (in registration order) to build itself, skipping the ones `--controllers`
+//!   disables ([`ControllerSelection`]). An init function returns `None` when the cluster does
+//!   not serve its resource — a cluster without the Volcano CRD skips `volcano-job-ttl` with an
+//!   info log — and an error only for a real failure.
+//! - The result is a [`ControllerSet`]: run it with a cancellation token; read its
+//!   [`Readiness`] (every cache synced) from a health endpoint or anywhere else.
+//! - Controllers are plugged in by name with [`Manager::with_controller`]; the two TTL
+//!   controllers are registered by [`Manager::new`]. The ownerReference garbage collector
+//!   registers itself the same way (under [`GARBAGE_COLLECTOR`]); leader election wraps
+//!   [`ControllerSet::run`] without the manager knowing.
+//!
+//! ```text
+//! Manager::new(client, options)            registers ttl-after-finished, volcano-job-ttl
+//!   .with_controller("garbagecollector", init)
+//!   .start().await?                        discovery → enabled + served → ControllerSet
+//!   .run(shutdown).await?                  all controllers until cancelled, then drained
+//! ```
+
+mod selection;
+mod set;
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+pub use crate::controllers::{Progress, ProgressProbe};
+pub use selection::{
+    ControllerSelection, UnknownController, GARBAGE_COLLECTOR, KNOWN_CONTROLLERS,
+    TTL_AFTER_FINISHED, VOLCANO_JOB_TTL,
+};
+pub use set::{BoxError, ControllerFailed, ControllerSet, ManagedController, Readiness};
+
+use crate::client::{Client, Discovery, ResourceRef};
+use crate::clock::{SharedClock, SystemClock};
+use crate::controllers::ttl::{
+    BatchJob, FreshRead, TtlController, TtlKind, TtlMetrics, TtlOptions, VolcanoJobs,
+    DEFAULT_JOB_WORKERS, DEFAULT_VOLCANO_WORKERS,
+};
+use crate::events::{NoopRecorder, SharedRecorder};
+use crate::runtime::reflector::ReflectorConfig;
+use crate::runtime::workqueue::MetricsProvider;
+
+/// What the command line decides about the controllers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ManagerOptions {
+    /// `--controllers`.
+    pub controllers: ControllerSelection,
+    /// `--namespace`: watch and clean up one namespace only.
+    pub namespace: Option<String>,
+    /// `--dry-run`: decide and log, delete nothing.
+    pub dry_run: bool,
+    /// `--ttl-fresh-read`.
+    pub fresh_read: FreshRead,
+    /// `--concurrent-ttl-after-finished-syncs`.
+    pub job_ttl_workers: usize,
+    /// `--worker-threads-for-gc`.
+    pub volcano_ttl_workers: usize,
+    /// How informers list and watch.
+    pub reflector: ReflectorConfig,
+}
+
+impl Default for ManagerOptions {
+    fn default() -> Self {
+        ManagerOptions {
+            controllers: ControllerSelection::default(),
+            namespace: None,
+            dry_run: false,
+            fresh_read: FreshRead::default(),
+            job_ttl_workers: DEFAULT_JOB_WORKERS,
+            volcano_ttl_workers: DEFAULT_VOLCANO_WORKERS,
+            reflector: ReflectorConfig::default(),
+        }
+    }
+}
+
+/// Everything an init function may use to build its controller.
+#[derive(Clone)]
+pub struct ControllerContext<'a> {
+    /// The API client.
+    pub client: &'a Client,
+    /// What the server serves.
+    pub discovery: &'a Discovery,
+    /// The command line's decisions.
+    pub options: &'a ManagerOptions,
+    /// Wall time.
+    pub clock: &'a SharedClock,
+    /// Where Warning events go.
+    pub recorder: &'a SharedRecorder,
+    /// The workqueue metrics provider, if metrics are served.
+    pub queue_metrics: Option<&'a Arc<dyn MetricsProvider>>,
+    /// The TTL controllers' metrics.
+    pub ttl_metrics: &'a Arc<TtlMetrics>,
+}
+
+impl ControllerContext<'_> {
+    /// Whether the server serves `resource` with the verbs a controller needs to list, watch
+    /// and delete it.
+    pub fn serves(&self, resource: &ResourceRef) -> bool {
+        self.discovery.resources().iter().any(|r| {
+            r.resource.group == resource.group
+                && r.resource.version == resource.version
+                && r.resource.plural == resource.plural
+                && r.is_deletable()
+        })
+    }
+}
+
+/// Builds one controller, or `None` when the cluster lacks what it needs.
+pub type InitFn =
+    Box<dyn FnOnce(&ControllerContext<'_>) -> Result<Option<ManagedController>, BoxError> + Send>;
+
+/// Why the manager could not start or run.
+#[derive(Debug, thiserror::Error)]
+pub enum ManagerError {
+    /// Discovery failed.
+    #[error("cannot read the API server's discovery documents: {0}")]
+    Discovery(#[source] crate::client::Error),
+    /// A controller could not be built.
+    #[error("cannot start controller {controller}: {source}")]
+    Init {
+        /// Its name.
+        controller: &'static str,
+        /// Why.
+        #[source]
+        source: BoxError,
+    },
+    /// A controller failed while running.
+    #[error(transparent)]
+    Failed(#[from] ControllerFailed),
+}
+
+/// The controller manager.
+pub struct Manager {
+    client: Client,
+    options: ManagerOptions,
+    clock: SharedClock,
+    recorder: SharedRecorder,
+    queue_metrics: Option<Arc<dyn MetricsProvider>>,
+    ttl_metrics: Arc<TtlMetrics>,
+    inits: Vec<(&'static str, InitFn)>,
+}
+
+impl Manager {
+    /// A manager for `client`, with the two TTL controllers registered.
+    pub fn new(client: Client, options: ManagerOptions) -> Self {
+        Manager {
+            client,
+            options,
+            clock: Arc::new(SystemClock),
+            recorder: Arc::new(NoopRecorder),
+            queue_metrics: None,
+            ttl_metrics: Arc::new(TtlMetrics::new()),
+            inits: Vec::new(),
+        }
+        .with_controller(TTL_AFTER_FINISHED, Box::new(init_ttl::<BatchJob>))
+        .with_controller(VOLCANO_JOB_TTL, Box::new(init_ttl::<VolcanoJobs>))
+    }
+
+    /// Registers a controller under `name` (one of [`KNOWN_CONTROLLERS`]).
+    pub fn with_controller(mut self, name: &'static str, init: InitFn) -> Self {
+        self.inits.push((name, init));
+        self
+    }
+
+    /// Where controllers read wall time (default: the system clock).
+    pub fn clock(mut self, clock: SharedClock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Where controllers send Warning events (default: dropped).
+    pub fn recorder(mut self, recorder: SharedRecorder) -> Self {
+        self.recorder = recorder;
+        self
+    }
+
+    /// The workqueue metrics provider (default: none).
+    pub fn queue_metrics(mut self, provider: Arc<dyn MetricsProvider>) -> Self {
+        self.queue_metrics = Some(provider);
+        self
+    }
+
+    /// The TTL controllers' metrics, to register with a registry or read.
+    pub fn ttl_metrics(&self) -> &Arc<TtlMetrics> {
+        &self.ttl_metrics
+    }
+
+    /// Reads discovery and builds every enabled controller whose resources are served.
+    ///
+    /// # Errors
+    ///
+    /// [`ManagerError::Discovery`] or [`ManagerError::Init`].
+    pub async fn start(self) -> Result<ControllerSet, ManagerError> {
+        let discovery = Discovery::run(&self.client)
+            .await
+            .map_err(ManagerError::Discovery)?;
+        let context = ControllerContext {
+            client: &self.client,
+            discovery: &discovery,
+            options: &self.options,
+            clock: &self.clock,
+            recorder: &self.recorder,
+            queue_metrics: self.queue_metrics.as_ref(),
+            ttl_metrics: &self.ttl_metrics,
+        };
+        for known in KNOWN_CONTROLLERS {
+            let registered = self.inits.iter().any(|(name, _)| *name == known);
+            if !registered && self.options.controllers.is_enabled(known) {
+                tracing::info!(controller = known, "not part of this build; skipping");
+            }
+        }
+        let mut set = ControllerSet::new();
+        for (name, init) in self.inits {
+            if !self.options.controllers.is_enabled(name) {
+                tracing::info!(controller = name, "disabled by --controllers");
+                continue;
+            }
+            match init(&context).map_err(|source| ManagerError::Init {
+                controller: name,
+                source,
+            })? {
+                Some(controller) => set.push(controller),
+                None => continue,
+            }
+        }
+        if set.is_empty() {
+            tracing::warn!("no controller is enabled and served; nothing to do");
+        }
+        Ok(set)
+    }
+
+    /// [`start`](Self::start), then runs the controllers until `shutdown` is cancelled.
+    ///
+    /// # Errors
+    ///
+    /// As `start`, or the first controller that failed.
+    pub async fn run(self, shutdown: CancellationToken) -> Result<(), ManagerError> {
+        let set = self.start().await?;
+        set.run(shutdown).await?;
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for Manager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.inits.iter().map(|(name, _)| *name).collect();
+        f.debug_struct("Manager")
+            .field("options", &self.options)
+            .field("controllers", &names)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The init function of the TTL controller for kind `K`.
+fn init_ttl<K: TtlKind>(
+    context: &ControllerContext<'_>,
+) -> Result<Option<ManagedController>, BoxError> {
+    let resource = K::resource();
+    if !context.serves(&resource) {
+        tracing::info!(
+            controller = K::CONTROLLER,
+            resource = %format!("{}.{}/{}", resource.plural, resource.group, resource.version),
+            "the server does not serve this resource; skipping the controller"
+        );
+        return Ok(None);
+    }
+    let options = context.options;
+    let workers = if K::CONTROLLER == VOLCANO_JOB_TTL {
+        options.volcano_ttl_workers
+    } else {
+        options.job_ttl_workers
+    };
+    let ttl_options = TtlOptions {
+        workers,
+        namespace: options.namespace.clone(),
+        dry_run: options.dry_run,
+        fresh_read: options.fresh_read,
+        reflector: options.reflector.clone(),
+    };
+    let controller = TtlController::<K>::builder(context.client.clone(), ttl_options)
+        .clock(Arc::clone(context.clock))
+        .metrics(Arc::clone(context.ttl_metrics))
+        .queue_metrics(context.queue_metrics.cloned())
+        .recorder(Arc::clone(context.recorder))
+        .build();
+    let caches = vec![controller.synced()];
+    let probe = controller.progress_probe(Arc::clone(context.clock));
+    let managed = ManagedController::new(K::CONTROLLER, caches, move |shutdown| {
+        controller.run(shutdown)
+    });
+    Ok(Some(managed.with_progress(probe)))
+}

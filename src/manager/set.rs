@@ -1,0 +1,233 @@
+//! [`ControllerSet`]: the named controllers a process runs together, started at once, stopped
+//! together, and [`Readiness`], whether all their caches have synced.
+//!
+//! Contract:
+//! - A [`ManagedController`] is a name, the caches it needs before it is useful, and a run
+//!   function taking a cancellation token. Anything with that shape can be plugged in — the TTL
+//!   controllers, the ownerReference garbage collector — without the set knowing its type.
+//! - [`ControllerSet::run`] runs every controller on its own task until the token is cancelled,
+//!   then waits until each has drained and stopped. If one controller fails (or panics) while
+//!   the others run, the others are stopped too and the failure is returned: a manager with a
+//!   dead controller must not look healthy.
+//! - [`Readiness`] can be taken before `run` and read from anywhere (a health endpoint, leader
+//!   election, a progress display); it never blocks.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::controllers::ProgressProbe;
+use crate::runtime::informer::{wait_for_cache_sync, InformerSynced, WaitForSyncError};
+
+/// Any error a controller's run can end with.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+type RunFn = Box<dyn FnOnce(CancellationToken) -> BoxFuture<'static, Result<(), BoxError>> + Send>;
+
+/// One controller as the manager sees it.
+pub struct ManagedController {
+    name: String,
+    caches: Vec<InformerSynced>,
+    run: RunFn,
+    progress: Option<ProgressProbe>,
+}
+
+impl ManagedController {
+    /// A controller called `name`, ready once `caches` have synced, run by `run` until the
+    /// token it is given is cancelled.
+    pub fn new<F, Fut, E>(name: impl Into<String>, caches: Vec<InformerSynced>, run: F) -> Self
+    where
+        F: FnOnce(CancellationToken) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<(), E>> + Send + 'static,
+        E: Into<BoxError>,
+    {
+        ManagedController {
+            name: name.into(),
+            caches,
+            run: Box::new(move |token| {
+                let running = run(token);
+                Box::pin(async move { running.await.map_err(Into::into) })
+            }),
+            progress: None,
+        }
+    }
+
+    /// Lets displays read the controller's progress through `probe`.
+    pub fn with_progress(mut self, probe: ProgressProbe) -> Self {
+        self.progress = Some(probe);
+        self
+    }
+
+    /// The controller's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl std::fmt::Debug for ManagedController {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ManagedController")
+            .field("name", &self.name)
+            .field("caches", &self.caches)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether every cache of a set of controllers has synced; cheap to clone.
+#[derive(Debug, Clone, Default)]
+pub struct Readiness {
+    caches: Vec<InformerSynced>,
+}
+
+impl Readiness {
+    /// Whether every cache has synced (true for a set with no caches).
+    pub fn is_ready(&self) -> bool {
+        self.caches.iter().all(InformerSynced::has_synced)
+    }
+
+    /// Waits until every cache has synced, or `cancel` fires.
+    pub async fn wait(&self, cancel: &CancellationToken) -> Result<(), WaitForSyncError> {
+        wait_for_cache_sync(self.caches.iter().cloned(), cancel).await
+    }
+}
+
+/// A controller failed while the manager ran.
+#[derive(Debug, thiserror::Error)]
+#[error("controller {controller} failed: {source}")]
+pub struct ControllerFailed {
+    /// Its name.
+    pub controller: String,
+    /// What it ended with.
+    #[source]
+    pub source: BoxError,
+}
+
+/// The controllers a manager runs.
+#[derive(Debug, Default)]
+pub struct ControllerSet {
+    controllers: Vec<ManagedController>,
+}
+
+impl ControllerSet {
+    /// An empty set.
+    pub fn new() -> Self {
+        ControllerSet::default()
+    }
+
+    /// Adds a controller.
+    pub fn push(&mut self, controller: ManagedController) {
+        self.controllers.push(controller);
+    }
+
+    /// The controllers' names, in the order they were added.
+    pub fn names(&self) -> Vec<&str> {
+        self.controllers
+            .iter()
+            .map(ManagedController::name)
+            .collect()
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.controllers.is_empty()
+    }
+
+    /// The set's readiness: every controller's caches synced.
+    pub fn readiness(&self) -> Readiness {
+        Readiness {
+            caches: self
+                .controllers
+                .iter()
+                .flat_map(|c| c.caches.iter().cloned())
+                .collect(),
+        }
+    }
+
+    /// The progress probes of the controllers that have one, with their names.
+    pub fn progress_probes(&self) -> Vec<(String, ProgressProbe)> {
+        self.controllers
+            .iter()
+            .filter_map(|c| Some((c.name.clone(), Arc::clone(c.progress.as_ref()?))))
+            .collect()
+    }
+
+    /// Runs every controller until `shutdown` is cancelled, then waits for all to stop.
+    ///
+    /// # Errors
+    ///
+    /// The first controller that failed; the others were stopped.
+    pub async fn run(self, shutdown: CancellationToken) -> Result<(), ControllerFailed> {
+        let stop = shutdown.child_token();
+        let mut tasks = JoinSet::new();
+        let mut names = HashMap::new();
+        for controller in self.controllers {
+            let running = (controller.run)(stop.clone());
+            tracing::info!(controller = %controller.name, "starting controller");
+            let task = tasks.spawn(running);
+            names.insert(task.id(), controller.name);
+        }
+        let mut first_failure = None;
+        while let Some(joined) = tasks.join_next_with_id().await {
+            let (id, source) = match joined {
+                Ok((_, Ok(()))) => continue,
+                Ok((id, Err(source))) => (id, source),
+                Err(panic) => (panic.id(), Box::new(panic) as BoxError),
+            };
+            let controller = names.remove(&id).unwrap_or_default();
+            tracing::error!(%controller, error = %source, "controller failed; stopping the others");
+            stop.cancel();
+            first_failure.get_or_insert(ControllerFailed { controller, source });
+        }
+        match first_failure {
+            Some(failure) => Err(failure),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn runs_until_cancelled_and_stops_everything_when_one_fails() {
+        let mut set = ControllerSet::new();
+        set.push(ManagedController::new(
+            "waits",
+            Vec::new(),
+            |token: CancellationToken| async move {
+                token.cancelled().await;
+                Ok::<(), BoxError>(())
+            },
+        ));
+        assert_eq!(set.names(), ["waits"]);
+        assert!(set.readiness().is_ready());
+        let shutdown = CancellationToken::new();
+        let running = tokio::spawn(set.run(shutdown.clone()));
+        tokio::task::yield_now().await;
+        shutdown.cancel();
+        assert!(running.await.unwrap().is_ok());
+
+        let mut set = ControllerSet::new();
+        set.push(ManagedController::new(
+            "waits",
+            Vec::new(),
+            |token: CancellationToken| async move {
+                token.cancelled().await;
+                Ok::<(), BoxError>(())
+            },
+        ));
+        set.push(ManagedController::new(
+            "fails",
+            Vec::new(),
+            |_token| async move { Err::<(), BoxError>("broken".into()) },
+        ));
+        let failure = set.run(CancellationToken::new()).await.unwrap_err();
+        assert_eq!(failure.controller, "fails");
+        assert_eq!(failure.source.to_string(), "broken");
+    }
+}

@@ -1,0 +1,125 @@
+//! `kube-gc run` and `kube-gc demo` as a user runs them: the binary, its flags, its exit codes.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use kube_gc::sim::{Gvr, SimConfig, SimServer};
+use serde_json::json;
+
+fn kube_gc() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_kube-gc"))
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn help_lists_run_demo_and_kcm_flags() {
+    let out = kube_gc().arg("--help").output().expect("run kube-gc");
+    assert!(out.status.success());
+    let help = text(&out.stdout);
+    for needle in [
+        "run",
+        "demo",
+        "--kubeconfig",
+        "--master",
+        "--controllers",
+        "--concurrent-ttl-after-finished-syncs",
+        "--worker-threads-for-gc",
+        "--kube-api-qps",
+        "--kube-api-burst",
+        "--namespace",
+        "--dry-run",
+        "--ttl-fresh-read",
+    ] {
+        assert!(help.contains(needle), "help lacks {needle}:\n{help}");
+    }
+}
+
+#[test]
+fn an_unknown_controller_is_refused_before_connecting() {
+    let out = kube_gc()
+        .args([
+            "--controllers",
+            "*,-ttl-after-finsihed",
+            "--master",
+            "http://127.0.0.1:1",
+        ])
+        .output()
+        .expect("run kube-gc");
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("unknown controller \"ttl-after-finsihed\""),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_small_demo_passes_and_prints_its_summary() {
+    let out = kube_gc()
+        .args([
+            "demo",
+            "--jobs",
+            "30",
+            "--volcano-jobs",
+            "10",
+            "--spread",
+            "1s",
+        ])
+        .args(["--no-progress", "--kube-api-qps", "0"])
+        .output()
+        .expect("run kube-gc demo");
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(stdout.contains("PASS"), "{stdout}");
+    assert!(stdout.contains("ttl-extended"), "{stdout}");
+    assert!(stdout.contains("recreated"), "{stdout}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_deletes_an_expired_job_and_stops_cleanly_on_sigterm() {
+    let sim = SimServer::start(SimConfig::default())
+        .await
+        .expect("start the sim");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let kubeconfig = dir.path().join("kubeconfig");
+    sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
+    let jobs = Gvr::new("batch", "v1", "jobs");
+    let job = json!({"apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "done", "namespace": "default"},
+        "spec": {"ttlSecondsAfterFinished": 0}});
+    let mut job = sim.create(&jobs, job).expect("create");
+    job["status"] = json!({"conditions": [{"type": "Complete", "status": "True",
+        "lastTransitionTime": "2026-01-01T00:00:00Z"}]});
+    sim.update_status(&jobs, job).expect("finish");
+
+    let child = kube_gc()
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["--controllers", "ttl-after-finished"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start kube-gc");
+    let deleted = tokio::time::timeout(
+        Duration::from_secs(60),
+        sim.wait_for(&jobs, Some("default"), "done", |o| {
+            o.is_none_or(|o| o["metadata"]["deletionTimestamp"].is_string())
+        }),
+    )
+    .await;
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("send SIGTERM");
+    assert!(status.success());
+    let out = child.wait_with_output().expect("kube-gc exits");
+    let stderr = text(&out.stderr);
+    assert!(deleted.is_ok(), "not deleted:\n{stderr}");
+    assert!(out.status.success(), "{:?}\n{stderr}", out.status);
+    assert!(stderr.contains("stopped"), "{stderr}");
+    assert_eq!(sim.journal().deletes().len(), 1);
+    sim.shutdown().await;
+}
