@@ -21,6 +21,7 @@ pub mod cli;
 pub mod client;
 pub mod controllers;
 pub mod events;
+pub mod leaderelection;
 pub mod runtime;
 pub mod sim;
 pub mod token_bucket;
