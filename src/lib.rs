@@ -22,6 +22,7 @@ pub mod client;
 pub mod controllers;
 pub mod events;
 pub mod leaderelection;
+pub mod metrics;
 pub mod runtime;
 pub mod sim;
 pub mod token_bucket;
