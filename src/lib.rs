@@ -24,5 +24,6 @@ pub mod events;
 pub mod leaderelection;
 pub mod metrics;
 pub mod runtime;
+pub mod server;
 pub mod sim;
 pub mod token_bucket;
