@@ -41,7 +41,7 @@ pub struct Cluster {
 impl Cluster {
     /// A server with the default resources.
     pub async fn start() -> Cluster {
-        let sim = SimServer::start(SimConfig::default().with_namespaces(&[NAMESPACE]))
+        let sim = SimServer::start(SimConfig::default().with_namespaces(&["default", NAMESPACE]))
             .await
             .unwrap();
         let dir = tempfile::tempdir().unwrap();
