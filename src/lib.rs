@@ -7,6 +7,9 @@
 //! - [`runtime`]: the controller runtime: workqueue, reflector, cache, informer and worker loop.
 //! - [`events`]: how controllers report Kubernetes Events without waiting on them.
 //! - [`controllers`]: the garbage-collection logic (TTL-after-finished, ownerReference GC).
+//! - Running for real: [`leaderelection`] (one active replica, on a Lease), [`metrics`]
+//!   (Prometheus, client-go's names), [`server`] (health, readiness, metrics and debug
+//!   endpoints), [`shutdown`] (signals and the bounded drain).
 //! - [`sim`]: an in-process simulated API server that tests, benchmarks and the demo run against.
 //!   It speaks HTTP and JSON like a real kube-apiserver and shares no decoding code with
 //!   [`client`], so a misunderstanding on one side is not silently mirrored on the other.
@@ -25,5 +28,6 @@ pub mod leaderelection;
 pub mod metrics;
 pub mod runtime;
 pub mod server;
+pub mod shutdown;
 pub mod sim;
 pub mod token_bucket;
