@@ -228,3 +228,40 @@ async fn shutdown_stops_accepting_connections() {
     running.server.stopped().await;
     assert!(http_client(None).get(url).send().await.is_err());
 }
+
+#[tokio::test(start_paused = true)]
+async fn every_retry_is_a_separate_attempt() {
+    use kube_gc::sim::faults::FaultPlan;
+    let sim =
+        SimServer::start(SimConfig::default().with_fault_plan(FaultPlan::new(3).throttle(1.0, 1)))
+            .await
+            .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kubeconfig");
+    sim.write_kubeconfig(&path).unwrap();
+    let load = LoadOptions {
+        kubeconfig: Some(path),
+        context: None,
+    };
+    let config = ClientConfig::load(&load, &Environment::empty()).unwrap();
+    let metrics = Metrics::new();
+    let options = ClientOptions::default()
+        .with_rate(0.0, 1)
+        .without_timeouts()
+        .with_observer(metrics.rest_client());
+    let client = Client::new(&config, &options).unwrap();
+    let jobs: Api<Job> = Api::namespaced(client, "default");
+    assert!(jobs
+        .list(&Default::default())
+        .await
+        .unwrap_err()
+        .is_too_many_requests());
+    let parsed = parse(&metrics.encode().unwrap()).unwrap();
+    let host = format!("127.0.0.1:{}", sim.url().port().unwrap());
+    let throttled = [("code", "429"), ("method", "GET"), ("host", host.as_str())];
+    // The first attempt and ten retries after Retry-After.
+    assert_eq!(
+        parsed.value("rest_client_requests_total", &throttled),
+        Some(11.0)
+    );
+}
