@@ -194,3 +194,16 @@ async fn a_released_lease_is_taken_over_at_the_next_attempt() {
     timeline.assert_never_two_leaders();
     follower.kill().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn aborting_the_elector_cancels_the_leading_token() {
+    let cluster = Cluster::start().await;
+    let timeline = Timeline::default();
+    let a = Candidate::start("a", cluster.client("a", None), &timeline);
+    let mut leadership = a.leadership.clone();
+    let token = leadership.leading().await.unwrap();
+    assert!(!token.is_cancelled());
+    a.kill().await;
+    assert!(token.is_cancelled());
+    assert!(!leadership.current().is_leader());
+}

@@ -15,6 +15,9 @@
 //! - Because `renew_deadline < lease_duration` and followers count `lease_duration` from the last
 //!   change *they* observed, a leader that cannot renew stops leading before any follower can take
 //!   over: two replicas never lead at once (given no process pauses longer than the difference).
+//! - Acquire attempts are bounded by `renew_deadline` too, so a hung request cannot hold a
+//!   candidate forever. If the `run` future is dropped (its task aborted), the leading token is
+//!   cancelled all the same.
 //! - **Stop**: when the `stop` token is cancelled, the leading token is cancelled and, with
 //!   `release_on_cancel`, the Lease is released (empty holder, `leaseDurationSeconds: 1`) so a
 //!   follower takes over at its next attempt. Cancel `stop` only once the controllers have
@@ -52,9 +55,9 @@ pub enum Leadership {
 }
 
 impl Leadership {
-    /// Whether this candidate leads.
+    /// Whether this candidate leads (its leading token not yet cancelled).
     pub fn is_leader(&self) -> bool {
-        matches!(self, Leadership::Leading { .. })
+        matches!(self, Leadership::Leading { token } if !token.is_cancelled())
     }
 
     /// Whether the election state is known (what `/readyz` waits for).
@@ -159,6 +162,8 @@ impl LeaderElector {
         }
         tracing::info!(%lease, identity = %self.config.identity, "successfully acquired lease");
         let token = CancellationToken::new();
+        // Should this future be dropped (its task aborted), the controllers stop all the same.
+        let _cancel_if_dropped = token.clone().drop_guard();
         self.state.send_replace(Leadership::Leading {
             token: token.clone(),
         });
