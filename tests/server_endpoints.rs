@@ -96,6 +96,11 @@ async fn every_endpoint_answers_over_https_and_http() {
         .rate_limiter(Arc::new(ItemExponentialFailureRateLimiter::new(hour, hour)))
         .build();
     endpoints.queues.register(Arc::new(queue.clone()));
+    let reflector = Arc::new(kube_gc::runtime::reflector::ReflectorMetrics::default());
+    endpoints
+        .metrics
+        .reflectors()
+        .add("batch/v1/jobs", reflector);
     queue.add("default/ready".into());
     queue.add_after("default/later".into(), Duration::from_secs(30));
     queue.add_rate_limited("default/flaky".into());

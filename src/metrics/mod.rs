@@ -8,12 +8,15 @@
 //!   `workqueue_*{name}`.
 //! - [`rest_client`]: [`RestClientMetrics`], the client's
 //!   [`RequestObserver`](crate::client::RequestObserver), publishing `rest_client_*`.
+//! - [`reflector`]: [`ReflectorCollector`], the reflectors' counters read at scrape time,
+//!   publishing `kube_gc_reflector_*`.
 //!
 //! Contract: registering happens while wiring the process, before serving; every metric is
 //! registered once (prometheus_client does not de-duplicate names). Encoding takes the registry
 //! lock only for the time of the encode, and never while a collector updates a value (values are
 //! atomics shared between the registry and the collectors).
 
+pub mod reflector;
 pub mod rest_client;
 pub mod workqueue;
 
@@ -22,6 +25,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use prometheus_client::registry::Registry;
 
+pub use reflector::ReflectorCollector;
 pub use rest_client::RestClientMetrics;
 pub use workqueue::WorkqueueMetrics;
 
@@ -29,9 +33,22 @@ pub use workqueue::WorkqueueMetrics;
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// The process's metric registry; cheap to clone (clones share it).
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Metrics {
     registry: Arc<Mutex<Registry>>,
+    reflectors: ReflectorCollector,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let reflectors = ReflectorCollector::default();
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(reflectors.clone()));
+        Metrics {
+            registry: Arc::new(Mutex::new(registry)),
+            reflectors,
+        }
+    }
 }
 
 impl std::fmt::Debug for Metrics {
@@ -59,6 +76,11 @@ impl Metrics {
     /// A [`RestClientMetrics`] registered here, to build clients with.
     pub fn rest_client(&self) -> Arc<RestClientMetrics> {
         Arc::new(self.register_with(RestClientMetrics::register))
+    }
+
+    /// Where reflectors are registered to publish their counters.
+    pub fn reflectors(&self) -> &ReflectorCollector {
+        &self.reflectors
     }
 
     /// Everything registered, in the OpenMetrics text format ([`CONTENT_TYPE`]).
