@@ -5,14 +5,14 @@
 //! `deploy_support::denied_in_journal` the same way.
 
 mod deploy_support;
-mod leader_support;
+mod ops_support;
 
 use std::time::Duration;
 
 use deploy_support::{allowed, denied, denied_in_journal, grants, manifests, Request};
 use kube_gc::api::ObjectReference;
 use kube_gc::events::{ApiEventRecorder, EventRecord, EventRecorder, EventType, Reporter};
-use leader_support::{Candidate, Cluster, Timeline};
+use ops_support::{Candidate, Cluster, Timeline};
 
 #[test]
 fn every_manifest_parses_and_names_its_kind() {

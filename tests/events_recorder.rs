@@ -1,7 +1,7 @@
 //! The API event recorder against the simulated API server on tokio's paused clock: what Events
 //! exist afterwards, and which requests wrote them (from the server's journal).
 
-mod leader_support;
+mod ops_support;
 
 use std::time::Duration;
 
@@ -10,7 +10,7 @@ use kube_gc::events::correlator::AGGREGATE_PREFIX;
 use kube_gc::events::{ApiEventRecorder, EventRecord, EventRecorder, EventType, Reporter};
 use kube_gc::sim::faults::{FaultPlan, Verb};
 use kube_gc::sim::Gvr;
-use leader_support::Cluster;
+use ops_support::Cluster;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 

@@ -2,13 +2,13 @@
 //! on tokio's paused clock. Who led when is recorded in a timeline and checked against the
 //! server's request journal.
 
-mod leader_support;
+mod ops_support;
 
 use std::time::Duration;
 
 use kube_gc::leaderelection::{Leadership, Outcome};
 use kube_gc::sim::faults::{FaultPlan, Verb};
-use leader_support::{
+use ops_support::{
     wait_until, Candidate, Cluster, StallingProxy, Timeline, LEASE_DURATION, MAX_ACQUIRE_WAIT,
     RENEW_DEADLINE, RETRY_PERIOD,
 };

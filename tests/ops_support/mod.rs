@@ -1,5 +1,6 @@
-//! Helpers of the `tests/leader_*.rs` suites: candidates against the simulated API server, a
-//! TCP proxy that can stall a candidate's connection, and a timeline of who led when.
+//! Helpers of the operations suites (`leader_*`, `events_*`, `deploy_*`): a simulated API server
+//! with a client per candidate, candidates for the Lease, a TCP proxy that can stall a
+//! candidate's connection, and a timeline of who led when.
 #![allow(dead_code)]
 
 use std::sync::Arc;
