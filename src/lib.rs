@@ -9,6 +9,9 @@
 //! - [`controllers`]: the garbage-collection logic (TTL-after-finished, ownerReference GC).
 //! - [`manager`]: runs the enabled controllers together, as kube-controller-manager does.
 //! - [`demo`]: the `kube-gc demo` workload, run against the simulated API server.
+//! - Running for real: [`leaderelection`] (one active replica, on a Lease), [`metrics`]
+//!   (Prometheus, client-go's names), [`server`] (health, readiness, metrics and debug
+//!   endpoints), [`shutdown`] (signals and the bounded drain).
 //! - [`sim`]: an in-process simulated API server that tests, benchmarks and the demo run against.
 //!   It speaks HTTP and JSON like a real kube-apiserver and shares no decoding code with
 //!   [`client`], so a misunderstanding on one side is not silently mirrored on the other.
@@ -26,7 +29,11 @@ pub mod clock;
 pub mod controllers;
 pub mod demo;
 pub mod events;
+pub mod leaderelection;
 pub mod manager;
+pub mod metrics;
 pub mod runtime;
+pub mod server;
+pub mod shutdown;
 pub mod sim;
 pub mod token_bucket;

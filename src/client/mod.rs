@@ -49,12 +49,14 @@
 //! ([`sni`]), as client-go sends it.
 //!
 //! Options that do not come from the kubeconfig (rate, timeouts, user agent) are
-//! [`ClientOptions`] ([`options`]).
+//! [`ClientOptions`] ([`options`]); among them an optional [`RequestObserver`] ([`observer`])
+//! told about every HTTP attempt, which is how request metrics are kept.
 
 pub mod config;
 pub mod discovery;
 pub mod error;
 pub mod handle;
+pub mod observer;
 pub mod options;
 pub mod pager;
 pub mod params;
@@ -69,6 +71,7 @@ pub mod watch_stream;
 pub use discovery::{DiscoveredResource, Discovery, DiscoveryFailure};
 pub use error::{ApiError, ApiErrorKind, Error};
 pub use handle::{Api, DeleteResponse, DynamicApi};
+pub use observer::{AttemptResult, RequestObserver};
 pub use options::{BuildError, ClientOptions};
 pub use pager::{Page, Pager};
 pub use params::{ListParams, Patch, PostParams, VersionMatch, WatchParams};

@@ -5,10 +5,12 @@
 //! Contract: `ClientOptions::default()` is what kube-controller-manager runs with: 20 requests
 //! per second with bursts of 30, a per-request timeout, and `User-Agent: kube-gc/<version>`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::config::error::ConfigError;
 use super::config::impersonation::InvalidImpersonation;
+use super::observer::{ObserverSlot, RequestObserver};
 use super::throttle::{DEFAULT_BURST, DEFAULT_QPS};
 
 /// The `User-Agent` every request carries unless told otherwise.
@@ -41,6 +43,8 @@ pub struct ClientOptions {
     pub idle_connection_timeout: Option<Duration>,
     /// The `User-Agent` header.
     pub user_agent: String,
+    /// Told about every HTTP attempt (request metrics); none by default.
+    pub request_observer: ObserverSlot,
 }
 
 impl Default for ClientOptions {
@@ -52,6 +56,7 @@ impl Default for ClientOptions {
             connect_timeout: Some(DEFAULT_CONNECT_TIMEOUT),
             idle_connection_timeout: Some(DEFAULT_IDLE_CONNECTION_TIMEOUT),
             user_agent: DEFAULT_USER_AGENT.to_owned(),
+            request_observer: ObserverSlot::default(),
         }
     }
 }
@@ -61,6 +66,12 @@ impl ClientOptions {
     pub fn with_rate(mut self, qps: f64, burst: u32) -> Self {
         self.qps = qps;
         self.burst = burst;
+        self
+    }
+
+    /// Reports every HTTP attempt to `observer`.
+    pub fn with_observer(mut self, observer: Arc<dyn RequestObserver>) -> Self {
+        self.request_observer = ObserverSlot(Some(observer));
         self
     }
 

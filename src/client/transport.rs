@@ -24,6 +24,8 @@
 //!   also the TLS SNI, as in client-go (see [`sni`](super::sni) for how and its trade-offs).
 //! - `proxy-url` (`http`, `https` or `socks5`) carries every request; without it, reqwest
 //!   honours `HTTPS_PROXY`/`NO_PROXY` like kubectl.
+//! - Every attempt is reported to the [`RequestObserver`](super::RequestObserver) of the options, if any, once its
+//!   response headers arrived or it failed (request metrics).
 //! - `Client` is cheap to clone; clones share the connection pool (HTTP/2 when the server's
 //!   ALPN offers it), the credential caches and the throttle.
 
@@ -39,6 +41,7 @@ use super::config::auth::Auth;
 use super::config::tls::crypto_provider;
 use super::config::ClientConfig;
 use super::error::{ApiError, Error};
+use super::observer::{AttemptResult, ObserverSlot};
 use super::options::{BuildError, ClientOptions};
 use super::request::{ApiRequest, ResponseKind};
 use super::retry::{RetryPolicy, Step};
@@ -71,6 +74,8 @@ struct Inner {
     throttle: Throttle,
     request_timeout: Option<Duration>,
     default_namespace: String,
+    /// Told about every attempt (metrics).
+    observer: ObserverSlot,
 }
 
 impl Client {
@@ -95,6 +100,7 @@ impl Client {
                 throttle: Throttle::new(options.qps, options.burst),
                 request_timeout: options.request_timeout,
                 default_namespace: config.default_namespace.clone(),
+                observer: options.request_observer.clone(),
             }),
         })
     }
@@ -187,7 +193,16 @@ impl Client {
         if let (ResponseKind::Whole, Some(timeout)) = (request.response, inner.request_timeout) {
             builder = builder.timeout(timeout);
         }
-        Ok(builder.send().await?)
+        let started = tokio::time::Instant::now();
+        let response = builder.send().await;
+        if let Some(observer) = &inner.observer.0 {
+            let result = match &response {
+                Ok(response) => AttemptResult::Status(response.status().as_u16()),
+                Err(_) => AttemptResult::TransportError,
+            };
+            observer.observe(&request.method, &request.url, result, started.elapsed());
+        }
+        Ok(response?)
     }
 
     /// Whether a 401 may be cured by fetching the credential again.

@@ -7,7 +7,18 @@
 //! recorder's business, not the caller's.
 //!
 //! [`NoopRecorder`] drops everything (the default when no recorder is configured);
-//! [`CollectingRecorder`] keeps events in memory so tests can assert what a controller reported.
+//! [`CollectingRecorder`] keeps events in memory so tests can assert what a controller reported;
+//! [`ApiEventRecorder`] ([`recorder`]) writes them to the API server through the
+//! [`Correlator`] ([`correlator`]: aggregation, series counting, spam filter), keeping its state
+//! in [`Lru`] caches ([`lru`]).
+
+pub mod correlator;
+pub mod lru;
+pub mod recorder;
+
+pub use correlator::Correlator;
+pub use lru::Lru;
+pub use recorder::{ApiEventRecorder, Reporter};
 
 use std::sync::Arc;
 

@@ -1,0 +1,123 @@
+//! [`Readiness`]: the named checks `/readyz` runs.
+//!
+//! Contract: `/healthz` and `/livez` answer `ok` while the process serves at all (a wedged
+//! process stops answering and is restarted by its liveness probe). `/readyz` answers `ok` only
+//! when every registered check passes — kube-gc registers "informers synced" and, when electing,
+//! "leadership state known" — and otherwise 500 with one `[-]name failed` line per failing check,
+//! the layout of the Kubernetes health endpoints (`?verbose` lists passing checks too).
+
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+
+use crate::leaderelection::LeadershipWatch;
+
+type Check = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// The readiness checks; cheap to clone (clones share the list).
+#[derive(Clone, Default)]
+pub struct Readiness {
+    checks: Arc<RwLock<Vec<(String, Check)>>>,
+}
+
+impl std::fmt::Debug for Readiness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<String> = self.checks.read().iter().map(|(n, _)| n.clone()).collect();
+        f.debug_struct("Readiness").field("checks", &names).finish()
+    }
+}
+
+/// The outcome of running every check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Report {
+    /// `(name, passed)` in registration order.
+    pub checks: Vec<(String, bool)>,
+}
+
+impl Report {
+    /// Whether every check passed.
+    pub fn ready(&self) -> bool {
+        self.checks.iter().all(|(_, passed)| *passed)
+    }
+
+    /// The response body, as the Kubernetes health endpoints write it.
+    pub fn body(&self, endpoint: &str, verbose: bool) -> String {
+        if self.ready() && !verbose {
+            return "ok".to_owned();
+        }
+        let mut body = String::new();
+        for (name, passed) in &self.checks {
+            if *passed && verbose {
+                body.push_str(&format!("[+]{name} ok\n"));
+            } else if !passed {
+                body.push_str(&format!("[-]{name} failed: reason withheld\n"));
+            }
+        }
+        if self.ready() {
+            body.push_str(&format!("{endpoint} check passed\n"));
+        } else {
+            body.push_str(&format!("{endpoint} check failed\n"));
+        }
+        body
+    }
+}
+
+impl Readiness {
+    /// No checks: ready.
+    pub fn new() -> Readiness {
+        Readiness::default()
+    }
+
+    /// Adds a check called `name` (e.g. `informer-sync`).
+    pub fn add(&self, name: &str, check: impl Fn() -> bool + Send + Sync + 'static) {
+        self.checks.write().push((name.to_owned(), Arc::new(check)));
+    }
+
+    /// Adds `leader-election`: passes once the elector knows whether it leads.
+    pub fn add_leadership(&self, leadership: LeadershipWatch) {
+        self.add("leader-election", move || leadership.current().is_known());
+    }
+
+    /// Runs every check.
+    pub fn report(&self) -> Report {
+        let checks = self.checks.read().clone();
+        Report {
+            checks: checks
+                .into_iter()
+                .map(|(name, check)| {
+                    let passed = check();
+                    (name, passed)
+                })
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    #[test]
+    fn ready_only_when_every_check_passes() {
+        let readiness = Readiness::new();
+        assert!(readiness.report().ready());
+        let synced = Arc::new(AtomicBool::new(false));
+        let flag = synced.clone();
+        readiness.add("informer-sync", move || flag.load(Ordering::Relaxed));
+        readiness.add("ping", || true);
+        let report = readiness.report();
+        assert!(!report.ready());
+        assert_eq!(
+            report.body("readyz", false),
+            "[-]informer-sync failed: reason withheld\nreadyz check failed\n"
+        );
+        synced.store(true, Ordering::Relaxed);
+        let report = readiness.report();
+        assert_eq!(report.body("readyz", false), "ok");
+        assert_eq!(
+            report.body("readyz", true),
+            "[+]informer-sync ok\n[+]ping ok\nreadyz check passed\n"
+        );
+    }
+}

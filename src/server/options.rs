@@ -1,0 +1,153 @@
+//! [`ServerOptions`]: where the HTTP server listens and with which certificate, as
+//! kube-controller-manager's flags say it.
+//!
+//! Contract: `--secure-port` (default 10257) serves HTTPS, `0` turns it off; `--port` (default
+//! 0 = off) serves plain HTTP; both on `--bind-address` (default `0.0.0.0`). Without
+//! `--tls-cert-file`/`--tls-private-key-file` the HTTPS listener uses a self-signed certificate
+//! made at start-up. Debug endpoints exist only with `--enable-debug-handlers`.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+
+/// kube-controller-manager's secure port.
+pub const DEFAULT_SECURE_PORT: u16 = 10257;
+
+/// The HTTP server's flags, to flatten into a command.
+#[derive(Clone, Debug, PartialEq, Eq, clap::Args)]
+pub struct ServerOptions {
+    /// Address to serve on (all interfaces by default).
+    #[arg(long = "bind-address", default_value_t = IpAddr::V4(Ipv4Addr::UNSPECIFIED))]
+    pub bind_address: IpAddr,
+    /// HTTPS port for health, metrics and debug endpoints; 0 disables HTTPS serving.
+    #[arg(long = "secure-port", default_value_t = DEFAULT_SECURE_PORT)]
+    pub secure_port: u16,
+    /// Plain HTTP port for the same endpoints; 0 (the default) disables it.
+    #[arg(long = "port", default_value_t = 0)]
+    pub port: u16,
+    /// PEM certificate (chain) for HTTPS; a self-signed one is generated when absent.
+    #[arg(long = "tls-cert-file", requires = "tls_private_key_file")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// PEM private key matching `--tls-cert-file`.
+    #[arg(long = "tls-private-key-file", requires = "tls_cert_file")]
+    pub tls_private_key_file: Option<PathBuf>,
+    /// Serve /debug/workqueue and the controllers' debug pages.
+    #[arg(long = "enable-debug-handlers", default_value_t = false)]
+    pub enable_debug_handlers: bool,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            bind_address: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            secure_port: DEFAULT_SECURE_PORT,
+            port: 0,
+            tls_cert_file: None,
+            tls_private_key_file: None,
+            enable_debug_handlers: false,
+        }
+    }
+}
+
+/// Where the HTTPS certificate comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CertificateSource {
+    /// Generated at start-up, valid for `localhost` and the host name.
+    SelfSigned,
+    /// Read from PEM files.
+    Files {
+        /// The certificate chain.
+        cert: PathBuf,
+        /// The private key.
+        key: PathBuf,
+    },
+}
+
+/// One socket to listen on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listener {
+    /// The address (port 0 picks a free port, for tests).
+    pub address: SocketAddr,
+    /// HTTPS with this certificate, or plain HTTP.
+    pub tls: Option<CertificateSource>,
+}
+
+impl ServerOptions {
+    /// The listeners these options ask for (none when both ports are 0).
+    pub fn listeners(&self) -> Vec<Listener> {
+        let mut listeners = Vec::new();
+        if self.secure_port != 0 {
+            let source = match (&self.tls_cert_file, &self.tls_private_key_file) {
+                (Some(cert), Some(key)) => CertificateSource::Files {
+                    cert: cert.clone(),
+                    key: key.clone(),
+                },
+                _ => CertificateSource::SelfSigned,
+            };
+            listeners.push(Listener {
+                address: SocketAddr::new(self.bind_address, self.secure_port),
+                tls: Some(source),
+            });
+        }
+        if self.port != 0 {
+            listeners.push(Listener {
+                address: SocketAddr::new(self.bind_address, self.port),
+                tls: None,
+            });
+        }
+        listeners
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(clap::Parser)]
+    struct Command {
+        #[command(flatten)]
+        server: ServerOptions,
+    }
+
+    #[test]
+    fn defaults_serve_https_on_10257_only() {
+        let options = Command::parse_from(["kube-gc"]).server;
+        assert_eq!(options, ServerOptions::default());
+        assert_eq!(
+            options.listeners(),
+            vec![Listener {
+                address: "0.0.0.0:10257".parse().unwrap(),
+                tls: Some(CertificateSource::SelfSigned),
+            }]
+        );
+    }
+
+    #[test]
+    fn ports_and_files_are_honoured() {
+        let options = Command::parse_from([
+            "kube-gc",
+            "--secure-port=0",
+            "--port=8080",
+            "--bind-address=127.0.0.1",
+        ])
+        .server;
+        assert_eq!(
+            options.listeners(),
+            vec![Listener {
+                address: "127.0.0.1:8080".parse().unwrap(),
+                tls: None
+            }]
+        );
+        let files = Command::parse_from([
+            "kube-gc",
+            "--tls-cert-file=/c.pem",
+            "--tls-private-key-file=/k.pem",
+        ])
+        .server;
+        assert!(matches!(
+            files.listeners()[0].tls,
+            Some(CertificateSource::Files { .. })
+        ));
+        assert!(Command::try_parse_from(["kube-gc", "--tls-cert-file=/c.pem"]).is_err());
+    }
+}

@@ -1,0 +1,280 @@
+//! The RBAC in `deploy/` as data: every manifest parsed, the rules bound to kube-gc's service
+//! account, and the question "may kube-gc make this request?" — answered for a hand-written list
+//! of requests or for a simulated API server's request journal (see [`Request::from_journal`]).
+#![allow(dead_code)]
+
+use std::path::Path;
+
+use kube_gc::sim::journal::JournalEntry;
+use serde_json::Value;
+
+/// The service account the Deployment runs as.
+pub const SERVICE_ACCOUNT: (&str, &str) = ("kube-system", "kube-gc");
+
+/// Every document of every `*.yaml` under `deploy/`, with its file name.
+pub fn manifests() -> Vec<(String, Value)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    let mut documents = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        let parsed: Vec<Value> = serde_saphyr::from_multiple(&text)
+            .unwrap_or_else(|e| panic!("{name} does not parse: {e}"));
+        documents.extend(parsed.into_iter().map(|d| (name.clone(), d)));
+    }
+    documents
+}
+
+/// One request as RBAC sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Request {
+    /// A resource request.
+    Resource {
+        /// `get`, `list`, `watch`, `create`, `update`, `patch`, `delete`, `deletecollection`.
+        verb: String,
+        /// The API group (`""` for core).
+        group: String,
+        /// The resource, with `/subresource` if any.
+        resource: String,
+        /// The namespace, `None` for cluster-scoped or all-namespace requests.
+        namespace: Option<String>,
+        /// The object's name, for single-object requests.
+        name: Option<String>,
+    },
+    /// A non-resource request such as discovery.
+    NonResource {
+        /// `get`.
+        verb: String,
+        /// The path.
+        path: String,
+    },
+}
+
+impl Request {
+    /// A resource request.
+    pub fn resource(verb: &str, group: &str, resource: &str, namespace: Option<&str>) -> Request {
+        Request::Resource {
+            verb: verb.into(),
+            group: group.into(),
+            resource: resource.into(),
+            namespace: namespace.map(str::to_owned),
+            name: None,
+        }
+    }
+
+    /// The same request on one named object.
+    pub fn named(self, object: &str) -> Request {
+        match self {
+            Request::Resource {
+                verb,
+                group,
+                resource,
+                namespace,
+                ..
+            } => Request::Resource {
+                verb,
+                group,
+                resource,
+                namespace,
+                name: Some(object.into()),
+            },
+            other => other,
+        }
+    }
+
+    /// How the API server's authorizer classifies a journal entry (method, path, `watch`).
+    pub fn from_journal(entry: &JournalEntry) -> Request {
+        let segments: Vec<&str> = entry.path.trim_matches('/').split('/').collect();
+        let rest = match segments.as_slice() {
+            ["api", "v1", rest @ ..] if !rest.is_empty() => ("", rest),
+            ["apis", group, _version, rest @ ..] if !rest.is_empty() => (*group, rest),
+            _ => {
+                return Request::NonResource {
+                    verb: entry.method.to_lowercase(),
+                    path: entry.path.clone(),
+                }
+            }
+        };
+        let (group, mut parts) = (rest.0, rest.1);
+        let mut namespace = None;
+        if parts.len() >= 3 && parts[0] == "namespaces" {
+            namespace = Some(parts[1].to_owned());
+            parts = &parts[2..];
+        }
+        let resource = match parts {
+            [resource, _, sub] => format!("{resource}/{sub}"),
+            [resource, ..] => resource.to_string(),
+            [] => String::new(),
+        };
+        let name = parts.get(1).map(|n| n.to_string());
+        let watching = matches!(entry.query_value("watch"), Some("1" | "true"));
+        let verb = match (entry.method.as_str(), name.is_some()) {
+            ("GET", _) if watching => "watch",
+            ("GET", true) => "get",
+            ("GET", false) => "list",
+            ("POST", _) => "create",
+            ("PUT", _) => "update",
+            ("PATCH", _) => "patch",
+            ("DELETE", true) => "delete",
+            ("DELETE", false) => "deletecollection",
+            (other, _) => {
+                return Request::NonResource {
+                    verb: other.to_lowercase(),
+                    path: entry.path.clone(),
+                }
+            }
+        };
+        Request::Resource {
+            verb: verb.into(),
+            group: group.into(),
+            resource,
+            namespace,
+            name,
+        }
+    }
+}
+
+/// A rule and where it applies (`None`: every namespace and cluster scope).
+#[derive(Clone, Debug)]
+pub struct Grant {
+    /// The namespace of a Role's rule.
+    pub namespace: Option<String>,
+    /// The PolicyRule.
+    pub rule: Value,
+    /// Which file granted it.
+    pub source: String,
+}
+
+fn strings(value: &Value) -> Vec<String> {
+    value
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn matches(list: &[String], value: &str) -> bool {
+    list.iter().any(|item| item == "*" || item == value)
+}
+
+/// Every rule granted to kube-gc's service account by the bindings in `deploy/`.
+pub fn grants() -> Vec<Grant> {
+    let documents = manifests();
+    let find_role = |kind: &str, name: &str, namespace: Option<&str>| {
+        documents.iter().find(|(_, d)| {
+            d["kind"] == kind
+                && d["metadata"]["name"] == name
+                && (namespace.is_none() || d["metadata"]["namespace"].as_str() == namespace)
+        })
+    };
+    let mut grants = Vec::new();
+    for (file, binding) in &documents {
+        let kind = binding["kind"].as_str().unwrap_or_default();
+        if kind != "ClusterRoleBinding" && kind != "RoleBinding" {
+            continue;
+        }
+        let binds_us = binding["subjects"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|s| {
+                s["kind"] == "ServiceAccount"
+                    && s["namespace"] == SERVICE_ACCOUNT.0
+                    && s["name"] == SERVICE_ACCOUNT.1
+            });
+        if !binds_us {
+            continue;
+        }
+        let binding_namespace = binding["metadata"]["namespace"].as_str();
+        let role_kind = binding["roleRef"]["kind"].as_str().unwrap_or_default();
+        let role_name = binding["roleRef"]["name"].as_str().unwrap_or_default();
+        let role_namespace = if role_kind == "Role" {
+            binding_namespace
+        } else {
+            None
+        };
+        let (_, role) = find_role(role_kind, role_name, role_namespace)
+            .unwrap_or_else(|| panic!("{file}: {role_kind} {role_name} is not defined in deploy/"));
+        for rule in role["rules"].as_array().into_iter().flatten() {
+            grants.push(Grant {
+                namespace: if kind == "RoleBinding" {
+                    binding_namespace.map(str::to_owned)
+                } else {
+                    None
+                },
+                rule: rule.clone(),
+                source: file.clone(),
+            });
+        }
+    }
+    grants
+}
+
+/// Whether one of `grants` allows `request` (RBAC's rule matching, wildcards included).
+pub fn allowed(grants: &[Grant], request: &Request) -> bool {
+    grants.iter().any(|grant| {
+        let rule = &grant.rule;
+        match request {
+            Request::NonResource { verb, path } => {
+                grant.namespace.is_none()
+                    && matches(&strings(&rule["verbs"]), verb)
+                    && strings(&rule["nonResourceURLs"]).iter().any(|pattern| {
+                        pattern == path
+                            || pattern
+                                .strip_suffix('*')
+                                .is_some_and(|prefix| path.starts_with(prefix))
+                    })
+            }
+            Request::Resource {
+                verb,
+                group,
+                resource,
+                namespace,
+                name,
+            } => {
+                let in_scope = match &grant.namespace {
+                    None => true,
+                    Some(ns) => namespace.as_deref() == Some(ns),
+                };
+                let names = strings(&rule["resourceNames"]);
+                let name_ok = names.is_empty() || name.as_ref().is_some_and(|n| names.contains(n));
+                in_scope
+                    && name_ok
+                    && matches(&strings(&rule["verbs"]), verb)
+                    && matches(&strings(&rule["apiGroups"]), group)
+                    && matches(&strings(&rule["resources"]), resource)
+            }
+        }
+    })
+}
+
+/// The requests among `requests` that `deploy/` does not allow.
+pub fn denied(requests: &[Request]) -> Vec<Request> {
+    let grants = grants();
+    requests
+        .iter()
+        .filter(|r| !allowed(&grants, r))
+        .cloned()
+        .collect()
+}
+
+/// The requests of a journal that `deploy/` does not allow (deduplicated).
+pub fn denied_in_journal(entries: &[JournalEntry]) -> Vec<Request> {
+    let mut requests: Vec<Request> = Vec::new();
+    for entry in entries {
+        let request = Request::from_journal(entry);
+        if !requests.contains(&request) {
+            requests.push(request);
+        }
+    }
+    denied(&requests)
+}
