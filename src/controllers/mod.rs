@@ -1,4 +1,9 @@
 //! The garbage-collection controllers.
 //!
-//! Not built yet: the TTL-after-finished controller for batch/v1 Jobs and Volcano Jobs (issue #6)
-//! and the ownerReference garbage collector (issue #7). They will run on [`crate::runtime`].
+//! - [`garbagecollector`]: the ownerReference garbage collector (issue #7): a dependency graph fed
+//!   by metadata-only monitors, Background / Foreground / Orphan cascades.
+//!
+//! Not built yet: the TTL-after-finished controller for batch/v1 Jobs and Volcano Jobs (issue #6).
+//! They run on [`crate::runtime`].
+
+pub mod garbagecollector;

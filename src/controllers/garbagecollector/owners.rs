@@ -1,0 +1,195 @@
+//! Classifying a dependent's owner references: which owners are solid, dangling, or waiting
+//! for their dependents to be deleted.
+//!
+//! Contract — where each verdict comes from, cheapest first:
+//! 1. The graph, when it has *observed* the owner: observed and present → solid (or waiting, if
+//!    it is being deleted in the foreground); observed deleted → dangling. No request: a watch
+//!    or list that reported the UID gone is proof, because UIDs are never reused.
+//! 2. When the owner's type is monitored but its first list has not reached the graph → the
+//!    decision is deferred, never guessed (start-up, or a new CRD).
+//! 3. Otherwise (a virtual owner, or a type that is not monitored): the absent-owner cache, then
+//!    a live GET in the namespace the owner must live in.
+//!
+//! Namespaces: a namespaced dependent's owner must be in its namespace; an owner observed
+//! elsewhere is absent from the dependent's point of view (dangling) and reported with a
+//! Warning `OwnerRefInvalidNamespace`. A cluster-scoped dependent naming a namespaced owner is
+//! never collected (reported the same way), as upstream does.
+
+use super::absent_owners::AbsentKey;
+use super::errors::WorkError;
+use super::graph::{NodeView, Presence, FOREGROUND_FINALIZER};
+use super::identity::OwnerLink;
+use super::Shared;
+use crate::api::PartialObjectMetadata;
+use crate::client::Api;
+use crate::events::{EventRecord, EventType};
+
+/// The reason of the Warning about an owner reference across namespaces.
+pub const INVALID_NAMESPACE_REASON: &str = "OwnerRefInvalidNamespace";
+
+/// What one owner reference is worth.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The owner exists and is not being deleted in the foreground.
+    Solid,
+    /// The owner does not exist (or not where it must be).
+    Dangling,
+    /// The owner exists and waits for its dependents to be deleted (Foreground).
+    Waiting,
+}
+
+/// The verdicts on all of a dependent's owners.
+#[derive(Debug, Default)]
+pub struct Verdicts {
+    /// Owners that exist.
+    pub solid: Vec<OwnerLink>,
+    /// Owners that do not.
+    pub dangling: Vec<OwnerLink>,
+    /// Owners waiting for their dependents.
+    pub waiting: Vec<OwnerLink>,
+}
+
+/// The outcome of classifying all owners.
+#[derive(Debug)]
+pub enum Classification {
+    /// Every owner has a verdict.
+    Ready(Verdicts),
+    /// An owner's type has not synced yet: decide later.
+    Defer,
+    /// A cluster-scoped dependent names a namespaced owner: never collected.
+    InvalidClusterScoped,
+}
+
+/// Classifies every owner of `item`.
+pub(super) async fn classify(
+    shared: &Shared,
+    item: &NodeView,
+) -> Result<Classification, WorkError> {
+    let mut verdicts = Verdicts::default();
+    for link in item.owners.iter() {
+        let verdict = match verdict(shared, item, link).await? {
+            Step::Verdict(v) => v,
+            Step::Defer => return Ok(Classification::Defer),
+            Step::InvalidClusterScoped => return Ok(Classification::InvalidClusterScoped),
+        };
+        let list = match verdict {
+            Verdict::Solid => &mut verdicts.solid,
+            Verdict::Dangling => &mut verdicts.dangling,
+            Verdict::Waiting => &mut verdicts.waiting,
+        };
+        list.push(link.clone());
+    }
+    Ok(Classification::Ready(verdicts))
+}
+
+enum Step {
+    Verdict(Verdict),
+    Defer,
+    InvalidClusterScoped,
+}
+
+async fn verdict(shared: &Shared, item: &NodeView, link: &OwnerLink) -> Result<Step, WorkError> {
+    let resource = shared.resource_for(&link.gvk.api_version, link.kind())?;
+    let dependent_namespace = item.identity.namespace.as_deref();
+    if dependent_namespace.is_none() && resource.namespaced {
+        report_invalid(
+            shared,
+            item,
+            link,
+            format!(
+                "ownerRef [{}/{}, name: {}, uid: {}] is namespaced and cannot own a cluster-scoped object",
+                link.gvk.api_version,
+                link.kind(),
+                link.name,
+                link.uid
+            ),
+        );
+        return Ok(Step::InvalidClusterScoped);
+    }
+    let expected_namespace = dependent_namespace.filter(|_| resource.namespaced);
+
+    let observed = shared.graph.read().node(&link.uid).and_then(|owner| {
+        (owner.presence != Presence::Virtual).then(|| {
+            (
+                owner.presence,
+                owner.identity.namespace.clone(),
+                owner.deleting_dependents,
+            )
+        })
+    });
+    if let Some((presence, namespace, deleting_dependents)) = observed {
+        if namespace.as_deref() != expected_namespace {
+            report_invalid(shared, item, link, absent_message(link, expected_namespace));
+            return Ok(Step::Verdict(Verdict::Dangling));
+        }
+        return Ok(Step::Verdict(match (presence, deleting_dependents) {
+            (Presence::Gone, _) => Verdict::Dangling,
+            (_, true) => Verdict::Waiting,
+            _ => Verdict::Solid,
+        }));
+    }
+
+    let group_kind = link.gvk.group_kind();
+    if shared.sync.is_monitored(&group_kind) && !shared.sync.is_synced(&group_kind) {
+        return Ok(Step::Defer);
+    }
+    let key = AbsentKey {
+        api_version: link.gvk.api_version.to_string(),
+        kind: link.kind().to_owned(),
+        name: link.name.to_string(),
+        uid: link.uid.to_string(),
+        namespace: expected_namespace.map(str::to_owned),
+    };
+    if shared.absent.lock().contains(&key) {
+        return Ok(Step::Verdict(Verdict::Dangling));
+    }
+    let api =
+        Api::<PartialObjectMetadata>::dynamic(shared.client.clone(), resource, expected_namespace);
+    let live = match api.get_metadata(&link.name).await {
+        // Another UID under the owner's name is a different object: the owner is gone.
+        Ok(live) if live.metadata.uid.as_deref() == Some(&*link.uid) => live,
+        Ok(_) => return Ok(Step::Verdict(absent(shared, key))),
+        Err(e) if e.is_not_found() => return Ok(Step::Verdict(absent(shared, key))),
+        Err(e) => {
+            return Err(WorkError::Api {
+                verb: "get",
+                object: format!("{} {} {}", link.gvk.api_version, link.kind(), link.name),
+                source: e,
+            })
+        }
+    };
+    let meta = &live.metadata;
+    let waiting = meta.is_being_deleted() && meta.has_finalizer(FOREGROUND_FINALIZER);
+    Ok(Step::Verdict(if waiting {
+        Verdict::Waiting
+    } else {
+        Verdict::Solid
+    }))
+}
+
+fn absent(shared: &Shared, key: AbsentKey) -> Verdict {
+    shared.absent.lock().insert(key);
+    Verdict::Dangling
+}
+
+fn absent_message(link: &OwnerLink, namespace: Option<&str>) -> String {
+    format!(
+        "ownerRef [{}/{}, namespace: {}, name: {}, uid: {}] does not exist in namespace {:?}",
+        link.gvk.api_version,
+        link.kind(),
+        namespace.unwrap_or(""),
+        link.name,
+        link.uid,
+        namespace.unwrap_or("")
+    )
+}
+
+fn report_invalid(shared: &Shared, item: &NodeView, link: &OwnerLink, message: String) {
+    tracing::warn!(object = %item.identity, owner = %link.uid, "{message}");
+    shared.recorder.record(EventRecord {
+        regarding: item.identity.object_reference(),
+        event_type: EventType::Warning,
+        reason: INVALID_NAMESPACE_REASON.to_owned(),
+        message,
+    });
+}
