@@ -7,7 +7,7 @@
 //!   judged). Present → retried until a monitor observes it.
 //! - A node being deleted, not in the foreground → nothing to do. Deleting its dependents
 //!   (Foreground) → once no dependent with `blockOwnerDeletion: true` remains, the
-//!   `foregroundDeletion` finalizer is removed; until then the blocking dependents are queued.
+//!   `foregroundDeletion` finalizer is removed.
 //! - Otherwise its owner references are classified (`owners`): any solid owner → the dangling
 //!   and waiting references are patched away and the object kept; else a waiting owner and
 //!   dependents of its own → it is deleted in the foreground (after unblocking references to
@@ -91,17 +91,21 @@ async fn verify_virtual(shared: &Shared, item: &NodeView) -> Result<Done, WorkEr
     Ok(Done::Finished)
 }
 
+/// A node deleting its dependents (Foreground) only has to let go once the last blocking
+/// dependent left. Its dependents were queued when its foreground deletion began, and the graph
+/// builder queues any that appear later; each is retried on its own until it is deleted, so
+/// the owner does not queue them again (upstream does, and each repeat while a dependent's
+/// deletion is on its way costs a redundant DELETE).
 async fn delete_dependents_first(shared: &Shared, item: &NodeView) -> Result<Done, WorkError> {
-    let blocking = shared.graph.read().blocking_dependents(&item.identity.uid);
-    if blocking.is_empty() {
-        requests::remove_finalizer(shared, &item.identity, FOREGROUND_FINALIZER).await?;
+    if !shared
+        .graph
+        .read()
+        .blocking_dependents(&item.identity.uid)
+        .is_empty()
+    {
         return Ok(Done::Finished);
     }
-    for (dependent, deleting_its_own) in blocking {
-        if !deleting_its_own {
-            shared.attempt_to_delete.add(dependent);
-        }
-    }
+    requests::remove_finalizer(shared, &item.identity, FOREGROUND_FINALIZER).await?;
     Ok(Done::Finished)
 }
 

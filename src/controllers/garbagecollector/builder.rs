@@ -128,13 +128,32 @@ fn upsert(graph: &mut Graph, observed: Observed, effects: &mut Effects) {
     let orphaning = observed.being_deleted && observed.orphan_finalizer;
     let foreground = observed.being_deleted && observed.foreground_finalizer;
     let new_owners = observed.owners.clone();
-    let (_, old_owners) = graph.put_observed(observed);
+    let (before, old_owners) = graph.put_observed(observed);
+    if before == Some(Presence::Virtual) {
+        // Dependents that named this owner before it was seen may name it from a namespace it
+        // cannot own them from: they must be judged.
+        for dependent in graph.dependent_uids(&uid) {
+            if graph.node(&dependent).is_some_and(|d| {
+                misplaced(
+                    identity.namespace.as_deref(),
+                    d.identity.namespace.as_deref(),
+                )
+            }) {
+                effects.attempt_to_delete.push(dependent);
+            }
+        }
+    }
 
     for owner in new_owners.iter() {
         match find(&old_owners, owner) {
             None => match graph.link(&identity, owner) {
                 (Presence::Virtual, true) => effects.attempt_to_delete.push(Arc::clone(&owner.uid)),
-                (Presence::Gone, _) => effects.attempt_to_delete.push(Arc::clone(&uid)),
+                (Presence::Virtual, false) => {}
+                // Garbage at once: the owner is gone, waits for its dependents to go, or lives
+                // in a namespace this object cannot be owned from.
+                _ if judge_now(graph, &identity, &owner.uid) => {
+                    effects.attempt_to_delete.push(Arc::clone(&uid))
+                }
                 _ => {}
             },
             Some(old) if old.blocks_owner_deletion() && !owner.blocks_owner_deletion() => {
@@ -169,6 +188,23 @@ fn delete(graph: &mut Graph, uid: &str, effects: &mut Effects) {
         }
     }
     effects.attempt_to_delete.extend(dependents);
+}
+
+/// Whether a dependent newly linked to `owner` must be judged now.
+fn judge_now(graph: &Graph, dependent: &super::identity::ObjectIdentity, owner: &str) -> bool {
+    graph.node(owner).is_some_and(|o| {
+        o.presence == Presence::Gone
+            || o.deleting_dependents
+            || misplaced(
+                o.identity.namespace.as_deref(),
+                dependent.namespace.as_deref(),
+            )
+    })
+}
+
+/// A namespaced owner can only own objects of its own namespace.
+fn misplaced(owner_namespace: Option<&str>, dependent_namespace: Option<&str>) -> bool {
+    owner_namespace.is_some() && owner_namespace != dependent_namespace
 }
 
 fn find<'a>(links: &'a [OwnerLink], wanted: &OwnerLink) -> Option<&'a OwnerLink> {

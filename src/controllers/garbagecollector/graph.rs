@@ -168,9 +168,8 @@ impl Graph {
         })
     }
 
-    /// The dependents of `uid` whose reference to it has `blockOwnerDeletion: true`, with
-    /// whether each is itself deleting its dependents.
-    pub fn blocking_dependents(&self, uid: &str) -> Vec<(Uid, bool)> {
+    /// The dependents of `uid` whose reference to it has `blockOwnerDeletion: true`.
+    pub fn blocking_dependents(&self, uid: &str) -> Vec<Uid> {
         let Some(node) = self.nodes.get(uid) else {
             return Vec::new();
         };
@@ -181,7 +180,7 @@ impl Graph {
                 d.owner_link(uid)
                     .is_some_and(OwnerLink::blocks_owner_deletion)
             })
-            .map(|d| (Arc::clone(&d.identity.uid), d.deleting_dependents))
+            .map(|d| Arc::clone(&d.identity.uid))
             .collect()
     }
 

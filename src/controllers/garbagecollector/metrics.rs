@@ -103,6 +103,14 @@ impl GcMetrics {
         self.deletions.get_or_create(&PolicyLabels { policy }).get()
     }
 
+    /// Failed attempts of `operation` so far.
+    pub fn errors(&self, operation: &str) -> u64 {
+        let operation = operation.to_owned();
+        self.errors
+            .get_or_create(&OperationLabels { operation })
+            .get()
+    }
+
     /// Nodes in the graph at the last update.
     pub fn graph_nodes(&self) -> i64 {
         self.graph_nodes.get()
