@@ -510,3 +510,64 @@ async fn an_owner_with_a_thousand_dependents_is_collected_with_one_request_each(
         .unwrap_or_default()
         .is_empty());
 }
+
+#[tokio::test(start_paused = true)]
+async fn workers_start_after_the_initial_sync_timeout_and_defer_unsynced_owners() {
+    use kube_gc::sim::faults::FaultPlan;
+    let (sim, dir, client) = start_sim().await;
+    let owner = create(
+        &sim,
+        &configmaps(),
+        object("v1", "ConfigMap", Some("default"), "owner"),
+    );
+    pod(&sim, "default", "of-deleted", &[&owner], true);
+    delete(
+        &sim,
+        &configmaps(),
+        Some("default"),
+        "owner",
+        Propagation::Background,
+    );
+    // Every LIST fails: no monitor can sync.
+    sim.faults()
+        .set_plan(FaultPlan::new(1).fail(Verb::List, 1.0, &[500]));
+    let started = tokio::time::Instant::now();
+    let gc = start_gc(sim, dir, client, Duration::from_secs(30)).await;
+    assert!(
+        started.elapsed() >= Duration::from_secs(30),
+        "ready before the timeout"
+    );
+    assert!(gc.handle.monitored().iter().all(|(_, synced)| !synced));
+    // The lists recover: the monitors sync and the dangling pod is collected.
+    gc.sim.faults().set_plan(FaultPlan::new(1));
+    gc.gone(&pods(), Some("default"), "of-deleted").await;
+    gc.assert_invariant();
+    gc.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_simulator_serves_a_resource_only_while_asked() {
+    let (sim, _dir, client) = start_sim().await;
+    let served = |discovery: &kube_gc::client::Discovery| {
+        discovery
+            .resource_for_kind("batch.volcano.sh/v1alpha1", "Job")
+            .is_some()
+    };
+    sim.unserve_resource(&vcjobs()).unwrap();
+    let discovery = kube_gc::client::Discovery::run(&client).await.unwrap();
+    assert!(!served(&discovery));
+    let api = kube_gc::client::Api::<Value>::dynamic(
+        client.clone(),
+        kube_gc::client::ResourceRef::new("batch.volcano.sh", "v1alpha1", "jobs", "Job", true),
+        Some("default"),
+    );
+    let listed = api.list(&kube_gc::client::ListParams::default()).await;
+    assert!(listed.is_err_and(|e| e.is_not_found()));
+    sim.serve_resource(&vcjobs()).unwrap();
+    let discovery = kube_gc::client::Discovery::run(&client).await.unwrap();
+    assert!(served(&discovery));
+    assert!(api
+        .list(&kube_gc::client::ListParams::default())
+        .await
+        .is_ok());
+}

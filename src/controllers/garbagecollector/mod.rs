@@ -147,6 +147,15 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// Shared state around `client` with an empty graph, for tests of the workers' requests.
+    #[cfg(test)]
+    pub(crate) async fn for_tests(client: Client) -> Arc<Shared> {
+        let discovery = Discovery::run(&client).await.unwrap_or_default();
+        let gc = GarbageCollector::new(client, GcOptions::default());
+        *gc.shared.discovery.write() = Arc::new(discovery);
+        gc.shared
+    }
+
     /// The resource serving `kind` in `api_version`, from the latest discovery.
     fn resource_for(&self, api_version: &str, kind: &str) -> Result<ResourceRef, WorkError> {
         self.discovery

@@ -184,6 +184,145 @@ pub fn finalizer_patch(resource_version: &str, remaining: &[&String]) -> Patch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::config::{ClientConfig, Environment, LoadOptions};
+    use crate::client::{Client, ClientOptions};
+    use crate::sim::faults::Verb;
+    use crate::sim::{Gvr, SimConfig, SimServer};
+    use std::sync::Arc;
+
+    async fn sim_and_shared() -> (SimServer, Arc<Shared>, tempfile::TempDir) {
+        let sim = SimServer::start(SimConfig::default()).await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kubeconfig");
+        sim.write_kubeconfig(&path).unwrap();
+        let options = LoadOptions {
+            kubeconfig: Some(path),
+            context: None,
+        };
+        let config = ClientConfig::load(&options, &Environment::empty()).unwrap();
+        let client = Client::new(&config, &ClientOptions::default().with_rate(0.0, 1)).unwrap();
+        (sim, Shared::for_tests(client).await, dir)
+    }
+
+    fn pods() -> Gvr {
+        Gvr::new("", "v1", "pods")
+    }
+
+    /// A pod owned by a ConfigMap, its identity and owner references as the graph holds them.
+    fn seed_pod(sim: &SimServer, shared: &Shared) -> (ObjectIdentity, Vec<OwnerLink>, String) {
+        let pod = sim
+            .create(
+                &pods(),
+                json!({"metadata": {"name": "p", "namespace": "default", "ownerReferences": [
+                    {"apiVersion": "v1", "kind": "ConfigMap", "name": "cm", "uid": "cm-uid"}]}}),
+            )
+            .unwrap();
+        let object: PartialObjectMetadata = serde_json::from_value(pod).unwrap();
+        let gvk = super::super::identity::Gvk {
+            api_version: "v1".into(),
+            kind: "Pod".into(),
+        };
+        let observed = shared.graph.write().observe(&gvk, &object).unwrap();
+        let rv = observed.resource_version.to_string();
+        (observed.identity, observed.owners.into_vec(), rv)
+    }
+
+    fn statuses(sim: &SimServer) -> Vec<(Verb, u16)> {
+        let entries = sim.journal().entries();
+        entries
+            .iter()
+            .filter(|e| matches!(e.verb, Verb::Get | Verb::Delete | Verb::Patch))
+            .map(|e| (e.verb, e.status))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_stale_copy_with_the_same_owners_is_deleted_after_one_read() {
+        let (sim, shared, _dir) = sim_and_shared().await;
+        let (pod, owners, rv) = seed_pod(&sim, &shared);
+        // Someone labels the pod: its resourceVersion moves on, its owners stay.
+        let mut live = sim.get(&pods(), Some("default"), "p").unwrap();
+        live["metadata"]["labels"] = json!({"touched": "yes"});
+        sim.update(&pods(), live).unwrap();
+        sim.journal().clear();
+        let judged: Vec<OwnerReference> = owners.iter().map(OwnerLink::to_reference).collect();
+        let result = delete(&shared, &pod, PropagationPolicy::Background, &rv, &judged).await;
+        assert!(result.is_ok(), "{result:?}");
+        assert!(sim.get(&pods(), Some("default"), "p").is_err());
+        assert_eq!(
+            statuses(&sim),
+            [(Verb::Delete, 409), (Verb::Get, 200), (Verb::Delete, 200)]
+        );
+        sim.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn a_stale_copy_whose_owners_changed_is_not_deleted() {
+        let (sim, shared, _dir) = sim_and_shared().await;
+        let (pod, owners, rv) = seed_pod(&sim, &shared);
+        // A new owner is added after the decision was made.
+        let mut live = sim.get(&pods(), Some("default"), "p").unwrap();
+        live["metadata"]["ownerReferences"]
+            .as_array_mut()
+            .unwrap()
+            .push(
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "new", "uid": "new-uid"}),
+            );
+        sim.update(&pods(), live).unwrap();
+        sim.journal().clear();
+        let judged: Vec<OwnerReference> = owners.iter().map(OwnerLink::to_reference).collect();
+        let result = delete(&shared, &pod, PropagationPolicy::Background, &rv, &judged).await;
+        assert!(matches!(result, Err(WorkError::Changed(_))), "{result:?}");
+        assert!(sim.get(&pods(), Some("default"), "p").is_ok());
+        assert_eq!(statuses(&sim), [(Verb::Delete, 409), (Verb::Get, 200)]);
+        sim.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn an_owner_patch_on_changed_references_is_refused() {
+        let (sim, shared, _dir) = sim_and_shared().await;
+        let (pod, owners, _) = seed_pod(&sim, &shared);
+        let mut live = sim.get(&pods(), Some("default"), "p").unwrap();
+        live["metadata"]["ownerReferences"][0]["blockOwnerDeletion"] = json!(true);
+        sim.update(&pods(), live).unwrap();
+        let gone = HashSet::from([Arc::clone(&owners[0].uid)]);
+        let result = patch_owners(&shared, &pod, &owners, without(&gone)).await;
+        assert!(result.is_err(), "a patch on changed references must fail");
+        let live = sim.get(&pods(), Some("default"), "p").unwrap();
+        assert_eq!(
+            live["metadata"]["ownerReferences"].as_array().map(Vec::len),
+            Some(1)
+        );
+        // On the references judged, the same patch goes through.
+        let (_, owners, _) = {
+            let object: PartialObjectMetadata = serde_json::from_value(live).unwrap();
+            let gvk = super::super::identity::Gvk {
+                api_version: "v1".into(),
+                kind: "Pod".into(),
+            };
+            let observed = shared.graph.write().observe(&gvk, &object).unwrap();
+            (observed.identity, observed.owners.into_vec(), ())
+        };
+        let result = patch_owners(&shared, &pod, &owners, without(&gone)).await;
+        assert!(matches!(result, Ok(Some(_))), "{result:?}");
+        let live = sim.get(&pods(), Some("default"), "p").unwrap();
+        assert!(live["metadata"]["ownerReferences"].is_null());
+        sim.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn removing_a_finalizer_keeps_the_others() {
+        let (sim, shared, _dir) = sim_and_shared().await;
+        let (pod, _, _) = seed_pod(&sim, &shared);
+        let mut live = sim.get(&pods(), Some("default"), "p").unwrap();
+        live["metadata"]["finalizers"] = json!(["orphan", "example.com/keep"]);
+        sim.update(&pods(), live).unwrap();
+        let result = remove_finalizer(&shared, &pod, "orphan").await;
+        assert!(result.is_ok(), "{result:?}");
+        let live = sim.get(&pods(), Some("default"), "p").unwrap();
+        assert_eq!(live["metadata"]["finalizers"], json!(["example.com/keep"]));
+        sim.shutdown().await;
+    }
 
     fn reference(uid: &str) -> OwnerReference {
         OwnerReference {
