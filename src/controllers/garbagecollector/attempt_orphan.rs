@@ -5,10 +5,14 @@
 //! guarded by the dependent's UID and judged references); once all succeeded, the `orphan`
 //! finalizer is removed from the owner, which lets the server delete it. Any failure retries
 //! the whole step (done patches are not redone: the graph no longer lists those dependents).
+//! While some monitored type has not synced, the graph may not know every dependent, so the
+//! step is deferred: letting the owner go with a dependent still naming it would get that
+//! dependent collected, the opposite of what Orphan asks.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use super::attempt_delete::Done;
 use super::errors::WorkError;
 use super::graph::{Presence, ORPHAN_FINALIZER};
 use super::identity::Uid;
@@ -16,12 +20,15 @@ use super::requests;
 use super::Shared;
 
 /// One attempt on `uid`.
-pub(super) async fn attempt_to_orphan(shared: &Shared, uid: &Uid) -> Result<(), WorkError> {
+pub(super) async fn attempt_to_orphan(shared: &Shared, uid: &Uid) -> Result<Done, WorkError> {
     let Some(owner) = shared.graph.read().view(uid) else {
-        return Ok(());
+        return Ok(Done::Finished);
     };
     if owner.presence != Presence::Observed {
-        return Ok(());
+        return Ok(Done::Finished);
+    }
+    if !shared.sync.all_synced() {
+        return Ok(Done::Deferred);
     }
     let dependents = shared.graph.read().dependents_of(uid);
     let this_owner: HashSet<Uid> = HashSet::from([Arc::clone(uid)]);
@@ -41,5 +48,6 @@ pub(super) async fn attempt_to_orphan(shared: &Shared, uid: &Uid) -> Result<(), 
     if let Some(error) = first_error {
         return Err(error);
     }
-    requests::remove_finalizer(shared, &owner.identity, ORPHAN_FINALIZER).await
+    requests::remove_finalizer(shared, &owner.identity, ORPHAN_FINALIZER).await?;
+    Ok(Done::Finished)
 }

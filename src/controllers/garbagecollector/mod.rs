@@ -266,7 +266,7 @@ impl GarbageCollector {
             }
             for _ in 0..options.workers.max(1) {
                 workers.spawn(delete_worker(Arc::clone(&shared), options.defer_delay));
-                workers.spawn(orphan_worker(Arc::clone(&shared)));
+                workers.spawn(orphan_worker(Arc::clone(&shared), options.defer_delay));
             }
             ready.send_replace(true);
             let mut ticker = tokio::time::interval(options.discovery_period);
@@ -367,11 +367,12 @@ async fn delete_worker(shared: Arc<Shared>, defer_delay: Duration) {
     }
 }
 
-async fn orphan_worker(shared: Arc<Shared>) {
+async fn orphan_worker(shared: Arc<Shared>, defer_delay: Duration) {
     let queue = &shared.attempt_to_orphan;
     while let Some(uid) = queue.get().await {
         match attempt_orphan::attempt_to_orphan(&shared, &uid).await {
-            Ok(()) => queue.forget(&uid),
+            Ok(Done::Finished) => queue.forget(&uid),
+            Ok(Done::Deferred) => queue.add_after(uid.clone(), defer_delay),
             Err(error) => {
                 tracing::debug!(%error, "attempt to orphan failed; retrying");
                 shared.metrics.failed(error.label());
