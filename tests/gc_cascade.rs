@@ -571,3 +571,17 @@ async fn the_simulator_serves_a_resource_only_while_asked() {
         .await
         .is_ok());
 }
+
+/// On the real clock: readiness must come from the monitors syncing, not from the initial-sync
+/// timeout (the paused clock of the other tests would hide a wait that only ends at 30 s).
+#[tokio::test]
+async fn the_workers_start_as_soon_as_every_monitor_synced() {
+    let started = std::time::Instant::now();
+    let ready = tokio::time::timeout(Duration::from_secs(20), running(|_| {})).await;
+    let Ok(gc) = ready else {
+        panic!("not ready after 20 s");
+    };
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert!(gc.handle.monitored().iter().all(|(_, synced)| *synced));
+    gc.stop().await;
+}

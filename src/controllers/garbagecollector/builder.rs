@@ -247,8 +247,11 @@ pub(super) async fn run(
         for uid in effects.attempt_to_orphan {
             shared.attempt_to_orphan.add(uid);
         }
-        for group_kind in effects.synced {
-            shared.sync.mark_synced(&group_kind);
+        if !effects.synced.is_empty() {
+            for group_kind in &effects.synced {
+                shared.sync.mark_synced(group_kind);
+            }
+            shared.synced_changed.notify_waiters();
         }
     }
 }
