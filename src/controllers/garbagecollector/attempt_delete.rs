@@ -67,9 +67,7 @@ async fn verify_virtual(shared: &Shared, item: &NodeView) -> Result<Done, WorkEr
         Err(e) => return Err(WorkError::api("get", &item.identity, e)),
     };
     if !absent {
-        return Err(WorkError::Changed(
-            "the owner exists but no monitor has reported it yet",
-        ));
+        return Err(WorkError::NotYetObserved);
     }
     shared.absent.lock().insert(AbsentKey {
         api_version: item.identity.gvk.api_version.to_string(),
@@ -96,12 +94,16 @@ async fn verify_virtual(shared: &Shared, item: &NodeView) -> Result<Done, WorkEr
 /// builder queues any that appear later; each is retried on its own until it is deleted, so
 /// the owner does not queue them again (upstream does, and each repeat while a dependent's
 /// deletion is on its way costs a redundant DELETE).
+///
+/// A blocking dependent of a type that has not synced yet is unknown here, so the owner may go
+/// first; that dependent is then collected as soon as it is seen (its owner is gone), so this
+/// costs the order, never a wrong deletion — and one broken CRD does not hold every Foreground
+/// deletion (the Orphan worker, where going first *would* be wrong, waits instead).
 async fn delete_dependents_first(shared: &Shared, item: &NodeView) -> Result<Done, WorkError> {
-    if !shared
+    if shared
         .graph
         .read()
-        .blocking_dependents(&item.identity.uid)
-        .is_empty()
+        .has_blocking_dependents(&item.identity.uid)
     {
         return Ok(Done::Finished);
     }

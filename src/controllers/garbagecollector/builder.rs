@@ -401,7 +401,7 @@ mod tests {
             vec![upserted("Pod", object("a", "pod-a", &[("rs-1", false)]))],
         );
         assert_eq!(uids(&effects.attempt_to_delete), ["rs-1"]);
-        assert!(graph.blocking_dependents("rs-1").is_empty());
+        assert!(!graph.has_blocking_dependents("rs-1"));
     }
 
     #[test]

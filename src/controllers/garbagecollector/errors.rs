@@ -28,6 +28,9 @@ pub enum WorkError {
     /// The object changed under the decision; the graph will catch up and it is judged again.
     #[error("{0}")]
     Changed(&'static str),
+    /// A virtual owner exists, but no monitor has reported it yet (or none watches its kind).
+    #[error("the owner exists but no monitor has reported it yet")]
+    NotYetObserved,
 }
 
 impl WorkError {
@@ -45,6 +48,7 @@ impl WorkError {
             WorkError::Api { verb, .. } => verb,
             WorkError::NoMapping { .. } => "mapping",
             WorkError::Changed(_) => "conflict",
+            WorkError::NotYetObserved => "unobserved",
         }
     }
 }

@@ -168,20 +168,20 @@ impl Graph {
         })
     }
 
-    /// The dependents of `uid` whose reference to it has `blockOwnerDeletion: true`.
-    pub fn blocking_dependents(&self, uid: &str) -> Vec<Uid> {
+    /// Whether some dependent of `uid` references it with `blockOwnerDeletion: true`. Stops at
+    /// the first one: a Foreground owner with thousands of dependents asks this each time one
+    /// of them leaves.
+    pub fn has_blocking_dependents(&self, uid: &str) -> bool {
         let Some(node) = self.nodes.get(uid) else {
-            return Vec::new();
+            return false;
         };
         node.dependents
             .iter()
             .filter_map(|d| self.nodes.get(d))
-            .filter(|d| {
+            .any(|d| {
                 d.owner_link(uid)
                     .is_some_and(OwnerLink::blocks_owner_deletion)
             })
-            .map(|d| Arc::clone(&d.identity.uid))
-            .collect()
     }
 
     /// The dependents of `uid`, each with its owner references.
