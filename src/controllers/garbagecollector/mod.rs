@@ -248,38 +248,18 @@ impl GarbageCollector {
         );
         refresh(&shared, &mut monitors).await;
 
-        let synced = tokio::select! {
-            () = shutdown.cancelled() => None,
-            synced = wait_for_sync(&shared, options.initial_sync_timeout) => Some(synced),
-        };
         let mut workers = JoinSet::new();
-        if let Some(synced) = synced {
-            if !synced {
-                let pending: Vec<_> = shared
-                    .sync
-                    .snapshot()
-                    .into_iter()
-                    .filter(|(_, s)| !s)
-                    .map(|(gk, _)| format!("{}.{}", gk.kind, gk.group))
-                    .collect();
-                tracing::warn!(?pending, "starting garbage collector workers before every monitor synced; decisions on those types are deferred");
-            }
+        if wait_until_synced(&shared, options.initial_sync_timeout, &shutdown).await {
             for _ in 0..options.workers.max(1) {
                 workers.spawn(delete_worker(Arc::clone(&shared), options.defer_delay));
                 workers.spawn(orphan_worker(Arc::clone(&shared), options.defer_delay));
             }
             ready.send_replace(true);
-            let mut ticker = tokio::time::interval(options.discovery_period);
-            ticker.tick().await;
-            loop {
-                tokio::select! {
-                    () = shutdown.cancelled() => break,
-                    _ = ticker.tick() => refresh(&shared, &mut monitors).await,
-                }
-            }
+            rediscover_until(&shutdown, &shared, &mut monitors, options.discovery_period).await;
         }
 
         ready.send_replace(false);
+        // Drained: work in progress finishes, queued work is dropped, then the sources stop.
         shared.attempt_to_delete.shut_down_with_drain().await;
         shared.attempt_to_orphan.shut_down_with_drain().await;
         let mut failure = None;
@@ -300,6 +280,55 @@ impl GarbageCollector {
             });
         }
         failure.map_or(Ok(()), Err)
+    }
+}
+
+/// Waits for every monitor to sync, or for `timeout` (then logs which did not); `false` if
+/// `shutdown` came first.
+async fn wait_until_synced(
+    shared: &Shared,
+    timeout: Duration,
+    shutdown: &CancellationToken,
+) -> bool {
+    let synced = tokio::select! {
+        () = shutdown.cancelled() => return false,
+        synced = wait_for_sync(shared, timeout) => synced,
+    };
+    if !synced {
+        let pending: Vec<String> = shared
+            .sync
+            .snapshot()
+            .into_iter()
+            .filter(|(_, synced)| !synced)
+            .map(|(gk, _)| format!("{}.{}", gk.kind, gk.group))
+            .collect();
+        tracing::warn!(
+            ?pending,
+            "starting garbage collector workers before every monitor synced; \
+             decisions that need those types are deferred"
+        );
+    }
+    true
+}
+
+/// Re-runs discovery every `period` until `shutdown`.
+async fn rediscover_until(
+    shutdown: &CancellationToken,
+    shared: &Shared,
+    monitors: &mut Monitors,
+    period: Duration,
+) {
+    let mut ticker = tokio::time::interval(period);
+    ticker.tick().await; // The first tick is immediate; discovery just ran.
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            _ = ticker.tick() => {}
+        }
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = refresh(shared, monitors) => {}
+        }
     }
 }
 

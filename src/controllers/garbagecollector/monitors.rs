@@ -203,19 +203,18 @@ impl Monitors {
     }
 }
 
-async fn stop(monitor: Monitor, sync: &SyncState) {
+async fn stop(mut monitor: Monitor, sync: &SyncState) {
     monitor.cancel.cancel();
-    if let Err(error) = monitor.task.await {
+    if let Err(error) = (&mut monitor.task).await {
         tracing::warn!(%error, "a garbage collector monitor ended abnormally");
     }
     sync.stopped(&monitor.group_kind);
 }
 
-impl Drop for Monitors {
+/// A monitor dropped without [`stop`] (its owner's future was cancelled) still ends its task.
+impl Drop for Monitor {
     fn drop(&mut self) {
-        for monitor in self.running.values() {
-            monitor.cancel.cancel();
-            monitor.task.abort();
-        }
+        self.cancel.cancel();
+        self.task.abort();
     }
 }
