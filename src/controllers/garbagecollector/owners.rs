@@ -92,47 +92,64 @@ async fn verdict(shared: &Shared, item: &NodeView, link: &OwnerLink) -> Result<S
     let resource = shared.resource_for(&link.gvk.api_version, link.kind())?;
     let dependent_namespace = item.identity.namespace.as_deref();
     if dependent_namespace.is_none() && resource.namespaced {
-        report_invalid(
-            shared,
-            item,
-            link,
-            format!(
-                "ownerRef [{}/{}, name: {}, uid: {}] is namespaced and cannot own a cluster-scoped object",
-                link.gvk.api_version,
-                link.kind(),
-                link.name,
-                link.uid
-            ),
+        let message = format!(
+            "ownerRef [{}/{}, name: {}, uid: {}] is namespaced and cannot own a cluster-scoped object",
+            link.gvk.api_version,
+            link.kind(),
+            link.name,
+            link.uid
         );
+        report_invalid(shared, item, link, message);
         return Ok(Step::InvalidClusterScoped);
     }
     let expected_namespace = dependent_namespace.filter(|_| resource.namespaced);
-
-    let observed = shared.graph.read().node(&link.uid).and_then(|owner| {
-        (owner.presence != Presence::Virtual).then(|| {
-            (
-                owner.presence,
-                owner.identity.namespace.clone(),
-                owner.deleting_dependents,
-            )
-        })
-    });
-    if let Some((presence, namespace, deleting_dependents)) = observed {
-        if namespace.as_deref() != expected_namespace {
-            report_invalid(shared, item, link, absent_message(link, expected_namespace));
-            return Ok(Step::Verdict(Verdict::Dangling));
-        }
-        return Ok(Step::Verdict(match (presence, deleting_dependents) {
-            (Presence::Gone, _) => Verdict::Dangling,
-            (_, true) => Verdict::Waiting,
-            _ => Verdict::Solid,
-        }));
+    if let Some(verdict) = observed_verdict(shared, item, link, expected_namespace) {
+        return Ok(Step::Verdict(verdict));
     }
-
     let group_kind = link.gvk.group_kind();
     if shared.sync.is_monitored(&group_kind) && !shared.sync.is_synced(&group_kind) {
         return Ok(Step::Defer);
     }
+    let api = Api::dynamic(shared.client.clone(), resource, expected_namespace);
+    live_verdict(shared, &api, link, expected_namespace)
+        .await
+        .map(Step::Verdict)
+}
+
+/// The verdict from the graph, if it observed the owner (present or deleted).
+fn observed_verdict(
+    shared: &Shared,
+    item: &NodeView,
+    link: &OwnerLink,
+    expected_namespace: Option<&str>,
+) -> Option<Verdict> {
+    let (presence, namespace, deleting_dependents) = {
+        let graph = shared.graph.read();
+        let owner = graph.node(&link.uid)?;
+        if owner.presence == Presence::Virtual {
+            return None;
+        }
+        let namespace = owner.identity.namespace.clone();
+        (owner.presence, namespace, owner.deleting_dependents)
+    };
+    if namespace.as_deref() != expected_namespace {
+        report_invalid(shared, item, link, absent_message(link, expected_namespace));
+        return Some(Verdict::Dangling);
+    }
+    Some(match (presence, deleting_dependents) {
+        (Presence::Gone, _) => Verdict::Dangling,
+        (_, true) => Verdict::Waiting,
+        _ => Verdict::Solid,
+    })
+}
+
+/// The verdict from the absent-owner cache, else from a live read of the owner.
+async fn live_verdict(
+    shared: &Shared,
+    api: &Api<PartialObjectMetadata>,
+    link: &OwnerLink,
+    expected_namespace: Option<&str>,
+) -> Result<Verdict, WorkError> {
     let key = AbsentKey {
         api_version: link.gvk.api_version.to_string(),
         kind: link.kind().to_owned(),
@@ -141,15 +158,13 @@ async fn verdict(shared: &Shared, item: &NodeView, link: &OwnerLink) -> Result<S
         namespace: expected_namespace.map(str::to_owned),
     };
     if shared.absent.lock().contains(&key) {
-        return Ok(Step::Verdict(Verdict::Dangling));
+        return Ok(Verdict::Dangling);
     }
-    let api =
-        Api::<PartialObjectMetadata>::dynamic(shared.client.clone(), resource, expected_namespace);
     let live = match api.get_metadata(&link.name).await {
-        // Another UID under the owner's name is a different object: the owner is gone.
         Ok(live) if live.metadata.uid.as_deref() == Some(&*link.uid) => live,
-        Ok(_) => return Ok(Step::Verdict(absent(shared, key))),
-        Err(e) if e.is_not_found() => return Ok(Step::Verdict(absent(shared, key))),
+        // Another UID under the owner's name is a different object: the owner is gone.
+        Ok(_) => return Ok(absent(shared, key)),
+        Err(e) if e.is_not_found() => return Ok(absent(shared, key)),
         Err(e) => {
             return Err(WorkError::Api {
                 verb: "get",
@@ -160,11 +175,11 @@ async fn verdict(shared: &Shared, item: &NodeView, link: &OwnerLink) -> Result<S
     };
     let meta = &live.metadata;
     let waiting = meta.is_being_deleted() && meta.has_finalizer(FOREGROUND_FINALIZER);
-    Ok(Step::Verdict(if waiting {
+    Ok(if waiting {
         Verdict::Waiting
     } else {
         Verdict::Solid
-    }))
+    })
 }
 
 fn absent(shared: &Shared, key: AbsentKey) -> Verdict {
