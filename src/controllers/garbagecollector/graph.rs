@@ -46,7 +46,7 @@ pub struct Node {
     /// Its owner references, as last observed.
     pub owners: Box<[OwnerLink]>,
     /// The UIDs of the nodes whose owner references name this one.
-    pub dependents: HashSet<Uid>,
+    pub dependents: Dependents,
     /// `deletionTimestamp` is set.
     pub being_deleted: bool,
     /// Being deleted in the foreground: the garbage collector deletes the blocking dependents,
@@ -65,7 +65,7 @@ impl Node {
             presence: Presence::Virtual,
             resource_version: "".into(),
             owners: Box::new([]),
-            dependents: HashSet::new(),
+            dependents: Dependents::default(),
             being_deleted: false,
             deleting_dependents: false,
             orphan_finalizer: false,
@@ -76,6 +76,48 @@ impl Node {
     /// The owner reference naming `owner`, if any.
     pub fn owner_link(&self, owner: &str) -> Option<&OwnerLink> {
         self.owners.iter().find(|o| &*o.uid == owner)
+    }
+}
+
+/// The UIDs of the nodes naming one node as their owner. Most objects own nothing, so an empty
+/// set costs one pointer instead of an empty hash table (48 bytes): about a tenth of a node.
+// The box is the point: `None` is 8 bytes where an empty `HashSet` is 48.
+#[allow(clippy::box_collection)]
+#[derive(Debug, Default)]
+pub struct Dependents(Option<Box<HashSet<Uid>>>);
+
+impl Dependents {
+    /// How many.
+    pub fn len(&self) -> usize {
+        self.0.as_ref().map_or(0, |set| set.len())
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_none()
+    }
+
+    /// Every dependent's UID, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = &Uid> {
+        self.0.iter().flat_map(|set| set.iter())
+    }
+
+    /// A copy of the UIDs.
+    pub fn to_vec(&self) -> Vec<Uid> {
+        self.iter().cloned().collect()
+    }
+
+    fn insert(&mut self, uid: Uid) {
+        self.0.get_or_insert_with(Box::default).insert(uid);
+    }
+
+    fn remove(&mut self, uid: &str) {
+        if let Some(set) = &mut self.0 {
+            set.remove(uid);
+            if set.is_empty() {
+                self.0 = None;
+            }
+        }
     }
 }
 
@@ -200,7 +242,7 @@ impl Graph {
     pub fn dependent_uids(&self, uid: &str) -> Vec<Uid> {
         self.nodes
             .get(uid)
-            .map(|n| n.dependents.iter().cloned().collect())
+            .map(|n| n.dependents.to_vec())
             .unwrap_or_default()
     }
 
@@ -319,7 +361,7 @@ impl Graph {
     pub(super) fn mark_gone(&mut self, uid: &str) -> Option<(Box<[OwnerLink]>, Vec<Uid>)> {
         let node = self.nodes.get_mut(uid)?;
         let owners = std::mem::take(&mut node.owners);
-        let dependents: Vec<Uid> = node.dependents.iter().cloned().collect();
+        let dependents = node.dependents.to_vec();
         if dependents.is_empty() {
             self.nodes.remove(uid);
         } else {
@@ -337,7 +379,7 @@ impl Graph {
             return None;
         }
         let node = self.nodes.remove(uid)?;
-        Some(node.dependents.into_iter().collect())
+        Some(node.dependents.to_vec())
     }
 
     /// Marks a node as deleting its dependents (Foreground).
