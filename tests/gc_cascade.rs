@@ -114,6 +114,48 @@ const CASES: &[Case] = &[
         warned: None,
     },
     Case {
+        name: "Foreground across three levels: the ReplicaSet is deleted Foreground in turn",
+        seed: |sim| {
+            let deploy = create(
+                sim,
+                &deployments(),
+                object("apps/v1", "Deployment", Some("default"), "web"),
+            );
+            let rs = create(
+                sim,
+                &replicasets(),
+                owned_by(
+                    object("apps/v1", "ReplicaSet", Some("default"), "web-1"),
+                    vec![reference_to(&deploy, true)],
+                ),
+            );
+            for name in ["web-1-a", "web-1-b"] {
+                pod(sim, "default", name, &[&rs], true);
+            }
+        },
+        act: |sim| {
+            delete(
+                sim,
+                &deployments(),
+                Some("default"),
+                "web",
+                Propagation::Foreground,
+            )
+        },
+        gone: &[
+            (deployments, Some("default"), "web"),
+            (replicasets, Some("default"), "web-1"),
+            (pods, Some("default"), "web-1-a"),
+            (pods, Some("default"), "web-1-b"),
+        ],
+        kept: &[],
+        removed_before: &[("web-1-a", "web-1"), ("web-1-b", "web-1"), ("web-1", "web")],
+        // Pods: a DELETE each; the ReplicaSet: a Foreground DELETE, then its finalizer (GET +
+        // PATCH); the Deployment: its finalizer.
+        requests: Some([2, 3, 2]),
+        warned: None,
+    },
+    Case {
         name: "blockOwnerDeletion=false does not hold the owner",
         seed: |sim| {
             let rs = create(
