@@ -36,10 +36,30 @@
 //! | `owners.rs` | solid / dangling / waiting verdicts |
 //! | `attempt_delete.rs`, `attempt_orphan.rs` | the two workers' decisions |
 //! | `requests.rs` | every write, with its guards |
+//! | `errors.rs` | why an attempt is retried, why `run` failed |
 //! | `absent_owners.rs` | the absent-owner LRU |
 //! | `dot.rs`, `metrics.rs` | debug graph, Prometheus metrics |
 //!
 //! `docs/garbage-collector.md` explains the design and how it differs from upstream.
+//!
+//! ```no_run
+//! # async fn example(client: kube_gc::client::Client) -> Result<(), Box<dyn std::error::Error>> {
+//! use kube_gc::controllers::garbagecollector::{GarbageCollector, GcOptions};
+//! use prometheus_client::registry::Registry;
+//! use tokio_util::sync::CancellationToken;
+//!
+//! let gc = GarbageCollector::new(client, GcOptions::default());
+//! let mut handle = gc.handle(); // readiness, the debug graph, metrics
+//! handle.metrics().register(&mut Registry::default());
+//! let shutdown = CancellationToken::new();
+//! let task = tokio::spawn(gc.run(shutdown.clone()));
+//! handle.wait_ready().await;
+//! let dot = handle.debug_graph(&[]); // text/vnd.graphviz
+//! # let _ = dot;
+//! shutdown.cancel();
+//! task.await??;
+//! # Ok(()) }
+//! ```
 
 pub mod absent_owners;
 mod attempt_delete;
