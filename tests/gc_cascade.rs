@@ -715,3 +715,32 @@ async fn the_workers_start_as_soon_as_every_monitor_synced() {
     assert!(gc.handle.monitored().iter().all(|(_, synced)| *synced));
     gc.stop().await;
 }
+
+/// The invariant check itself catches a collector that deletes an object whose owner lives.
+#[tokio::test(start_paused = true)]
+async fn the_invariant_check_catches_a_wrong_deletion() {
+    let (sim, _dir, client) = start_sim().await;
+    let owner = create(
+        &sim,
+        &configmaps(),
+        object("v1", "ConfigMap", Some("default"), "alive"),
+    );
+    pod(&sim, "default", "victim", &[&owner], true);
+    // A buggy collector: deletes the dependent over HTTP while its owner lives.
+    let api = kube_gc::client::Api::<Value>::dynamic(
+        client,
+        kube_gc::client::ResourceRef::new("", "v1", "pods", "Pod", true),
+        Some("default"),
+    );
+    let deleted = api
+        .delete("victim", &kube_gc::api::DeleteOptions::background())
+        .await;
+    assert!(deleted.is_ok());
+    let check = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        assert_no_live_owner_deleted(&sim)
+    }));
+    assert!(
+        check.is_err(),
+        "the invariant check missed a wrong deletion"
+    );
+}
