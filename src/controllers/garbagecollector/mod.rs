@@ -167,15 +167,6 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// Shared state around `client` with an empty graph, for tests of the workers' requests.
-    #[cfg(test)]
-    pub(crate) async fn for_tests(client: Client) -> Arc<Shared> {
-        let discovery = Discovery::run(&client).await.unwrap_or_default();
-        let gc = GarbageCollector::new(client, GcOptions::default());
-        *gc.shared.discovery.write() = Arc::new(discovery);
-        gc.shared
-    }
-
     /// The resource serving `kind` in `api_version`, from the latest discovery.
     fn resource_for(&self, api_version: &str, kind: &str) -> Result<ResourceRef, WorkError> {
         self.discovery
@@ -186,6 +177,33 @@ impl Shared {
                 api_version: api_version.to_owned(),
                 kind: kind.to_owned(),
             })
+    }
+}
+
+/// A simulated server and the collector's shared state pointed at it (empty graph, discovery
+/// done, no task running), for tests of the workers' decisions and requests.
+#[cfg(test)]
+mod test_support {
+    use super::*;
+    use crate::client::config::{ClientConfig, Environment, LoadOptions};
+    use crate::client::ClientOptions;
+    use crate::sim::{SimConfig, SimServer};
+
+    pub(super) async fn sim_and_shared() -> (SimServer, Arc<Shared>, tempfile::TempDir) {
+        let sim = SimServer::start(SimConfig::default()).await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kubeconfig");
+        sim.write_kubeconfig(&path).unwrap();
+        let options = LoadOptions {
+            kubeconfig: Some(path),
+            context: None,
+        };
+        let config = ClientConfig::load(&options, &Environment::empty()).unwrap();
+        let client = Client::new(&config, &ClientOptions::default().with_rate(0.0, 1)).unwrap();
+        let discovery = Discovery::run(&client).await.unwrap_or_default();
+        let gc = GarbageCollector::new(client, GcOptions::default());
+        *gc.shared.discovery.write() = Arc::new(discovery);
+        (sim, gc.shared, dir)
     }
 }
 

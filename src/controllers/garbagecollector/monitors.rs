@@ -68,7 +68,7 @@ impl SyncState {
         }
     }
 
-    fn started(&self, group_kind: GroupKind) {
+    pub(super) fn started(&self, group_kind: GroupKind) {
         self.monitored.write().entry(group_kind).or_insert(false);
     }
 

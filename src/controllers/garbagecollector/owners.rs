@@ -208,3 +208,96 @@ fn report_invalid(shared: &Shared, item: &NodeView, link: &OwnerLink, message: S
         message,
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::sim_and_shared;
+    use super::*;
+    use crate::api::{ObjectMeta, OwnerReference};
+    use crate::controllers::garbagecollector::identity::Gvk;
+    use crate::sim::faults::Verb;
+    use crate::sim::Gvr;
+    use serde_json::json;
+
+    /// A pod naming a ConfigMap the graph has not observed.
+    fn pod_view(shared: &Shared, owner_uid: &str) -> NodeView {
+        let pod = PartialObjectMetadata {
+            metadata: ObjectMeta {
+                name: Some("p".into()),
+                namespace: Some("default".into()),
+                uid: Some("pod-uid".into()),
+                owner_references: vec![OwnerReference {
+                    api_version: "v1".into(),
+                    kind: "ConfigMap".into(),
+                    name: "cm".into(),
+                    uid: owner_uid.into(),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let gvk = Gvk {
+            api_version: "v1".into(),
+            kind: "Pod".into(),
+        };
+        let mut graph = shared.graph.write();
+        let observed = graph.observe(&gvk, &pod).unwrap();
+        graph.put_observed(observed);
+        graph.view("pod-uid").unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_owner_of_an_unsynced_type_defers_the_decision_without_a_request() {
+        let (sim, shared, _dir) = sim_and_shared().await;
+        let item = pod_view(&shared, "cm-uid");
+        let configmaps = Gvk {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+        }
+        .group_kind();
+        shared.sync.started(configmaps.clone());
+        sim.journal().clear();
+        let deferred = classify(&shared, &item).await;
+        assert!(
+            matches!(deferred, Ok(Classification::Defer)),
+            "{deferred:?}"
+        );
+        assert_eq!(sim.journal().count(Verb::Get), 0);
+        // Synced, and still not in the graph: a live read decides, and remembers the absence.
+        shared.sync.mark_synced(&configmaps);
+        let judged = classify(&shared, &item).await;
+        assert!(
+            matches!(&judged, Ok(Classification::Ready(v)) if v.dangling.len() == 1),
+            "{judged:?}"
+        );
+        let again = classify(&shared, &item).await;
+        assert!(matches!(again, Ok(Classification::Ready(_))));
+        assert_eq!(
+            sim.journal().count(Verb::Get),
+            1,
+            "the absence was not cached"
+        );
+        sim.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn a_live_owner_found_by_a_read_is_solid_and_one_with_another_uid_is_not() {
+        let (sim, shared, _dir) = sim_and_shared().await;
+        let cm = sim
+            .create(
+                &Gvr::new("", "v1", "configmaps"),
+                json!({"metadata": {"name": "cm", "namespace": "default"}}),
+            )
+            .unwrap();
+        let live_uid = cm["metadata"]["uid"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let judged = classify(&shared, &pod_view(&shared, &live_uid)).await;
+        assert!(matches!(&judged, Ok(Classification::Ready(v)) if v.solid.len() == 1));
+        let judged = classify(&shared, &pod_view(&shared, "an-older-uid")).await;
+        assert!(matches!(&judged, Ok(Classification::Ready(v)) if v.dangling.len() == 1));
+        sim.shutdown().await;
+    }
+}

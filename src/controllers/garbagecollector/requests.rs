@@ -183,26 +183,11 @@ pub fn finalizer_patch(resource_version: &str, remaining: &[&String]) -> Patch {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::sim_and_shared;
     use super::*;
-    use crate::client::config::{ClientConfig, Environment, LoadOptions};
-    use crate::client::{Client, ClientOptions};
     use crate::sim::faults::Verb;
-    use crate::sim::{Gvr, SimConfig, SimServer};
+    use crate::sim::{Gvr, SimServer};
     use std::sync::Arc;
-
-    async fn sim_and_shared() -> (SimServer, Arc<Shared>, tempfile::TempDir) {
-        let sim = SimServer::start(SimConfig::default()).await.unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("kubeconfig");
-        sim.write_kubeconfig(&path).unwrap();
-        let options = LoadOptions {
-            kubeconfig: Some(path),
-            context: None,
-        };
-        let config = ClientConfig::load(&options, &Environment::empty()).unwrap();
-        let client = Client::new(&config, &ClientOptions::default().with_rate(0.0, 1)).unwrap();
-        (sim, Shared::for_tests(client).await, dir)
-    }
 
     fn pods() -> Gvr {
         Gvr::new("", "v1", "pods")
