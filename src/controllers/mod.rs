@@ -1,9 +1,10 @@
 //! The garbage-collection controllers, built on [`crate::runtime`].
 //!
 //! - [`ttl`]: TTL-after-finished for batch/v1 Jobs and Volcano Jobs (issue #6).
-//!
-//! The ownerReference garbage collector (issue #7) is built separately.
+//! - [`garbagecollector`]: the ownerReference garbage collector (issue #7): a dependency graph fed
+//!   by metadata-only monitors, Background / Foreground / Orphan cascades.
 
+pub mod garbagecollector;
 pub mod ttl;
 
 use std::sync::Arc;

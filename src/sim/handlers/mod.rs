@@ -27,6 +27,7 @@ use serde_json::Value;
 
 use crate::sim::faults::{FaultInjector, Verb};
 use crate::sim::journal::{parse_query, recorded_headers, Journal, JournalEntry};
+use crate::sim::resources::{ResourceId, Resources};
 use crate::sim::status;
 use crate::sim::store::Store;
 use errors::HandlerError;
@@ -49,6 +50,9 @@ pub struct Context {
     pub watch_list_enabled: bool,
     /// `host:port` clients reach the server at (for `/api`).
     pub server_address: String,
+    /// Resources declared but not served right now (a CRD not yet created, or deleted):
+    /// left out of discovery, and requests to them answer 404.
+    pub unserved: parking_lot::RwLock<std::collections::HashSet<ResourceId>>,
 }
 
 impl std::fmt::Debug for Context {
@@ -151,11 +155,34 @@ where
         headers: parts.headers,
         body,
     };
-    let route = Route::parse(&incoming.path, ctx.store.resources());
+    let route = served_route(ctx, Route::parse(&incoming.path, ctx.store.resources()));
     let verb = classify(&incoming, &route);
     let response = respond(ctx, peer, &incoming, &route, verb).await;
     record(ctx, &incoming, verb, response.status());
     response
+}
+
+/// A route to a resource that is not served right now leads nowhere.
+fn served_route(ctx: &Context, route: Route) -> Route {
+    match route {
+        Route::Resource(target) if ctx.unserved.read().contains(&target.resource) => {
+            Route::NotFound
+        }
+        route => route,
+    }
+}
+
+/// The resources served right now, for discovery.
+fn served_resources(ctx: &Context) -> Resources {
+    let unserved = ctx.unserved.read();
+    Resources::new(
+        ctx.store
+            .resources()
+            .iter()
+            .filter(|(id, _)| !unserved.contains(id))
+            .map(|(_, def)| def.clone())
+            .collect(),
+    )
 }
 
 fn classify(incoming: &Incoming, route: &Route) -> Verb {
@@ -192,7 +219,7 @@ async fn respond(
             if incoming.method != Method::GET {
                 return response::status(status::not_found_path());
             }
-            let doc = discovery::document(which, ctx.store.resources(), &ctx.server_address);
+            let doc = discovery::document(which, &served_resources(ctx), &ctx.server_address);
             response::json(StatusCode::OK, &doc)
         }
         Route::Resource(target) => {

@@ -83,6 +83,24 @@ impl SimServer {
         Ok(self.ctx.store.delete(resource, namespace, name, options)?)
     }
 
+    /// Stops serving a declared resource, as when its CustomResourceDefinition is deleted: it
+    /// leaves discovery and every request to it answers 404 (objects stored are kept, and
+    /// watches already open stay open).
+    pub fn unserve_resource(&self, gvr: &Gvr) -> Result<(), SimError> {
+        let resource = self.resource(gvr)?;
+        self.ctx.unserved.write().insert(resource);
+        Ok(())
+    }
+
+    /// Serves a declared resource again (or for the first time, after
+    /// [`SimServer::unserve_resource`] at start-up), as when its CustomResourceDefinition is
+    /// created: it appears in discovery and answers requests.
+    pub fn serve_resource(&self, gvr: &Gvr) -> Result<(), SimError> {
+        let resource = self.resource(gvr)?;
+        self.ctx.unserved.write().remove(&resource);
+        Ok(())
+    }
+
     /// The current resourceVersion.
     pub fn resource_version(&self) -> u64 {
         self.ctx.store.resource_version()

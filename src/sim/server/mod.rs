@@ -115,6 +115,7 @@ impl SimServer {
             bookmark_interval: config.bookmark_interval,
             watch_list_enabled: config.watch_list_enabled,
             server_address: addr.to_string(),
+            unserved: Default::default(),
         });
         let scheme = if tls.is_some() { "https" } else { "http" };
         let url = Url::parse(&format!("{scheme}://{addr}"))?;

@@ -1,0 +1,220 @@
+//! Monitors: one metadata-only reflector per deletable resource, all feeding the graph
+//! builder's channel; and [`SyncState`], which records which types are monitored and whether
+//! their first complete list reached the graph.
+//!
+//! Contract:
+//! - [`Monitors::sync`] makes the running set match the wanted set: new resources get a monitor,
+//!   resources no longer served lose theirs — except those of groups whose discovery failed,
+//!   which are kept (as upstream does), since their absence may be temporary.
+//! - A monitor's events go to the graph channel as they arrive; it keeps no cache of its own
+//!   (the graph is the cache), so each object is held once.
+//! - A type counts as synced when the graph builder has applied its first list, not merely when
+//!   the list arrived: a worker that sees "synced" can trust the graph for that type.
+//! - [`Monitors::stop_all`] cancels every monitor and joins its task.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::builder::GraphEvent;
+use super::identity::{GroupKind, Gvk};
+use crate::api::PartialObjectMetadata;
+use crate::client::{Api, Client, ResourceRef};
+use crate::runtime::reflector::{
+    MetadataOnly, Reflector, ReflectorConfig, ReflectorEvent, ReflectorSink,
+};
+
+/// Which types are monitored, and which of those the graph holds completely.
+#[derive(Debug, Default)]
+pub struct SyncState {
+    monitored: RwLock<HashMap<GroupKind, bool>>,
+}
+
+impl SyncState {
+    /// Whether a monitor watches this type.
+    pub fn is_monitored(&self, group_kind: &GroupKind) -> bool {
+        self.monitored.read().contains_key(group_kind)
+    }
+
+    /// Whether a monitor watches this type and its first list is in the graph.
+    pub fn is_synced(&self, group_kind: &GroupKind) -> bool {
+        self.monitored.read().get(group_kind) == Some(&true)
+    }
+
+    /// Whether every monitored type is synced.
+    pub fn all_synced(&self) -> bool {
+        self.monitored.read().values().all(|synced| *synced)
+    }
+
+    /// Monitored types, with whether each is synced.
+    pub fn snapshot(&self) -> Vec<(GroupKind, bool)> {
+        let mut all: Vec<_> = self
+            .monitored
+            .read()
+            .iter()
+            .map(|(k, v)| (k.clone(), *v))
+            .collect();
+        all.sort();
+        all
+    }
+
+    pub(super) fn mark_synced(&self, group_kind: &GroupKind) {
+        if let Some(synced) = self.monitored.write().get_mut(group_kind) {
+            *synced = true;
+        }
+    }
+
+    pub(super) fn started(&self, group_kind: GroupKind) {
+        self.monitored.write().entry(group_kind).or_insert(false);
+    }
+
+    fn stopped(&self, group_kind: &GroupKind) {
+        self.monitored.write().remove(group_kind);
+    }
+}
+
+/// Turns one reflector's events into graph events.
+struct MonitorSink {
+    gvk: Arc<Gvk>,
+    graph_changes: UnboundedSender<GraphEvent>,
+}
+
+impl ReflectorSink<PartialObjectMetadata> for MonitorSink {
+    fn apply(&self, event: ReflectorEvent<PartialObjectMetadata>) {
+        let gvk = Arc::clone(&self.gvk);
+        let change = match event {
+            ReflectorEvent::Replaced { objects, .. } => GraphEvent::Replaced { gvk, objects },
+            ReflectorEvent::Added(object) | ReflectorEvent::Modified(object) => {
+                GraphEvent::Upserted { gvk, object }
+            }
+            ReflectorEvent::Deleted(object) => GraphEvent::Deleted { gvk, object },
+            ReflectorEvent::Bookmark { .. } => return,
+        };
+        // A closed channel means the builder stopped: the collector is shutting down.
+        let _ = self.graph_changes.send(change);
+    }
+}
+
+struct Monitor {
+    group_kind: GroupKind,
+    cancel: CancellationToken,
+    task: JoinHandle<()>,
+}
+
+/// The running monitors, by resource.
+pub struct Monitors {
+    client: Client,
+    graph_changes: UnboundedSender<GraphEvent>,
+    sync: Arc<SyncState>,
+    reflector: ReflectorConfig,
+    running: HashMap<ResourceRef, Monitor>,
+}
+
+impl Monitors {
+    /// No monitors yet; each one started will list and watch through `client`.
+    pub fn new(
+        client: Client,
+        graph_changes: UnboundedSender<GraphEvent>,
+        sync: Arc<SyncState>,
+        reflector: ReflectorConfig,
+    ) -> Monitors {
+        Monitors {
+            client,
+            graph_changes,
+            sync,
+            reflector,
+            running: HashMap::new(),
+        }
+    }
+
+    /// The resources monitored now.
+    pub fn resources(&self) -> Vec<ResourceRef> {
+        let mut all: Vec<ResourceRef> = self.running.keys().cloned().collect();
+        all.sort();
+        all
+    }
+
+    /// Starts a monitor for each wanted resource not monitored yet and stops those no longer
+    /// wanted, keeping those for which `keep` says discovery could not tell. Returns how many
+    /// were started and stopped.
+    pub async fn sync(
+        &mut self,
+        wanted: &[ResourceRef],
+        keep: impl Fn(&ResourceRef) -> bool,
+    ) -> (usize, usize) {
+        let gone: Vec<ResourceRef> = self
+            .running
+            .keys()
+            .filter(|r| !wanted.contains(r) && !keep(r))
+            .cloned()
+            .collect();
+        for resource in &gone {
+            if let Some(monitor) = self.running.remove(resource) {
+                tracing::info!(resource = %resource.plural, group = %resource.group, "stopping garbage collector monitor");
+                stop(monitor, &self.sync).await;
+            }
+        }
+        let mut started = 0;
+        for resource in wanted {
+            if !self.running.contains_key(resource) {
+                self.start(resource.clone());
+                started += 1;
+            }
+        }
+        (started, gone.len())
+    }
+
+    fn start(&mut self, resource: ResourceRef) {
+        let gvk = Arc::new(Gvk {
+            api_version: resource.api_version().into(),
+            kind: resource.kind.as_str().into(),
+        });
+        let group_kind = gvk.group_kind();
+        self.sync.started(group_kind.clone());
+        let sink = Arc::new(MonitorSink {
+            gvk,
+            graph_changes: self.graph_changes.clone(),
+        });
+        let api =
+            Api::<PartialObjectMetadata>::dynamic(self.client.clone(), resource.clone(), None);
+        let reflector = Reflector::new(MetadataOnly(api), self.reflector.clone());
+        let cancel = CancellationToken::new();
+        let task = tokio::spawn(reflector.run(sink, cancel.clone()));
+        tracing::debug!(resource = %resource.plural, group = %resource.group, "started garbage collector monitor");
+        self.running.insert(
+            resource,
+            Monitor {
+                group_kind,
+                cancel,
+                task,
+            },
+        );
+    }
+
+    /// Stops every monitor and waits for their tasks.
+    pub async fn stop_all(&mut self) {
+        for (_, monitor) in self.running.drain() {
+            stop(monitor, &self.sync).await;
+        }
+    }
+}
+
+async fn stop(mut monitor: Monitor, sync: &SyncState) {
+    monitor.cancel.cancel();
+    if let Err(error) = (&mut monitor.task).await {
+        tracing::warn!(%error, "a garbage collector monitor ended abnormally");
+    }
+    sync.stopped(&monitor.group_kind);
+}
+
+/// A monitor dropped without [`stop`] (its owner's future was cancelled) still ends its task.
+impl Drop for Monitor {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+        self.task.abort();
+    }
+}
