@@ -85,7 +85,7 @@ fn list_body() -> impl Strategy<Value = Vec<u8>> {
             if let Some(token) = token {
                 metadata.insert("continue".into(), token.into());
             }
-            let mut members = vec![
+            let mut members = [
                 ("kind", Value::from("JobList")),
                 ("apiVersion", Value::from("batch/v1")),
                 ("metadata", Value::Object(metadata)),
