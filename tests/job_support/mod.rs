@@ -25,6 +25,12 @@ pub fn jobs() -> Gvr {
 /// Namespaces the Jobs are spread over.
 pub const NAMESPACES: usize = 20;
 
+/// Environment variables of the Job's container: what brings the Job to a real one's size.
+const ENV_VARS: usize = 16;
+
+/// The uid of the CronJob that owns every Job.
+const CRONJOB_UID: &str = "5d1f0c2e-7a8b-4c3d-9e0f-123456789abc";
+
 /// What the TTL controller needs of a Job: identity, version, deletion flag, TTL and finish
 /// time. Built in the test binaries; the controller's own projection lives in
 /// `src/controllers/ttl`.
@@ -138,7 +144,7 @@ pub fn job_name(i: usize) -> (String, String) {
 /// creator. The server adds uid, resourceVersion and creationTimestamp.
 pub fn real_sized_job(i: usize) -> Value {
     let (namespace, name) = job_name(i);
-    let env: Vec<Value> = (0..12)
+    let env: Vec<Value> = (0..ENV_VARS)
         .map(|e| json!({"name": format!("REPORT_SETTING_{e:02}"), "value": format!("value-{e:02}-{i}")}))
         .collect();
     json!({
@@ -149,6 +155,9 @@ pub fn real_sized_job(i: usize) -> Value {
             "namespace": namespace,
             "labels": {"app": "nightly-report", "team": namespace, "tier": "batch"},
             "annotations": {"owner": "reports@example.com", "cost-center": "analytics-4711"},
+            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "CronJob",
+                "name": "nightly-report", "uid": CRONJOB_UID,
+                "controller": true, "blockOwnerDeletion": true}],
             "managedFields": [creator_fields(), status_fields()],
         },
         "spec": {
@@ -176,6 +185,9 @@ pub fn real_sized_job(i: usize) -> Value {
                     }],
                     "volumes": [{"name": "scratch", "emptyDir": {}},
                                 {"name": "config", "configMap": {"name": "nightly-report", "defaultMode": 420}}],
+                    "nodeSelector": {"node.kubernetes.io/pool": "batch"},
+                    "tolerations": [{"key": "dedicated", "operator": "Equal",
+                                     "value": "batch", "effect": "NoSchedule"}],
                     "restartPolicy": "Never", "terminationGracePeriodSeconds": 30,
                     "dnsPolicy": "ClusterFirst", "securityContext": {},
                     "schedulerName": "default-scheduler"
@@ -201,7 +213,7 @@ pub fn finished_status() -> Value {
 
 /// The creator's entry: every field it set, as a real server records it.
 fn creator_fields() -> Value {
-    let env: serde_json::Map<String, Value> = (0..12)
+    let env: serde_json::Map<String, Value> = (0..ENV_VARS)
         .map(|e| {
             (
                 format!("k:{{\"name\":\"REPORT_SETTING_{e:02}\"}}"),
@@ -214,7 +226,8 @@ fn creator_fields() -> Value {
         "time": "2026-11-22T03:40:00Z", "fieldsType": "FieldsV1",
         "fieldsV1": {
             "f:metadata": {"f:annotations": {".": {}, "f:cost-center": {}, "f:owner": {}},
-                           "f:labels": {".": {}, "f:app": {}, "f:team": {}, "f:tier": {}}},
+                           "f:labels": {".": {}, "f:app": {}, "f:team": {}, "f:tier": {}},
+                           "f:ownerReferences": {".": {}, format!("k:{{\"uid\":\"{CRONJOB_UID}\"}}"): {}}},
             "f:spec": {"f:backoffLimit": {}, "f:completionMode": {}, "f:completions": {},
                 "f:parallelism": {}, "f:suspend": {}, "f:ttlSecondsAfterFinished": {},
                 "f:template": {"f:metadata": {"f:labels": {".": {}, "f:app": {}}},
@@ -227,7 +240,8 @@ fn creator_fields() -> Value {
                         "f:volumeMounts": {".": {},
                             "k:{\"mountPath\":\"/etc/report\"}": {".": {}, "f:mountPath": {}, "f:name": {}, "f:readOnly": {}},
                             "k:{\"mountPath\":\"/scratch\"}": {".": {}, "f:mountPath": {}, "f:name": {}}}}},
-                    "f:dnsPolicy": {}, "f:restartPolicy": {}, "f:schedulerName": {},
+                    "f:dnsPolicy": {}, "f:nodeSelector": {}, "f:restartPolicy": {},
+                    "f:schedulerName": {}, "f:tolerations": {},
                     "f:securityContext": {}, "f:terminationGracePeriodSeconds": {},
                     "f:volumes": {".": {},
                         "k:{\"name\":\"config\"}": {".": {}, "f:configMap": {".": {}, "f:defaultMode": {}, "f:name": {}}, "f:name": {}},
