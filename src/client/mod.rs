@@ -40,7 +40,8 @@
 //! 4. The answer: an error status becomes an [`Error::Api`] from its Status body
 //!    ([`error`]); a success is decoded from JSON, or streamed into
 //!    [`WatchEvent`](crate::api::WatchEvent)s ([`watch_stream`]). Lists are paged and
-//!    restarted on an expired continue token by the [`Pager`] ([`pager`]).
+//!    restarted on an expired continue token by the [`Pager`] ([`pager`]), and each page is
+//!    decoded item by item as its body streams in ([`list_decoder`]), never buffered whole.
 //!
 //! [`discovery`] reads what the server serves: the deletable resources the garbage collector
 //! monitors, and the kind → resource mapping it needs to look owners up.
