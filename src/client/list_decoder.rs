@@ -125,6 +125,16 @@ enum Expect {
     End,
 }
 
+/// Scanning a member's name.
+const SCANNING_KEY: Expect = Expect::Value {
+    member: Member::Key,
+};
+
+/// Before the value of `items`: an array is streamed, anything else scanned whole.
+const ITEMS_VALUE_START: Expect = Expect::ValueStart {
+    member: Member::Items,
+};
+
 /// Which member a value belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Member {
@@ -252,43 +262,32 @@ impl<T: DeserializeOwned> ListDecoder<T> {
         self.expect = match (self.expect, byte) {
             (Expect::ObjectStart, b'{') => Expect::Key { first: true },
             (Expect::Key { first: true }, b'}') => Expect::End,
-            (Expect::Key { .. }, b'"') => return Ok(self.start_value(pos, Member::Key)),
+            (Expect::Key { .. }, b'"') => return Ok(self.start_scan(pos, SCANNING_KEY)),
             (Expect::Colon { member }, b':') => Expect::ValueStart { member },
-            (
-                Expect::ValueStart {
-                    member: Member::Items,
-                },
-                b'[',
-            ) => Expect::ItemStart { first: true },
+            (ITEMS_VALUE_START, b'[') => Expect::ItemStart { first: true },
             (Expect::ValueStart { member }, _) if starts_value(byte) => {
-                return Ok(self.start_value(pos, member))
+                return Ok(self.start_scan(pos, Expect::Value { member }))
             }
             (Expect::ItemStart { first: true }, b']') | (Expect::AfterItem, b']') => {
                 Expect::AfterMember
             }
             (Expect::ItemStart { .. }, _) if starts_value(byte) => {
-                self.value_offset = offset;
-                self.extent = ValueExtent::new();
-                Expect::Item
+                return Ok(self.start_scan(pos, Expect::Item))
             }
             (Expect::AfterItem, b',') => Expect::ItemStart { first: false },
             (Expect::AfterMember, b',') => Expect::Key { first: false },
             (Expect::AfterMember, b'}') => Expect::End,
             (expect, _) => return Err(syntax(expect.describe())),
         };
-        // A value's first byte is left for its scanner; everything else is consumed here.
-        Ok(if self.expect == Expect::Item {
-            pos
-        } else {
-            pos + 1
-        })
+        Ok(pos + 1)
     }
 
-    /// Starts scanning a value (or key) whose first byte is `chunk[pos]`.
-    fn start_value(&mut self, pos: usize, member: Member) -> usize {
+    /// Starts scanning a value, key or item whose first byte is `chunk[pos]`, which is left for
+    /// the scanner: `scanning` is `Expect::Value` or `Expect::Item`.
+    fn start_scan(&mut self, pos: usize, scanning: Expect) -> usize {
         self.value_offset = self.consumed + pos as u64;
         self.extent = ValueExtent::new();
-        self.expect = Expect::Value { member };
+        self.expect = scanning;
         pos
     }
 
