@@ -64,6 +64,10 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+    /// A LIST response body is not a well-formed list (see
+    /// [`ListDecodeError`](super::list_decoder::ListDecodeError) for where and why).
+    #[error(transparent)]
+    ListBody(Box<super::list_decoder::ListDecodeError>),
     /// A request body could not be serialized.
     #[error("could not encode {what}: {source}")]
     Encode {
@@ -431,6 +435,7 @@ impl Error {
             ),
             Error::Request { .. }
             | Error::Decode { .. }
+            | Error::ListBody(_)
             | Error::Encode { .. }
             | Error::Auth { .. }
             | Error::LineTooLong { .. } => false,

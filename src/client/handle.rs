@@ -26,6 +26,7 @@ use serde_json::Value;
 use url::Url;
 
 use super::error::Error;
+use super::list_decoder::read_list;
 use super::pager::Pager;
 use super::params::{ListParams, Patch, PostParams, WatchParams};
 use super::request::{ApiRequest, ACCEPT_JSON, CONTENT_TYPE_JSON};
@@ -200,7 +201,8 @@ impl<K: DeserializeOwned> Api<K> {
     /// LIST exactly one page (`params.continue_token` selects which).
     pub async fn list_page(&self, params: &ListParams) -> Result<List<K>, Error> {
         let request = ApiRequest::get(self.collection_url()).with_query(&params.query());
-        self.client.send_for_json(&request).await
+        let response = self.client.send(&request).await?;
+        read_list(response.bytes_stream()).await
     }
 
     /// A pager reading the list one page at a time.

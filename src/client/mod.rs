@@ -40,7 +40,8 @@
 //! 4. The answer: an error status becomes an [`Error::Api`] from its Status body
 //!    ([`error`]); a success is decoded from JSON, or streamed into
 //!    [`WatchEvent`](crate::api::WatchEvent)s ([`watch_stream`]). Lists are paged and
-//!    restarted on an expired continue token by the [`Pager`] ([`pager`]).
+//!    restarted on an expired continue token by the [`Pager`] ([`pager`]), and each page is
+//!    decoded item by item as its body streams in ([`list_decoder`]), never buffered whole.
 //!
 //! [`discovery`] reads what the server serves: the deletable resources the garbage collector
 //! monitors, and the kind → resource mapping it needs to look owners up.
@@ -57,6 +58,8 @@ pub mod discovery;
 pub mod error;
 pub mod handle;
 pub mod observer;
+mod json_extent;
+pub mod list_decoder;
 pub mod options;
 pub mod pager;
 pub mod params;
@@ -72,6 +75,7 @@ pub use discovery::{DiscoveredResource, Discovery, DiscoveryFailure};
 pub use error::{ApiError, ApiErrorKind, Error};
 pub use handle::{Api, DeleteResponse, DynamicApi};
 pub use observer::{AttemptResult, RequestObserver};
+pub use list_decoder::{read_list, ListDecodeError, ListDecoder};
 pub use options::{BuildError, ClientOptions};
 pub use pager::{Page, Pager};
 pub use params::{ListParams, Patch, PostParams, VersionMatch, WatchParams};

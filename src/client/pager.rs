@@ -13,6 +13,8 @@
 //! - A 410 on the first page (a resourceVersion too old for an `Exact` read) is returned as it
 //!   is: only the caller knows whether to retry without a resourceVersion.
 //! - After the last page or an error, [`Pager::next_page`] returns `None`.
+//! - Each page's body is decoded item by item as it arrives ([`read_list`]), never buffered
+//!   whole: a `resourceVersion=0` list ignores `limit` and can be hundreds of megabytes.
 //!
 //! [`Api::list`](super::Api::list) collects all pages; a reflector can use the pager directly
 //! to process one page at a time.
@@ -21,6 +23,7 @@ use serde::de::DeserializeOwned;
 use url::Url;
 
 use super::error::Error;
+use super::list_decoder::read_list;
 use super::params::ListParams;
 use super::request::ApiRequest;
 use super::transport::Client;
@@ -134,6 +137,9 @@ impl<K: DeserializeOwned> Pager<K> {
         let request = ApiRequest::get(self.url.clone())
             .with_query(&params.query())
             .with_accept(self.accept);
-        self.client.send_for_json(&request).await
+        let response = self.client.send(&request).await?;
+        // Decoded as it streams in: a `resourceVersion=0` list ignores `limit` and may be
+        // hundreds of megabytes in one body.
+        read_list(response.bytes_stream()).await
     }
 }

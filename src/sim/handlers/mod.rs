@@ -10,6 +10,7 @@
 
 pub mod discovery;
 pub mod errors;
+pub mod list_body;
 pub mod read;
 pub mod response;
 pub mod route;

@@ -3,14 +3,16 @@
 //! Contract: a GET answers the stored object (in the representation the `Accept` header asks
 //! for); GET of `/status` answers the same object. A LIST turns the query (`labelSelector`,
 //! `fieldSelector`, `limit`, `continue`, `resourceVersion`, `resourceVersionMatch`) into
-//! [`ListOptions`] and answers one page as `<Kind>List` or `PartialObjectMetadataList`; the
+//! [`ListOptions`] and answers one page as `<Kind>List` or `PartialObjectMetadataList`, streamed
+//! ([`ListBody`]); the
 //! semantics of each parameter are the store's (see `crate::sim::store::list`).
 
 use http::header::ACCEPT;
 use http::{Response, StatusCode};
 
 use super::errors::HandlerError;
-use super::response::{self, Body, ListDocument, Representation};
+use super::list_body::ListBody;
+use super::response::{self, Body, Representation};
 use super::route::Target;
 use super::{Context, Incoming};
 use crate::sim::filter::ObjectFilter;
@@ -47,12 +49,10 @@ pub fn list(
         resource_version_match: incoming.query("resourceVersionMatch").map(str::to_string),
     };
     let page = ctx.store.list(target.resource, &options)?;
-    let doc = ListDocument {
-        def: ctx.store.resources().def(target.resource),
-        page: &page,
-        representation: Representation::from_accept(incoming.header(ACCEPT)),
-    };
-    Ok(response::json(StatusCode::OK, &doc))
+    let def = ctx.store.resources().def(target.resource);
+    let representation = Representation::from_accept(incoming.header(ACCEPT));
+    // Encoded as it is sent: a resourceVersion=0 list of every object can be hundreds of MB.
+    Ok(ListBody::new(def, page, representation).into_response())
 }
 
 /// The combinations of `resourceVersion`, `resourceVersionMatch` and `continue` the real server

@@ -4,7 +4,8 @@
 //! application/json` and `Cache-Control: no-cache, private` like the real server. Objects are
 //! encoded in one of two representations chosen from the `Accept` header ([`Representation`]):
 //! the full object, or the metadata-only `PartialObjectMetadata(List)` of `meta.k8s.io/v1`.
-//! Lists are written straight from the stored objects without copying them.
+//! Lists are written straight from the stored objects without copying them, and streamed a
+//! chunk at a time by [`ListBody`](super::list_body::ListBody).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -151,10 +152,13 @@ impl Serialize for ListMeta<'_> {
 
 /// One list item: built-in lists omit each item's `kind`/`apiVersion` (the real server's typed
 /// lists do), custom resource lists keep them, metadata-only lists carry their own.
-struct ListItem<'a> {
-    obj: &'a Arc<Value>,
-    representation: Representation,
-    keep_type_meta: bool,
+pub(crate) struct ListItem<'a> {
+    /// The stored object.
+    pub(crate) obj: &'a Arc<Value>,
+    /// Full or metadata-only.
+    pub(crate) representation: Representation,
+    /// Keep the item's own `kind` and `apiVersion` (custom resources).
+    pub(crate) keep_type_meta: bool,
 }
 
 impl Serialize for ListItem<'_> {
