@@ -6,7 +6,7 @@
 //!    `--ttl-fresh-read` modes (the controller's own ceiling), and at kube-controller-manager's
 //!    default 20 QPS / burst 30 (efficiency against the N / QPS limit).
 //! 2. **Staggered**: Jobs expiring at twenty different seconds; deletion latency after expiry,
-//!    p50 / p99 / max, unthrottled.
+//!    p50 / p99 / max, unthrottled; and twenty Jobs, one per second (`single`).
 //! 3. **Memory**: heap held by the controller (informer cache of projections, queue with one
 //!    timer per Job) with N finished Jobs cached, all waiting for a one-day TTL; counted with a
 //!    counting allocator as the growth of live bytes when the controller starts (the simulated
@@ -15,7 +15,8 @@
 //! Sizes (environment): `TTL_BENCH_JOBS` (backlog, unthrottled; 10000),
 //! `TTL_BENCH_THROTTLED_JOBS` (backlog at 20 QPS; 2000 — 10000 takes ≈ 500 s),
 //! `TTL_BENCH_STAGGERED_JOBS` (2000), `TTL_BENCH_MEMORY_JOBS` (100000);
-//! `TTL_BENCH_ONLY=backlog,throttled,staggered,memory` picks parts.
+//! `TTL_BENCH_ONLY=backlog,throttled,staggered,single,memory` picks parts (`single`: twenty
+//! Jobs, one per expiry second, so each deletion's latency is its own).
 //!
 //! Run with `cargo bench --bench ttl`; results are discussed in `docs/performance.md`.
 
@@ -211,6 +212,10 @@ async fn backlog(n: usize, qps: f64, burst: u32, fresh_read: FreshRead) {
     sim.shutdown().await;
 }
 
+/// `n` Jobs whose expiries fall on `SECONDS` different whole seconds (finish times have
+/// one-second resolution, so Jobs expiring in the same second expire at the same instant, in
+/// upstream as here). With `n == SECONDS` each deletion is alone: its latency. With more, the
+/// tail also holds the time to drain each second's burst.
 async fn staggered(n: usize) {
     const SECONDS: usize = 20;
     let finished = whole_seconds(Utc::now());
@@ -237,8 +242,8 @@ async fn staggered(n: usize) {
     let at = |p: f64| latencies[((latencies.len() - 1) as f64 * p).round() as usize];
     let early = latencies.iter().filter(|l| **l < 0.0).count();
     println!(
-        "staggered {n} Jobs over {SECONDS} expiry seconds, unthrottled: deletion after expiry p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms ({early} before expiry)",
-        at(0.5), at(0.99), at(1.0)
+        "staggered {n} Jobs over {SECONDS} expiry seconds ({} per second), unthrottled: deletion after expiry p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms ({early} before expiry)",
+        n.div_ceil(SECONDS), at(0.5), at(0.99), at(1.0)
     );
     sim.shutdown().await;
 }
@@ -300,6 +305,10 @@ fn main() {
         }
         if wanted("staggered") {
             staggered(env_usize("TTL_BENCH_STAGGERED_JOBS", 2_000)).await;
+        }
+        if wanted("single") {
+            // One Job per expiry second: the latency of a deletion that waits for no other.
+            staggered(20).await;
         }
         if wanted("memory") {
             memory(env_usize("TTL_BENCH_MEMORY_JOBS", 100_000)).await;
