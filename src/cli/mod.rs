@@ -41,13 +41,13 @@ pub struct Cli {
 
     /// `kube-gc run`'s flags, for running without naming the subcommand.
     #[command(flatten)]
-    run: run::RunArgs,
+    run: Box<run::RunArgs>,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the controllers against a cluster until SIGINT/SIGTERM (the default).
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
     /// Run the controllers against a simulated cluster with a realistic batch workload, show
     /// their progress and check the outcome (exits non-zero if anything went wrong).
     Demo(demo::DemoArgs),
@@ -107,7 +107,7 @@ fn run(command: Command) -> Result<(), CliError> {
         Command::Config(config_command) => config::run(&config_command)?,
         Command::Sim(args) => async_runtime()?.block_on(sim::run(args))?,
         Command::Record(args) => async_runtime()?.block_on(record::run(args))?,
-        Command::Run(args) => async_runtime()?.block_on(run::run(args))?,
+        Command::Run(args) => async_runtime()?.block_on(run::run(*args))?,
         Command::Demo(args) => async_runtime()?.block_on(demo::run(args))?,
     }
     Ok(())
