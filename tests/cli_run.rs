@@ -32,6 +32,14 @@ fn help_lists_run_demo_and_kcm_flags() {
         "--namespace",
         "--dry-run",
         "--ttl-fresh-read",
+        "--concurrent-gc-syncs",
+        "--gc-discovery-period",
+        "--gc-initial-sync-timeout",
+        "--leader-elect",
+        "--leader-elect-lease-duration",
+        "--secure-port",
+        "--enable-debug-handlers",
+        "--shutdown-grace-period",
     ] {
         assert!(help.contains(needle), "help lacks {needle}:\n{help}");
     }
@@ -99,6 +107,7 @@ async fn run_deletes_an_expired_job_and_stops_cleanly_on_sigterm() {
         .arg("--kubeconfig")
         .arg(&kubeconfig)
         .args(["--controllers", "ttl-after-finished"])
+        .args(["--leader-elect=false", "--secure-port=0"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
