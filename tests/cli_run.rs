@@ -84,6 +84,15 @@ fn a_small_demo_passes_and_prints_its_summary() {
     assert!(stdout.contains("PASS"), "{stdout}");
     assert!(stdout.contains("ttl-extended"), "{stdout}");
     assert!(stdout.contains("recreated"), "{stdout}");
+    for tree in [
+        "OWNER TREE",
+        "background",
+        "foreground",
+        "orphan",
+        "job-with-pods",
+    ] {
+        assert!(stdout.contains(tree), "{stdout}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

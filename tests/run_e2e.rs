@@ -15,8 +15,8 @@ mod server_support;
 use std::time::Duration;
 
 use chrono::Utc;
-use kube_gc::sim::journal::JournalEntry;
 use kube_gc::sim::faults::Verb;
+use kube_gc::sim::journal::JournalEntry;
 use kube_gc::sim::{SimConfig, SimServer};
 use serde_json::{json, Value};
 
@@ -77,7 +77,11 @@ async fn run_cascades_reports_serves_metrics_and_stays_within_its_rbac() {
         sim.wait_for(&jobs(), Some("default"), "done", |o| o.is_none()),
     )
     .await;
-    assert!(gone.is_ok(), "the Job was not collected:\n{}", replica.log());
+    assert!(
+        gone.is_ok(),
+        "the Job was not collected:\n{}",
+        replica.log()
+    );
     assert!(sim.get(&pods(), Some("default"), "done-worker").is_err());
     let reported = wait_until(LIMIT, || {
         !events_with_reason(&sim, "FinishTimeUnknown").is_empty()
@@ -136,7 +140,10 @@ async fn run_cascades_reports_serves_metrics_and_stays_within_its_rbac() {
     let when_uid = unknown_uid.as_str();
     let path = format!("/debug/controllers/garbagecollector/graph?uid={when_uid}");
     let (_, _, one) = http_get(&http, address, &path).await;
-    assert!(one.contains(when_uid) && !one.contains("kube-public"), "{one}");
+    assert!(
+        one.contains(when_uid) && !one.contains("kube-public"),
+        "{one}"
+    );
     let (status, _, queues) = http_get(&http, address, "/debug/workqueue").await;
     assert_eq!(status, 200);
     let queues: Value = serde_json::from_str(&queues).expect("JSON");
@@ -171,7 +178,10 @@ async fn run_cascades_reports_serves_metrics_and_stays_within_its_rbac() {
         replica.log()
     );
 
-    assert_eq!(lease_holder(&sim).map(|h| h.starts_with("solo_")), Some(true));
+    assert_eq!(
+        lease_holder(&sim).map(|h| h.starts_with("solo_")),
+        Some(true)
+    );
     replica.terminate();
     let (status, log) = replica.wait();
     assert!(status.success(), "{status:?}\n{log}");
@@ -257,7 +267,10 @@ async fn two_replicas_elect_one_leader_and_fail_over_when_it_is_killed() {
         if dead.sent(agent) {
             assert!(write.at <= killed_at, "the dead leader wrote: {write:?}");
         } else {
-            assert!(write.at > killed_at, "the follower wrote while not leading: {write:?}");
+            assert!(
+                write.at > killed_at,
+                "the follower wrote while not leading: {write:?}"
+            );
         }
     }
     drop(dead);
