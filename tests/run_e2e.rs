@@ -7,6 +7,7 @@
 //!   the journal is allowed by the RBAC in `deploy/`.
 //! - Two replicas: one leads; SIGKILL it and the other takes over within the lease duration
 //!   plus a retry; every write to the cluster came from the replica leading at the time.
+//! - A leader whose renewals fail logs "leaderelection lost" and exits 1.
 
 mod deploy_support;
 mod run_support;
@@ -15,7 +16,7 @@ mod server_support;
 use std::time::Duration;
 
 use chrono::Utc;
-use kube_gc::sim::faults::Verb;
+use kube_gc::sim::faults::{FaultPlan, Verb};
 use kube_gc::sim::journal::JournalEntry;
 use kube_gc::sim::{SimConfig, SimServer};
 use serde_json::{json, Value};
@@ -278,5 +279,24 @@ async fn two_replicas_elect_one_leader_and_fail_over_when_it_is_killed() {
     survivor.terminate();
     let (status, log) = survivor.wait();
     assert!(status.success(), "{status:?}\n{log}");
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_whose_renewals_fail_stops_and_exits_1() {
+    let sim = SimServer::start(SimConfig::default())
+        .await
+        .expect("start the sim");
+    let kubeconfig = Kubeconfig::for_sim(&sim);
+    let flags = [&["--secure-port=0"][..], &FAST_ELECTION].concat();
+    let replica = Replica::start("lonely", &kubeconfig.path(), &flags);
+    let elected = wait_until(LIMIT, || lease_holder(&sim).is_some()).await;
+    assert!(elected.is_some(), "{}", replica.log());
+    // Every renewal (a PUT of the Lease) fails from now on.
+    sim.faults()
+        .set_plan(FaultPlan::new(1).fail(Verb::Update, 1.0, &[500]));
+    let (status, log) = replica.wait();
+    assert_eq!(status.code(), Some(1), "{log}");
+    assert!(log.contains("leaderelection lost"), "{log}");
     sim.shutdown().await;
 }
