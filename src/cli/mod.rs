@@ -23,7 +23,9 @@ pub use logging::{LogFormat, LoggingArgs};
 ///
 /// Deletes finished Jobs and Volcano Jobs once their ttlSecondsAfterFinished expires, as
 /// kube-controller-manager's ttl-after-finished controller and Volcano's garbage collector do,
-/// on a hand-written informer/workqueue runtime. Without a subcommand it runs the controllers
+/// and collects objects whose owners are gone (Background, Foreground and Orphan deletion), as
+/// kube-controller-manager's garbage collector does — on a hand-written informer/workqueue
+/// runtime. Without a subcommand it runs the controllers
 /// (`kube-gc run`). Try `kube-gc demo` to watch them work against a simulated cluster.
 #[derive(Debug, Parser)]
 #[command(

@@ -72,7 +72,8 @@ pub struct RunArgs {
     /// Controllers to run: `*` for all, a name to enable one, `-name` to disable one.
     /// Names: ttl-after-finished, volcano-job-ttl, garbagecollector (aliases:
     /// ttl-after-finished-controller, garbage-collector-controller). A controller whose
-    /// resource the cluster does not serve is skipped.
+    /// resource the cluster does not serve is skipped, and the garbage collector under
+    /// --namespace (it needs every namespace).
     #[arg(long, value_name = "NAMES", value_delimiter = ',', default_value = "*")]
     pub controllers: Vec<String>,
 
@@ -441,6 +442,9 @@ mod tests {
             "--namespace=batch",
             "--dry-run",
             "--ttl-fresh-read=always",
+            "--concurrent-gc-syncs=4",
+            "--gc-discovery-period=1m",
+            "--gc-initial-sync-timeout=5s",
         ]);
         let options = args.manager_options().unwrap();
         assert!(!options.controllers.is_enabled("volcano-job-ttl"));
@@ -452,6 +456,27 @@ mod tests {
         assert_eq!(options.namespace.as_deref(), Some("batch"));
         assert!(options.dry_run);
         assert_eq!(options.fresh_read, FreshRead::Always);
+        assert_eq!(
+            (
+                options.gc_workers,
+                options.gc_discovery_period,
+                options.gc_initial_sync_timeout
+            ),
+            (4, Duration::from_secs(60), Duration::from_secs(5))
+        );
+    }
+
+    #[test]
+    fn the_user_agent_names_the_replica() {
+        let args = parse(&[]);
+        let options = args.client_options("node-1_abc", &Metrics::new());
+        assert!(
+            options.user_agent.starts_with("kube-gc/")
+                && options.user_agent.ends_with(" (node-1_abc)"),
+            "{}",
+            options.user_agent
+        );
+        assert!(args.leader_election.leader_elect, "run elects by default");
     }
 
     #[test]
