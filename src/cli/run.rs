@@ -41,7 +41,7 @@ use crate::controllers::ttl::{FreshRead, DEFAULT_JOB_WORKERS, DEFAULT_VOLCANO_WO
 use crate::events::{ApiEventRecorder, Reporter};
 use crate::leaderelection::{
     hostname, unique_identity, InvalidConfig, LeaderElectionArgs, LeaderElectionConfig,
-    LeaderElector, Outcome,
+    LeaderElector, LeadershipWatch, Outcome,
 };
 use crate::manager::{
     ControllerFailed, ControllerSelection, ControllerSet, Manager, ManagerError, ManagerOptions,
@@ -303,7 +303,7 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
 fn add_readiness(
     endpoints: &Endpoints,
     controllers: Readiness,
-    leadership: Option<crate::leaderelection::LeadershipWatch>,
+    leadership: Option<LeadershipWatch>,
 ) {
     match leadership {
         None => endpoints
