@@ -412,7 +412,10 @@ fn controllers_result(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::manager::{BoxError, ManagedController};
     use clap::Parser;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
 
     #[derive(Debug, Parser)]
     struct Flags {
@@ -497,5 +500,79 @@ mod tests {
         assert_eq!(config.server.as_str(), "https://10.0.0.1:6443/");
         let anonymous = anonymous_config(Url::parse("http://127.0.0.1:8080").unwrap());
         assert!(matches!(anonymous.auth, Auth::None));
+    }
+
+    /// A set of one controller that takes `stopping` to finish after its token is cancelled,
+    /// and a flag saying whether it finished.
+    fn slow_to_stop(stopping: Duration) -> (ControllerSet, Arc<AtomicBool>) {
+        let finished = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&finished);
+        let mut set = ControllerSet::new();
+        set.push(ManagedController::new(
+            "slow",
+            Vec::new(),
+            move |token: CancellationToken| async move {
+                token.cancelled().await;
+                tokio::time::sleep(stopping).await;
+                flag.store(true, Ordering::SeqCst);
+                Ok::<(), BoxError>(())
+            },
+        ));
+        (set, finished)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_signal_drains_within_the_grace_period_and_losing_the_lease_stops_at_once() {
+        let grace = Duration::from_secs(30);
+        // Drained: the in-flight work finishes.
+        let (set, finished) = slow_to_stop(Duration::from_secs(5));
+        let shutdown = CancellationToken::new();
+        shutdown.cancel();
+        let start = tokio::time::Instant::now();
+        run_controllers(set, CancellationToken::new(), &shutdown, grace)
+            .await
+            .unwrap();
+        assert!(finished.load(Ordering::SeqCst));
+        assert_eq!(start.elapsed(), Duration::from_secs(5));
+
+        // Too slow: abandoned at the end of the grace period.
+        let (set, finished) = slow_to_stop(Duration::from_secs(60));
+        let start = tokio::time::Instant::now();
+        run_controllers(set, CancellationToken::new(), &shutdown, grace)
+            .await
+            .unwrap();
+        assert!(!finished.load(Ordering::SeqCst));
+        assert_eq!(start.elapsed(), grace);
+
+        // Leadership lost: stopped at once, nothing waited for.
+        let (set, finished) = slow_to_stop(Duration::from_secs(5));
+        let leading = CancellationToken::new();
+        leading.cancel();
+        let start = tokio::time::Instant::now();
+        run_controllers(set, leading, &CancellationToken::new(), grace)
+            .await
+            .unwrap();
+        assert!(!finished.load(Ordering::SeqCst));
+        assert_eq!(start.elapsed(), Duration::ZERO);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failing_controller_is_an_error() {
+        let mut set = ControllerSet::new();
+        set.push(ManagedController::new(
+            "broken",
+            Vec::new(),
+            |_token| async { Err::<(), BoxError>("no".into()) },
+        ));
+        let result = run_controllers(
+            set,
+            CancellationToken::new(),
+            &CancellationToken::new(),
+            Duration::from_secs(30),
+        )
+        .await;
+        assert!(
+            matches!(result, Err(RunError::Manager(ManagerError::Failed(f))) if f.controller == "broken")
+        );
     }
 }
