@@ -253,6 +253,25 @@ async fn two_replicas_elect_one_leader_and_fail_over_when_it_is_killed() {
     .await;
     assert!(gone.is_ok(), "{}", survivor.log());
 
+    // A follower stopped by SIGTERM has nothing to drain and exits 0 without ever leading.
+    let follower = Replica::start("replica-c", &kubeconfig.path(), &flags);
+    let competing = wait_until(LIMIT, || {
+        !follower
+            .log_lines("attempting to acquire leader lease")
+            .is_empty()
+    })
+    .await;
+    assert!(competing.is_some(), "{}", follower.log());
+    follower.terminate();
+    let (status, log) = follower.wait();
+    assert!(status.success(), "{status:?}\n{log}");
+    assert!(!log.contains("successfully acquired lease"), "{log}");
+    assert_eq!(
+        lease_holder(&sim),
+        Some(second),
+        "a follower released the lease"
+    );
+
     let journal = sim.journal().entries();
     let writes = cluster_writes(&journal);
     let deletes = |replica: &Replica| {
