@@ -32,6 +32,14 @@ fn help_lists_run_demo_and_kcm_flags() {
         "--namespace",
         "--dry-run",
         "--ttl-fresh-read",
+        "--concurrent-gc-syncs",
+        "--gc-discovery-period",
+        "--gc-initial-sync-timeout",
+        "--leader-elect",
+        "--leader-elect-lease-duration",
+        "--secure-port",
+        "--enable-debug-handlers",
+        "--shutdown-grace-period",
     ] {
         assert!(help.contains(needle), "help lacks {needle}:\n{help}");
     }
@@ -76,6 +84,15 @@ fn a_small_demo_passes_and_prints_its_summary() {
     assert!(stdout.contains("PASS"), "{stdout}");
     assert!(stdout.contains("ttl-extended"), "{stdout}");
     assert!(stdout.contains("recreated"), "{stdout}");
+    for tree in [
+        "OWNER TREE",
+        "background",
+        "foreground",
+        "orphan",
+        "job-with-pods",
+    ] {
+        assert!(stdout.contains(tree), "{stdout}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -99,6 +116,7 @@ async fn run_deletes_an_expired_job_and_stops_cleanly_on_sigterm() {
         .arg("--kubeconfig")
         .arg(&kubeconfig)
         .args(["--controllers", "ttl-after-finished"])
+        .args(["--leader-elect=false", "--secure-port=0"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

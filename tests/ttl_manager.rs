@@ -31,7 +31,7 @@ async fn a_cluster_without_the_volcano_crd_runs_only_the_job_controller() {
         .start()
         .await
         .unwrap();
-    assert_eq!(set.names(), ["ttl-after-finished"]);
+    assert_eq!(set.names(), ["ttl-after-finished", "garbagecollector"]);
     let readiness = set.readiness();
     assert!(!readiness.is_ready());
     let shutdown = CancellationToken::new();
@@ -50,13 +50,16 @@ async fn controllers_selection_and_the_default_set() {
         .start()
         .await
         .unwrap();
-    assert_eq!(all.names(), ["ttl-after-finished", "volcano-job-ttl"]);
+    assert_eq!(
+        all.names(),
+        ["ttl-after-finished", "volcano-job-ttl", "garbagecollector"]
+    );
     let options = ManagerOptions {
         controllers: ControllerSelection::parse(&["*", "-ttl-after-finished-controller"]).unwrap(),
         ..ManagerOptions::default()
     };
     let some = manager(&world, options).start().await.unwrap();
-    assert_eq!(some.names(), ["volcano-job-ttl"]);
+    assert_eq!(some.names(), ["volcano-job-ttl", "garbagecollector"]);
 }
 
 #[tokio::test(start_paused = true)]

@@ -54,7 +54,7 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
         progress: !args.no_progress,
     };
     println!(
-        "kube-gc demo: {} Jobs and {} Volcano Jobs on a simulated API server; the TTL controllers run against it over HTTP.",
+        "kube-gc demo: {} Jobs, {} Volcano Jobs and a few owner trees on a simulated API server; the TTL controllers and the garbage collector run against it over HTTP.",
         args.jobs, args.volcano_jobs
     );
     let summary = crate::demo::run(options).await?;

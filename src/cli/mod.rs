@@ -23,7 +23,9 @@ pub use logging::{LogFormat, LoggingArgs};
 ///
 /// Deletes finished Jobs and Volcano Jobs once their ttlSecondsAfterFinished expires, as
 /// kube-controller-manager's ttl-after-finished controller and Volcano's garbage collector do,
-/// on a hand-written informer/workqueue runtime. Without a subcommand it runs the controllers
+/// and collects objects whose owners are gone (Background, Foreground and Orphan deletion), as
+/// kube-controller-manager's garbage collector does — on a hand-written informer/workqueue
+/// runtime. Without a subcommand it runs the controllers
 /// (`kube-gc run`). Try `kube-gc demo` to watch them work against a simulated cluster.
 #[derive(Debug, Parser)]
 #[command(
@@ -41,13 +43,13 @@ pub struct Cli {
 
     /// `kube-gc run`'s flags, for running without naming the subcommand.
     #[command(flatten)]
-    run: run::RunArgs,
+    run: Box<run::RunArgs>,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the controllers against a cluster until SIGINT/SIGTERM (the default).
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
     /// Run the controllers against a simulated cluster with a realistic batch workload, show
     /// their progress and check the outcome (exits non-zero if anything went wrong).
     Demo(demo::DemoArgs),
@@ -107,7 +109,7 @@ fn run(command: Command) -> Result<(), CliError> {
         Command::Config(config_command) => config::run(&config_command)?,
         Command::Sim(args) => async_runtime()?.block_on(sim::run(args))?,
         Command::Record(args) => async_runtime()?.block_on(record::run(args))?,
-        Command::Run(args) => async_runtime()?.block_on(run::run(args))?,
+        Command::Run(args) => async_runtime()?.block_on(run::run(*args))?,
         Command::Demo(args) => async_runtime()?.block_on(demo::run(args))?,
     }
     Ok(())

@@ -2,25 +2,57 @@
 //! controllers until SIGINT or SIGTERM.
 //!
 //! Flags are named as kube-controller-manager's (and Volcano's, for `--worker-threads-for-gc`),
-//! so an operator moving a controller out of kcm keeps their values. The first SIGINT/SIGTERM
-//! cancels the controllers, which finish the deletions in hand and stop; the process then
-//! exits 0.
+//! so an operator moving a controller out of kcm keeps their values.
+//!
+//! What a run wires together, in order:
+//!
+//! 1. one [`Metrics`] registry: the client reports `rest_client_*`, the manager's controllers
+//!    `workqueue_*`, `ttl_after_finished_*`, `garbagecollector_*` and reflector counters;
+//! 2. the HTTP server (`/healthz`, `/livez`, `/readyz`, `/metrics`, debug pages);
+//! 3. the Event recorder the controllers report through;
+//! 4. the controllers ([`Manager`]), built from discovery but not yet running;
+//! 5. with `--leader-elect` (the default), a [`LeaderElector`]: the controllers run only while
+//!    this replica leads, under the leading token.
+//!
+//! How it ends:
+//! - SIGTERM/SIGINT: the controllers stop taking work and finish what they hold, for at most
+//!   `--shutdown-grace-period`; then the Lease is released (so another replica takes over at
+//!   once), the server and the recorder stop, and the process exits 0. A second signal exits 1
+//!   at once ([`crate::shutdown`]).
+//! - Leadership lost (renewals failed until the renew deadline): every controller is stopped at
+//!   once, "leaderelection lost" is logged and the process exits 1, as kube-controller-manager
+//!   does — a restarted process competes again from scratch.
+//! - A controller failing: the others are stopped and the process exits 1.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Args;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
+use super::duration::parse_duration;
 use crate::client::config::{
     Auth, ClientConfig, ConfigError, Environment, LoadOptions, Origin, SystemRoots, TlsSettings,
 };
 use crate::client::{BuildError, Client, ClientOptions};
 use crate::controllers::ttl::{FreshRead, DEFAULT_JOB_WORKERS, DEFAULT_VOLCANO_WORKERS};
-use crate::manager::{
-    ControllerSelection, Manager, ManagerError, ManagerOptions, UnknownController,
-    KNOWN_CONTROLLERS,
+use crate::events::{ApiEventRecorder, Reporter};
+use crate::leaderelection::{
+    hostname, unique_identity, InvalidConfig, LeaderElectionArgs, LeaderElectionConfig,
+    LeaderElector, LeadershipWatch, Outcome,
 };
+use crate::manager::{
+    ControllerFailed, ControllerSelection, ControllerSet, Manager, ManagerError, ManagerOptions,
+    Readiness, UnknownController, DEFAULT_GC_WORKERS, KNOWN_CONTROLLERS,
+};
+use crate::metrics::Metrics;
+use crate::server::{Endpoints, Server, ServerError, ServerOptions};
+use crate::shutdown::{drain_within, handle_signals, Drain, ShutdownArgs};
+
+/// The component name in Events and in the `User-Agent`.
+const COMPONENT: &str = "kube-gc";
 
 /// Flags of `kube-gc run`.
 #[derive(Debug, Clone, Args)]
@@ -40,7 +72,8 @@ pub struct RunArgs {
     /// Controllers to run: `*` for all, a name to enable one, `-name` to disable one.
     /// Names: ttl-after-finished, volcano-job-ttl, garbagecollector (aliases:
     /// ttl-after-finished-controller, garbage-collector-controller). A controller whose
-    /// resource the cluster does not serve is skipped.
+    /// resource the cluster does not serve is skipped, and the garbage collector under
+    /// --namespace (it needs every namespace).
     #[arg(long, value_name = "NAMES", value_delimiter = ',', default_value = "*")]
     pub controllers: Vec<String>,
 
@@ -73,6 +106,30 @@ pub struct RunArgs {
     /// `always` (upstream's GET then DELETE).
     #[arg(long, value_name = "MODE", default_value_t = FreshRead::OnConflict)]
     pub ttl_fresh_read: FreshRead,
+
+    /// Objects the garbage collector handles at once (per queue: attempt-to-delete and
+    /// attempt-to-orphan).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_GC_WORKERS)]
+    pub concurrent_gc_syncs: usize,
+
+    /// How often the garbage collector re-reads discovery to monitor new resources (CRDs) and
+    /// stop monitoring removed ones.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
+    pub gc_discovery_period: Duration,
+
+    /// How long the garbage collector waits for every monitored resource's first list before
+    /// its workers start anyway (decisions needing an unsynced resource are deferred).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
+    pub gc_initial_sync_timeout: Duration,
+
+    #[command(flatten, next_help_heading = "Leader election")]
+    pub leader_election: LeaderElectionArgs,
+
+    #[command(flatten, next_help_heading = "Health, metrics and debug endpoints")]
+    pub server: ServerOptions,
+
+    #[command(flatten, next_help_heading = "Shutdown")]
+    pub shutdown: ShutdownArgs,
 }
 
 /// Why `kube-gc run` stopped with an error.
@@ -87,12 +144,30 @@ pub enum RunError {
     /// The client could not be built from it.
     #[error("cannot build the API client: {0}")]
     Client(#[from] BuildError),
+    /// The leader election flags are inconsistent.
+    #[error(transparent)]
+    LeaderElection(#[from] InvalidConfig),
+    /// The HTTP server could not start.
+    #[error(transparent)]
+    Server(#[from] ServerError),
     /// The signal handlers could not be installed.
     #[error("cannot install the signal handlers: {0}")]
     Signals(#[source] std::io::Error),
     /// The controllers could not start or failed.
     #[error(transparent)]
     Manager(#[from] ManagerError),
+    /// The Lease could not be renewed in time: another replica may lead by now.
+    #[error("leaderelection lost")]
+    LeadershipLost,
+    /// A task of the process ended abnormally (a panic).
+    #[error("the {task} task ended abnormally: {source}")]
+    Task {
+        /// Which task.
+        task: &'static str,
+        /// Its panic.
+        #[source]
+        source: tokio::task::JoinError,
+    },
 }
 
 impl RunArgs {
@@ -105,8 +180,21 @@ impl RunArgs {
             fresh_read: self.ttl_fresh_read,
             job_ttl_workers: self.concurrent_ttl_after_finished_syncs,
             volcano_ttl_workers: self.worker_threads_for_gc,
+            gc_workers: self.concurrent_gc_syncs,
+            gc_discovery_period: self.gc_discovery_period,
+            gc_initial_sync_timeout: self.gc_initial_sync_timeout,
             ..ManagerOptions::default()
         })
+    }
+
+    /// The client's options: the rate limit, request metrics into `metrics`, and a
+    /// `User-Agent` naming this replica, so a server's audit log tells replicas apart.
+    fn client_options(&self, identity: &str, metrics: &Metrics) -> ClientOptions {
+        let mut options = ClientOptions::default()
+            .with_rate(self.kube_api_qps, self.kube_api_burst)
+            .with_observer(metrics.rest_client());
+        options.user_agent = format!("{} ({identity})", options.user_agent);
+        options
     }
 
     /// The connection configuration: kubeconfig / in-cluster as kubectl finds it, with the
@@ -153,46 +241,181 @@ fn anonymous_config(server: Url) -> ClientConfig {
     }
 }
 
-/// Runs `kube-gc run`.
+/// Runs `kube-gc run` (see the module documentation).
 pub async fn run(args: RunArgs) -> Result<(), RunError> {
     let options = args.manager_options()?;
     let config = args.client_config()?;
-    let client_options = ClientOptions::default().with_rate(args.kube_api_qps, args.kube_api_burst);
-    let client = Client::new(&config, &client_options)?;
-    tracing::info!(server = %config.server, controllers = ?args.controllers, known = ?KNOWN_CONTROLLERS,
-        dry_run = args.dry_run, "starting kube-gc");
+    let identity = unique_identity(&hostname());
+    let election = args.leader_election.to_config(&identity)?;
+    let metrics = Metrics::new();
+    let client = Client::new(&config, &args.client_options(&identity, &metrics))?;
+    tracing::info!(server = %config.server, %identity, controllers = ?args.controllers,
+        known = ?KNOWN_CONTROLLERS, leader_elect = election.is_some(), dry_run = args.dry_run,
+        "starting kube-gc");
 
     let shutdown = CancellationToken::new();
-    let signals = tokio::spawn(cancel_on_signal(shutdown.clone()));
-    let result = Manager::new(client, options).run(shutdown.clone()).await;
+    let signals = handle_signals(shutdown.clone()).map_err(RunError::Signals)?;
+    // The server and the Event writer outlive the controllers: they stop last, on any path.
+    let services = CancellationToken::new();
+    let _stop_services = services.clone().drop_guard();
+    let endpoints = Endpoints::new(metrics, args.server.enable_debug_handlers);
+    let server = Server::start(
+        &args.server.listeners(),
+        endpoints.clone(),
+        services.clone(),
+    )
+    .await?;
+    let reporter = Reporter {
+        component: COMPONENT.to_owned(),
+        instance: identity,
+    };
+    let (recorder, events) = ApiEventRecorder::start(client.clone(), reporter, services.clone());
+
+    let controllers = Manager::new(client.clone(), options)
+        .recorder(recorder.shared())
+        .publish_to(&endpoints)
+        .start()
+        .await?;
+    let grace = args.shutdown.grace_period;
+    let result = match election {
+        None => {
+            add_readiness(&endpoints, controllers.readiness(), None);
+            run_controllers(controllers, CancellationToken::new(), &shutdown, grace).await
+        }
+        Some(config) => {
+            run_elected(controllers, client, config, &endpoints, &shutdown, grace).await
+        }
+    };
+
+    services.cancel();
     signals.abort();
+    let _ = events.await;
+    server.stopped().await;
     result?;
     tracing::info!("stopped");
     Ok(())
 }
 
-/// Cancels `shutdown` on the first SIGINT or SIGTERM.
-async fn cancel_on_signal(shutdown: CancellationToken) -> Result<(), RunError> {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut terminate = signal(SignalKind::terminate()).map_err(RunError::Signals)?;
-        tokio::select! {
-            result = tokio::signal::ctrl_c() => result.map_err(RunError::Signals)?,
-            _ = terminate.recv() => {}
+/// `/readyz`'s checks: the controllers are ready (caches synced, the garbage collector's
+/// workers running) and, when electing, the leadership state is known. A follower runs no
+/// controllers, so for it only the election counts: a follower that is never ready would stall
+/// every rolling update of a two-replica Deployment.
+fn add_readiness(
+    endpoints: &Endpoints,
+    controllers: Readiness,
+    leadership: Option<LeadershipWatch>,
+) {
+    match leadership {
+        None => endpoints
+            .readiness
+            .add("controllers", move || controllers.is_ready()),
+        Some(leadership) => {
+            endpoints.readiness.add_leadership(leadership.clone());
+            endpoints.readiness.add("controllers", move || {
+                !leadership.current().is_leader() || controllers.is_ready()
+            });
         }
     }
-    #[cfg(not(unix))]
-    tokio::signal::ctrl_c().await.map_err(RunError::Signals)?;
-    tracing::info!("signal received; finishing the work in hand, then stopping");
-    shutdown.cancel();
-    Ok(())
+}
+
+/// Competes for the Lease; runs the controllers while leading. The Lease is released only
+/// after the controllers stopped, so no other replica starts while deletions are in flight.
+async fn run_elected(
+    controllers: ControllerSet,
+    client: Client,
+    config: LeaderElectionConfig,
+    endpoints: &Endpoints,
+    shutdown: &CancellationToken,
+    grace: Duration,
+) -> Result<(), RunError> {
+    let elector = LeaderElector::new(client, config)?;
+    let mut leadership = elector.subscribe();
+    add_readiness(endpoints, controllers.readiness(), Some(leadership.clone()));
+    let stop_election = CancellationToken::new();
+    let election = tokio::spawn(elector.run(stop_election.clone()));
+    let led = tokio::select! {
+        leading = leadership.leading() => match leading {
+            Some(leading) => run_controllers(controllers, leading, shutdown, grace).await,
+            None => Ok(()),
+        },
+        () = shutdown.cancelled() => Ok(()),
+    };
+    stop_election.cancel();
+    match election.await {
+        Ok(Outcome::Lost) => {
+            tracing::error!("leaderelection lost");
+            Err(RunError::LeadershipLost)
+        }
+        Ok(Outcome::Stopped) => led,
+        Err(source) => Err(RunError::Task {
+            task: "leader election",
+            source,
+        }),
+    }
+}
+
+/// Runs `controllers` until `shutdown` (then drains them for at most `grace`), until `leading`
+/// is cancelled (then stops them at once: another replica may already lead), or until one
+/// fails.
+async fn run_controllers(
+    controllers: ControllerSet,
+    leading: CancellationToken,
+    shutdown: &CancellationToken,
+    grace: Duration,
+) -> Result<(), RunError> {
+    let stop = leading.child_token();
+    let mut running = tokio::spawn(controllers.run(stop.clone()));
+    tokio::select! {
+        finished = &mut running => return controllers_result(finished),
+        () = leading.cancelled() => {
+            running.abort();
+            return Ok(());
+        }
+        () = shutdown.cancelled() => {}
+    }
+    stop.cancel();
+    tracing::info!(
+        ?grace,
+        "stopping the controllers; finishing the work in hand"
+    );
+    drain(running, grace).await
+}
+
+/// Waits for the stopping controllers for at most `grace`, then abandons them.
+async fn drain(
+    mut running: JoinHandle<Result<(), ControllerFailed>>,
+    grace: Duration,
+) -> Result<(), RunError> {
+    let mut finished = None;
+    let drained = drain_within(grace, async { finished = Some((&mut running).await) }).await;
+    match (drained, finished) {
+        (Drain::Completed, Some(finished)) => controllers_result(finished),
+        _ => {
+            running.abort();
+            Ok(())
+        }
+    }
+}
+
+fn controllers_result(
+    finished: Result<Result<(), ControllerFailed>, tokio::task::JoinError>,
+) -> Result<(), RunError> {
+    match finished {
+        Ok(result) => result.map_err(|failed| RunError::Manager(failed.into())),
+        Err(source) => Err(RunError::Task {
+            task: "controllers",
+            source,
+        }),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::manager::{BoxError, ManagedController};
     use clap::Parser;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
 
     #[derive(Debug, Parser)]
     struct Flags {
@@ -222,6 +445,9 @@ mod tests {
             "--namespace=batch",
             "--dry-run",
             "--ttl-fresh-read=always",
+            "--concurrent-gc-syncs=4",
+            "--gc-discovery-period=1m",
+            "--gc-initial-sync-timeout=5s",
         ]);
         let options = args.manager_options().unwrap();
         assert!(!options.controllers.is_enabled("volcano-job-ttl"));
@@ -233,6 +459,27 @@ mod tests {
         assert_eq!(options.namespace.as_deref(), Some("batch"));
         assert!(options.dry_run);
         assert_eq!(options.fresh_read, FreshRead::Always);
+        assert_eq!(
+            (
+                options.gc_workers,
+                options.gc_discovery_period,
+                options.gc_initial_sync_timeout
+            ),
+            (4, Duration::from_secs(60), Duration::from_secs(5))
+        );
+    }
+
+    #[test]
+    fn the_user_agent_names_the_replica() {
+        let args = parse(&[]);
+        let options = args.client_options("node-1_abc", &Metrics::new());
+        assert!(
+            options.user_agent.starts_with("kube-gc/")
+                && options.user_agent.ends_with(" (node-1_abc)"),
+            "{}",
+            options.user_agent
+        );
+        assert!(args.leader_election.leader_elect, "run elects by default");
     }
 
     #[test]
@@ -253,5 +500,79 @@ mod tests {
         assert_eq!(config.server.as_str(), "https://10.0.0.1:6443/");
         let anonymous = anonymous_config(Url::parse("http://127.0.0.1:8080").unwrap());
         assert!(matches!(anonymous.auth, Auth::None));
+    }
+
+    /// A set of one controller that takes `stopping` to finish after its token is cancelled,
+    /// and a flag saying whether it finished.
+    fn slow_to_stop(stopping: Duration) -> (ControllerSet, Arc<AtomicBool>) {
+        let finished = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&finished);
+        let mut set = ControllerSet::new();
+        set.push(ManagedController::new(
+            "slow",
+            Vec::new(),
+            move |token: CancellationToken| async move {
+                token.cancelled().await;
+                tokio::time::sleep(stopping).await;
+                flag.store(true, Ordering::SeqCst);
+                Ok::<(), BoxError>(())
+            },
+        ));
+        (set, finished)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_signal_drains_within_the_grace_period_and_losing_the_lease_stops_at_once() {
+        let grace = Duration::from_secs(30);
+        // Drained: the in-flight work finishes.
+        let (set, finished) = slow_to_stop(Duration::from_secs(5));
+        let shutdown = CancellationToken::new();
+        shutdown.cancel();
+        let start = tokio::time::Instant::now();
+        run_controllers(set, CancellationToken::new(), &shutdown, grace)
+            .await
+            .unwrap();
+        assert!(finished.load(Ordering::SeqCst));
+        assert_eq!(start.elapsed(), Duration::from_secs(5));
+
+        // Too slow: abandoned at the end of the grace period.
+        let (set, finished) = slow_to_stop(Duration::from_secs(60));
+        let start = tokio::time::Instant::now();
+        run_controllers(set, CancellationToken::new(), &shutdown, grace)
+            .await
+            .unwrap();
+        assert!(!finished.load(Ordering::SeqCst));
+        assert_eq!(start.elapsed(), grace);
+
+        // Leadership lost: stopped at once, nothing waited for.
+        let (set, finished) = slow_to_stop(Duration::from_secs(5));
+        let leading = CancellationToken::new();
+        leading.cancel();
+        let start = tokio::time::Instant::now();
+        run_controllers(set, leading, &CancellationToken::new(), grace)
+            .await
+            .unwrap();
+        assert!(!finished.load(Ordering::SeqCst));
+        assert_eq!(start.elapsed(), Duration::ZERO);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failing_controller_is_an_error() {
+        let mut set = ControllerSet::new();
+        set.push(ManagedController::new(
+            "broken",
+            Vec::new(),
+            |_token| async { Err::<(), BoxError>("no".into()) },
+        ));
+        let result = run_controllers(
+            set,
+            CancellationToken::new(),
+            &CancellationToken::new(),
+            Duration::from_secs(30),
+        )
+        .await;
+        assert!(
+            matches!(result, Err(RunError::Manager(ManagerError::Failed(f))) if f.controller == "broken")
+        );
     }
 }

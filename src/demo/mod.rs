@@ -3,14 +3,17 @@
 //!
 //! Contract: [`run`] starts a [`SimServer`], fills it with the [`workload`] (Jobs and Volcano
 //! Jobs running, finishing over the next seconds with short TTLs, without TTL, re-created under
-//! the same name, one whose TTL is extended before it expires), starts the controller
-//! [`Manager`] against it through a kubeconfig like any cluster, plays the workload's changes
-//! on time ([`driver`]), shows a live [`progress`] line, and returns the [`Summary`] once every
-//! expected deletion happened and every trap has had its chance to spring (or a deadline
-//! passed). Nothing is left running: the controllers drain, the server shuts down, the
+//! the same name, one whose TTL is extended before it expires) and the [`owners`] trees
+//! (Deployments → ReplicaSets → Pods, Jobs with Pods), starts the controller [`Manager`] — the
+//! TTL controllers and the garbage collector — against it through a kubeconfig like any
+//! cluster, deletes three Deployments Background, Foreground and Orphan once the controllers
+//! are ready, plays the workload's changes on time ([`driver`]), shows a live [`progress`]
+//! line, and returns the [`Summary`] once every expected deletion happened, every cascade
+//! settled and every trap has had its chance to spring (or a deadline passed). Nothing is left running: the controllers drain, the server shuts down, the
 //! temporary kubeconfig is removed.
 
 pub mod driver;
+pub mod owners;
 pub mod progress;
 pub mod summary;
 pub mod workload;
@@ -31,6 +34,7 @@ pub use summary::Summary;
 pub use workload::WorkloadSize;
 
 use driver::Record;
+use owners::OwnerTrees;
 use progress::Progress;
 use workload::{Expect, NAMESPACE};
 
@@ -109,6 +113,7 @@ async fn run_against(
 ) -> Result<Summary, DemoError> {
     let mut record = Record::default();
     driver::create_all(sim, planned, &mut record)?;
+    let trees = OwnerTrees::create(sim)?;
 
     let kubeconfig = dir.0.join("kubeconfig");
     sim.write_kubeconfig(&kubeconfig)?;
@@ -131,15 +136,21 @@ async fn run_against(
         .filter(|p| p.expect == Expect::Deleted)
         .count();
     let progress = Progress::new(controllers.progress_probes(), metrics, expected, start);
+    let readiness = controllers.readiness();
     let shutdown = CancellationToken::new();
     let running = tokio::spawn(controllers.run(shutdown.clone()));
 
     let last_expiry = workload::last_expiry(planned);
     let played = async {
+        // Deleted once the collector watches, so the cascades are seen happening.
+        let _ = readiness.wait(&shutdown).await;
+        trees.delete_owners(sim)?;
         driver::drive(sim, planned, start, &mut record).await?;
-        // Until every expected deletion happened and every trap had its chance, or too late.
+        // Until every expected deletion happened, every cascade settled and every trap had
+        // its chance, or too late.
         while start.elapsed() < last_expiry + GRACE {
-            let done = progress.deleted() >= u64::try_from(expected).unwrap_or(u64::MAX);
+            let done = progress.deleted() >= u64::try_from(expected).unwrap_or(u64::MAX)
+                && trees.settled(sim);
             if done && start.elapsed() >= last_expiry {
                 break;
             }
@@ -167,7 +178,7 @@ async fn run_against(
         Err(join) => tracing::error!(error = %join, "the controllers' task ended abnormally"),
     }
 
-    let mut summary = summary::check(sim, planned, &record);
+    let mut summary = summary::check(sim, planned, &record, &trees);
     summary.elapsed = start.elapsed();
     Ok(summary)
 }

@@ -3,8 +3,9 @@
 //!
 //! Contract: the demo passes only if every object expected to be deleted was (deletion
 //! accepted: gone, or marked by the Foreground DELETE), every other object is still there with
-//! the UID it should have and untouched, and the controllers sent exactly one successful DELETE
-//! per deleted object and none for anything else.
+//! the UID it should have and untouched, every owner tree reached its end state ([`OwnerTrees`]:
+//! dependents gone, or orphans kept with the reference removed), and the controllers sent at
+//! most one successful DELETE per object they may delete and none for anything else.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -15,6 +16,7 @@ use serde_json::Value;
 use crate::sim::SimServer;
 
 use super::driver::{gvr, DemoKey, Record};
+use super::owners::{OwnerTrees, TreeRow};
 use super::workload::{DemoKind, Expect, Planned, NAMESPACE};
 
 /// Counts for one category of objects.
@@ -33,10 +35,14 @@ pub struct Row {
 pub struct Summary {
     /// Per (kind, category).
     pub rows: BTreeMap<(DemoKind, &'static str), Row>,
+    /// Per owner tree.
+    pub trees: Vec<(&'static str, TreeRow)>,
     /// Everything that went wrong, one line each.
     pub problems: Vec<String>,
-    /// Successful DELETEs the controllers sent.
+    /// Successful DELETEs the controllers sent for the workload's Jobs.
     pub deletes: usize,
+    /// Successful DELETEs the controllers sent in the owner trees.
+    pub tree_deletes: usize,
     /// Deletion latency after expiry (or after the finish was written, when the whole-second
     /// finish time put the expiry before it), for objects that expired during the demo, sorted.
     pub latencies: Vec<Duration>,
@@ -62,8 +68,13 @@ fn being_deleted(object: &Value) -> bool {
 }
 
 /// Checks the server against the plan.
-pub fn check(sim: &SimServer, planned: &[Planned], record: &Record) -> Summary {
-    let mut summary = Summary::default();
+pub fn check(sim: &SimServer, planned: &[Planned], record: &Record, trees: &OwnerTrees) -> Summary {
+    let mut summary = Summary {
+        trees: trees.rows(sim),
+        problems: trees.check(sim),
+        ..Summary::default()
+    };
+    let collectable = trees.may_delete();
     let mut expected_paths: HashMap<String, &Planned> = HashMap::new();
     for p in planned {
         let object = sim.get(&gvr(p.kind), Some(NAMESPACE), &p.name).ok();
@@ -106,8 +117,12 @@ pub fn check(sim: &SimServer, planned: &[Planned], record: &Record) -> Summary {
         if !(200..300).contains(&entry.status) {
             continue;
         }
-        summary.deletes += 1;
         *deletes_per_path.entry(entry.path.clone()).or_default() += 1;
+        if collectable.contains(&entry.path) {
+            summary.tree_deletes += 1;
+            continue;
+        }
+        summary.deletes += 1;
         let Some(p) = expected_paths.get(&entry.path) else {
             summary
                 .problems
@@ -171,12 +186,26 @@ impl fmt::Display for Summary {
                 row.deleted
             )?;
         }
+        writeln!(f)?;
+        writeln!(
+            f,
+            "{:<27} {:>7} {:>17} {:>8}",
+            "OWNER TREE", "OBJECTS", "SHOULD BE GONE", "GONE"
+        )?;
+        for (label, row) in &self.trees {
+            writeln!(
+                f,
+                "{:<27} {:>7} {:>17} {:>8}",
+                label, row.total, row.expected_gone, row.gone
+            )?;
+        }
         let expected: usize = self.rows.values().map(|r| r.expected_deleted).sum();
         writeln!(f)?;
         writeln!(
             f,
-            "{} DELETE requests for {expected} expected deletions, in {:.1} s.",
+            "{} DELETE requests for {expected} expected TTL deletions, {} more in the owner trees, in {:.1} s.",
             self.deletes,
+            self.tree_deletes,
             self.elapsed.as_secs_f64()
         )?;
         if let (Some(p50), Some(p99), Some(max)) = (
@@ -195,7 +224,7 @@ impl fmt::Display for Summary {
         if self.passed() {
             writeln!(
                 f,
-                "PASS: every expected deletion happened, and nothing else was deleted."
+                "PASS: every expected deletion happened, every cascade finished (orphans kept, their reference removed), and nothing else was deleted."
             )
         } else {
             writeln!(f, "FAIL: {} problem(s):", self.problems.len())?;

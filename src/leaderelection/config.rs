@@ -154,22 +154,22 @@ pub fn hostname() -> String {
 #[derive(Clone, Debug, PartialEq, clap::Args)]
 pub struct LeaderElectionArgs {
     /// Elect a leader among replicas with a Lease before running controllers.
-    #[arg(long = "leader-elect", default_value_t = true, action = clap::ArgAction::Set)]
+    #[arg(long = "leader-elect", value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
     pub leader_elect: bool,
     /// How long followers wait, after the last renewal they saw, before taking the lease.
-    #[arg(long = "leader-elect-lease-duration", default_value = "15s", value_parser = parse_duration)]
+    #[arg(long = "leader-elect-lease-duration", value_name = "DURATION", default_value = "15s", value_parser = parse_duration)]
     pub lease_duration: Duration,
     /// How long the leader retries a failing renewal before it stops leading.
-    #[arg(long = "leader-elect-renew-deadline", default_value = "10s", value_parser = parse_duration)]
+    #[arg(long = "leader-elect-renew-deadline", value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub renew_deadline: Duration,
     /// The wait between attempts to acquire or renew the lease.
-    #[arg(long = "leader-elect-retry-period", default_value = "2s", value_parser = parse_duration)]
+    #[arg(long = "leader-elect-retry-period", value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
     pub retry_period: Duration,
     /// Name of the Lease.
-    #[arg(long = "leader-elect-resource-name", default_value = DEFAULT_LEASE_NAME)]
+    #[arg(long = "leader-elect-resource-name", value_name = "NAME", default_value = DEFAULT_LEASE_NAME)]
     pub resource_name: String,
     /// Namespace of the Lease.
-    #[arg(long = "leader-elect-resource-namespace", default_value = DEFAULT_LEASE_NAMESPACE)]
+    #[arg(long = "leader-elect-resource-namespace", value_name = "NAMESPACE", default_value = DEFAULT_LEASE_NAMESPACE)]
     pub resource_namespace: String,
 }
 

@@ -9,22 +9,27 @@
 //!   info log — and an error only for a real failure.
 //! - The result is a [`ControllerSet`]: run it with a cancellation token; read its
 //!   [`Readiness`] (every cache synced) from a health endpoint or anywhere else.
-//! - Controllers are plugged in by name with [`Manager::with_controller`]; the two TTL
-//!   controllers are registered by [`Manager::new`]. The ownerReference garbage collector
-//!   registers itself the same way (under [`GARBAGE_COLLECTOR`]); leader election wraps
+//! - Controllers are plugged in by name with [`Manager::with_controller`]; [`Manager::new`]
+//!   registers the two TTL controllers and the ownerReference garbage collector
+//!   ([`GARBAGE_COLLECTOR`], always possible: it only needs discovery). Leader election wraps
 //!   [`ControllerSet::run`] without the manager knowing.
+//! - With [`Manager::publish_to`], controllers publish on the HTTP server's [`Endpoints`]: their
+//!   metrics (TTL, garbage collector, workqueues, reflectors), their queues for
+//!   `/debug/workqueue`, and the garbage collector's graph.
 //!
 //! ```text
-//! Manager::new(client, options)            registers ttl-after-finished, volcano-job-ttl
-//!   .with_controller("garbagecollector", init)
+//! Manager::new(client, options)            ttl-after-finished, volcano-job-ttl, garbagecollector
+//!   .publish_to(&endpoints)                metrics, queues, debug pages
 //!   .start().await?                        discovery → enabled + served → ControllerSet
 //!   .run(shutdown).await?                  all controllers until cancelled, then drained
 //! ```
 
+mod garbage_collector;
 mod selection;
 mod set;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
@@ -44,6 +49,14 @@ use crate::controllers::ttl::{
 use crate::events::{NoopRecorder, SharedRecorder};
 use crate::runtime::reflector::ReflectorConfig;
 use crate::runtime::workqueue::MetricsProvider;
+use crate::server::Endpoints;
+
+/// `--concurrent-gc-syncs`'s default, as kube-controller-manager.
+pub const DEFAULT_GC_WORKERS: usize = 20;
+/// `--gc-discovery-period`'s default.
+pub const DEFAULT_GC_DISCOVERY_PERIOD: Duration = Duration::from_secs(30);
+/// `--gc-initial-sync-timeout`'s default, as kube-controller-manager since v1.32.
+pub const DEFAULT_GC_INITIAL_SYNC_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What the command line decides about the controllers.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,6 +73,13 @@ pub struct ManagerOptions {
     pub job_ttl_workers: usize,
     /// `--worker-threads-for-gc`.
     pub volcano_ttl_workers: usize,
+    /// `--concurrent-gc-syncs`: workers of each garbage collector queue.
+    pub gc_workers: usize,
+    /// `--gc-discovery-period`: how often the garbage collector looks for new resources.
+    pub gc_discovery_period: Duration,
+    /// `--gc-initial-sync-timeout`: how long the garbage collector's workers wait for every
+    /// monitor to sync.
+    pub gc_initial_sync_timeout: Duration,
     /// How informers list and watch.
     pub reflector: ReflectorConfig,
 }
@@ -73,6 +93,9 @@ impl Default for ManagerOptions {
             fresh_read: FreshRead::default(),
             job_ttl_workers: DEFAULT_JOB_WORKERS,
             volcano_ttl_workers: DEFAULT_VOLCANO_WORKERS,
+            gc_workers: DEFAULT_GC_WORKERS,
+            gc_discovery_period: DEFAULT_GC_DISCOVERY_PERIOD,
+            gc_initial_sync_timeout: DEFAULT_GC_INITIAL_SYNC_TIMEOUT,
             reflector: ReflectorConfig::default(),
         }
     }
@@ -95,6 +118,8 @@ pub struct ControllerContext<'a> {
     pub queue_metrics: Option<&'a Arc<dyn MetricsProvider>>,
     /// The TTL controllers' metrics.
     pub ttl_metrics: &'a Arc<TtlMetrics>,
+    /// Where controllers publish their metrics, queues and debug pages, if anywhere.
+    pub endpoints: Option<&'a Endpoints>,
 }
 
 impl ControllerContext<'_> {
@@ -142,11 +167,13 @@ pub struct Manager {
     recorder: SharedRecorder,
     queue_metrics: Option<Arc<dyn MetricsProvider>>,
     ttl_metrics: Arc<TtlMetrics>,
+    endpoints: Option<Endpoints>,
     inits: Vec<(&'static str, InitFn)>,
 }
 
 impl Manager {
-    /// A manager for `client`, with the two TTL controllers registered.
+    /// A manager for `client`, with the two TTL controllers and the garbage collector
+    /// registered.
     pub fn new(client: Client, options: ManagerOptions) -> Self {
         Manager {
             client,
@@ -155,10 +182,12 @@ impl Manager {
             recorder: Arc::new(NoopRecorder),
             queue_metrics: None,
             ttl_metrics: Arc::new(TtlMetrics::new()),
+            endpoints: None,
             inits: Vec::new(),
         }
         .with_controller(TTL_AFTER_FINISHED, Box::new(init_ttl::<BatchJob>))
         .with_controller(VOLCANO_JOB_TTL, Box::new(init_ttl::<VolcanoJobs>))
+        .with_controller(GARBAGE_COLLECTOR, Box::new(garbage_collector::init))
     }
 
     /// Registers a controller under `name` (one of [`KNOWN_CONTROLLERS`]).
@@ -185,6 +214,18 @@ impl Manager {
         self
     }
 
+    /// Publishes on `endpoints`: the TTL metrics and a workqueue metrics provider are
+    /// registered with its registry now; each controller built by [`start`](Self::start) adds
+    /// its queues to `/debug/workqueue`, its reflector counters, and its own metrics and debug
+    /// pages. Call once.
+    pub fn publish_to(mut self, endpoints: &Endpoints) -> Self {
+        let metrics = &endpoints.metrics;
+        metrics.register_with(|registry| self.ttl_metrics.register(registry));
+        self.queue_metrics = Some(metrics.workqueue());
+        self.endpoints = Some(endpoints.clone());
+        self
+    }
+
     /// The TTL controllers' metrics, to register with a registry or read.
     pub fn ttl_metrics(&self) -> &Arc<TtlMetrics> {
         &self.ttl_metrics
@@ -207,6 +248,7 @@ impl Manager {
             recorder: &self.recorder,
             queue_metrics: self.queue_metrics.as_ref(),
             ttl_metrics: &self.ttl_metrics,
+            endpoints: self.endpoints.as_ref(),
         };
         for known in KNOWN_CONTROLLERS {
             let registered = self.inits.iter().any(|(name, _)| *name == known);
@@ -288,6 +330,15 @@ fn init_ttl<K: TtlKind>(
         .queue_metrics(context.queue_metrics.cloned())
         .recorder(Arc::clone(context.recorder))
         .build();
+    if let Some(endpoints) = context.endpoints {
+        endpoints
+            .queues
+            .register(Arc::new(controller.queue().clone()));
+        if let Some(reflector) = controller.reflector_metrics() {
+            let resource = format!("{}/{}", resource.api_version(), resource.plural);
+            endpoints.metrics.reflectors().add(&resource, reflector);
+        }
+    }
     let caches = vec![controller.synced()];
     let probe = controller.progress_probe(Arc::clone(context.clock));
     let managed = ManagedController::new(K::CONTROLLER, caches, move |shutdown| {

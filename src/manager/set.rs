@@ -1,9 +1,10 @@
 //! [`ControllerSet`]: the named controllers a process runs together, started at once, stopped
-//! together, and [`Readiness`], whether all their caches have synced.
+//! together, and [`Readiness`], whether all of them are ready to work.
 //!
 //! Contract:
-//! - A [`ManagedController`] is a name, the caches it needs before it is useful, and a run
-//!   function taking a cancellation token. Anything with that shape can be plugged in — the TTL
+//! - A [`ManagedController`] is a name, what it needs before it is useful (informer caches
+//!   synced, or a readiness flag of its own, as the garbage collector's), and a run function
+//!   taking a cancellation token. Anything with that shape can be plugged in — the TTL
 //!   controllers, the ownerReference garbage collector — without the set knowing its type.
 //! - [`ControllerSet::run`] runs every controller on its own task until the token is cancelled,
 //!   then waits until each has drained and stopped. If one controller fails (or panics) while
@@ -17,6 +18,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -32,6 +34,7 @@ type RunFn = Box<dyn FnOnce(CancellationToken) -> BoxFuture<'static, Result<(), 
 pub struct ManagedController {
     name: String,
     caches: Vec<InformerSynced>,
+    flags: Vec<ReadyFlag>,
     run: RunFn,
     progress: Option<ProgressProbe>,
 }
@@ -53,7 +56,23 @@ impl ManagedController {
                 Box::pin(async move { running.await.map_err(Into::into) })
             }),
             progress: None,
+            flags: Vec::new(),
         }
+    }
+
+    /// Also waits for `ready` to turn true before the controller counts as ready — for a
+    /// controller whose readiness is more than informer caches (the garbage collector is ready
+    /// once its workers run). `name` appears in errors.
+    pub fn with_ready_flag(
+        mut self,
+        name: impl Into<String>,
+        ready: watch::Receiver<bool>,
+    ) -> Self {
+        self.flags.push(ReadyFlag {
+            name: name.into(),
+            ready,
+        });
+        self
     }
 
     /// Lets displays read the controller's progress through `probe`.
@@ -77,21 +96,42 @@ impl std::fmt::Debug for ManagedController {
     }
 }
 
-/// Whether every cache of a set of controllers has synced; cheap to clone.
+/// A controller's own "ready" flag, beside its caches.
+#[derive(Debug, Clone)]
+struct ReadyFlag {
+    name: String,
+    ready: watch::Receiver<bool>,
+}
+
+/// Whether every controller of a set is ready (its caches synced, its flags true); cheap to
+/// clone.
 #[derive(Debug, Clone, Default)]
 pub struct Readiness {
     caches: Vec<InformerSynced>,
+    flags: Vec<ReadyFlag>,
 }
 
 impl Readiness {
-    /// Whether every cache has synced (true for a set with no caches).
+    /// Whether every cache has synced and every flag is true (true for an empty set).
     pub fn is_ready(&self) -> bool {
         self.caches.iter().all(InformerSynced::has_synced)
+            && self.flags.iter().all(|flag| *flag.ready.borrow())
     }
 
-    /// Waits until every cache has synced, or `cancel` fires.
+    /// Waits until every cache has synced and every flag is true, or `cancel` fires.
     pub async fn wait(&self, cancel: &CancellationToken) -> Result<(), WaitForSyncError> {
-        wait_for_cache_sync(self.caches.iter().cloned(), cancel).await
+        wait_for_cache_sync(self.caches.iter().cloned(), cancel).await?;
+        for flag in &self.flags {
+            let mut ready = flag.ready.clone();
+            tokio::select! {
+                biased;
+                result = ready.wait_for(|ready| *ready) => {
+                    result.map_err(|_| WaitForSyncError::InformerGone(flag.name.clone()))?;
+                }
+                () = cancel.cancelled() => return Err(WaitForSyncError::Cancelled(flag.name.clone())),
+            }
+        }
+        Ok(())
     }
 }
 
@@ -136,13 +176,18 @@ impl ControllerSet {
         self.controllers.is_empty()
     }
 
-    /// The set's readiness: every controller's caches synced.
+    /// The set's readiness: every controller's caches synced and flags true.
     pub fn readiness(&self) -> Readiness {
         Readiness {
             caches: self
                 .controllers
                 .iter()
                 .flat_map(|c| c.caches.iter().cloned())
+                .collect(),
+            flags: self
+                .controllers
+                .iter()
+                .flat_map(|c| c.flags.iter().cloned())
                 .collect(),
         }
     }
@@ -229,5 +274,28 @@ mod tests {
         let failure = set.run(CancellationToken::new()).await.unwrap_err();
         assert_eq!(failure.controller, "fails");
         assert_eq!(failure.source.to_string(), "broken");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_ready_flag_joins_the_sets_readiness() {
+        let (ready, flag) = watch::channel(false);
+        let mut set = ControllerSet::new();
+        set.push(
+            ManagedController::new("flagged", Vec::new(), |_token| async move {
+                Ok::<(), BoxError>(())
+            })
+            .with_ready_flag("flagged", flag),
+        );
+        let readiness = set.readiness();
+        assert!(!readiness.is_ready());
+        let cancel = CancellationToken::new();
+        cancel.cancel();
+        assert_eq!(
+            readiness.wait(&cancel).await,
+            Err(WaitForSyncError::Cancelled("flagged".into()))
+        );
+        ready.send_replace(true);
+        assert!(readiness.is_ready());
+        assert_eq!(readiness.wait(&CancellationToken::new()).await, Ok(()));
     }
 }

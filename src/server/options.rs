@@ -16,19 +16,27 @@ pub const DEFAULT_SECURE_PORT: u16 = 10257;
 #[derive(Clone, Debug, PartialEq, Eq, clap::Args)]
 pub struct ServerOptions {
     /// Address to serve on (all interfaces by default).
-    #[arg(long = "bind-address", default_value_t = IpAddr::V4(Ipv4Addr::UNSPECIFIED))]
+    #[arg(long = "bind-address", value_name = "IP", default_value_t = IpAddr::V4(Ipv4Addr::UNSPECIFIED))]
     pub bind_address: IpAddr,
     /// HTTPS port for health, metrics and debug endpoints; 0 disables HTTPS serving.
-    #[arg(long = "secure-port", default_value_t = DEFAULT_SECURE_PORT)]
+    #[arg(long = "secure-port", value_name = "PORT", default_value_t = DEFAULT_SECURE_PORT)]
     pub secure_port: u16,
     /// Plain HTTP port for the same endpoints; 0 (the default) disables it.
-    #[arg(long = "port", default_value_t = 0)]
+    #[arg(long = "port", value_name = "PORT", default_value_t = 0)]
     pub port: u16,
     /// PEM certificate (chain) for HTTPS; a self-signed one is generated when absent.
-    #[arg(long = "tls-cert-file", requires = "tls_private_key_file")]
+    #[arg(
+        long = "tls-cert-file",
+        value_name = "FILE",
+        requires = "tls_private_key_file"
+    )]
     pub tls_cert_file: Option<PathBuf>,
     /// PEM private key matching `--tls-cert-file`.
-    #[arg(long = "tls-private-key-file", requires = "tls_cert_file")]
+    #[arg(
+        long = "tls-private-key-file",
+        value_name = "FILE",
+        requires = "tls_cert_file"
+    )]
     pub tls_private_key_file: Option<PathBuf>,
     /// Serve /debug/workqueue and the controllers' debug pages.
     #[arg(long = "enable-debug-handlers", default_value_t = false)]

@@ -36,7 +36,8 @@ pub struct DebugPage {
     pub body: Bytes,
 }
 
-type DebugRoute = Arc<dyn Fn() -> DebugPage + Send + Sync>;
+/// A debug page, given the request's query string (`uid=a&uid=b`, empty when there is none).
+type DebugRoute = Arc<dyn Fn(&str) -> DebugPage + Send + Sync>;
 
 /// Everything the server answers with; cheap to clone (clones share registrations).
 #[derive(Clone, Default)]
@@ -83,6 +84,16 @@ impl Endpoints {
         path: &str,
         page: impl Fn() -> DebugPage + Send + Sync + 'static,
     ) {
+        self.add_debug_route_with_query(path, move |_| page());
+    }
+
+    /// Like [`add_debug_route`](Self::add_debug_route), for a page that reads the request's
+    /// query string (e.g. the GC graph's repeated `?uid=`).
+    pub fn add_debug_route_with_query(
+        &self,
+        path: &str,
+        page: impl Fn(&str) -> DebugPage + Send + Sync + 'static,
+    ) {
         self.debug_routes
             .write()
             .insert(path.to_owned(), Arc::new(page));
@@ -110,7 +121,7 @@ impl Endpoints {
                 plain(status, &report.body("readyz", verbose))
             }
             "/metrics" => self.metrics_page(),
-            _ if self.debug_enabled => self.debug_page(path),
+            _ if self.debug_enabled => self.debug_page(path, request.uri().query().unwrap_or("")),
             _ => plain(StatusCode::NOT_FOUND, "404 page not found\n"),
         }
     }
@@ -126,7 +137,7 @@ impl Endpoints {
         }
     }
 
-    fn debug_page(&self, path: &str) -> Response<Full<Bytes>> {
+    fn debug_page(&self, path: &str, query: &str) -> Response<Full<Bytes>> {
         if path == "/debug/workqueue" {
             let body = serde_json::to_vec_pretty(&self.queues.debug_json()).unwrap_or_default();
             return response(StatusCode::OK, JSON, Bytes::from(body));
@@ -134,7 +145,7 @@ impl Endpoints {
         let route = self.debug_routes.read().get(path).cloned();
         match route {
             Some(route) => {
-                let page = route();
+                let page = route(query);
                 response(StatusCode::OK, &page.content_type, page.body)
             }
             None => plain(StatusCode::NOT_FOUND, "404 page not found\n"),

@@ -159,6 +159,7 @@ async fn judge(shared: &Shared, item: &NodeView) -> Result<Done, WorkError> {
         policy,
         &item.resource_version,
         &judged,
+        "every owner is gone",
     )
     .await?;
     Ok(Done::Finished)
@@ -208,6 +209,7 @@ async fn delete_in_foreground(
         PropagationPolicy::Foreground,
         &resource_version,
         &judged,
+        "an owner being deleted in the foreground waits for it",
     )
     .await?;
     Ok(Done::Finished)

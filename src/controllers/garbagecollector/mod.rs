@@ -461,6 +461,21 @@ impl GcHandle {
         self.ready.wait_for(|ready| *ready).await.is_ok()
     }
 
+    /// The readiness flag itself (true while the workers run), for a manager that waits on
+    /// several controllers.
+    pub fn ready_watch(&self) -> watch::Receiver<bool> {
+        self.ready.clone()
+    }
+
+    /// The attempt-to-delete and attempt-to-orphan queues (clones share them), for
+    /// `/debug/workqueue`.
+    pub fn queues(&self) -> [WorkQueue<Uid>; 2] {
+        [
+            self.shared.attempt_to_delete.clone(),
+            self.shared.attempt_to_orphan.clone(),
+        ]
+    }
+
     /// The graph as Graphviz DOT, all of it or `uids` with their owners and dependents.
     pub fn debug_graph(&self, uids: &[String]) -> String {
         dot::render(&self.shared.graph.read(), uids)

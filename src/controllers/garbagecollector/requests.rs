@@ -36,19 +36,21 @@ pub(super) fn api_for(
     Ok((api, resource))
 }
 
-/// Deletes `item` with `policy`, if it is still at `resource_version` with `judged` owners.
+/// Deletes `item` with `policy`, if it is still at `resource_version` with `judged` owners;
+/// `reason` says why, for the log line every deletion gets.
 pub(super) async fn delete(
     shared: &Shared,
     item: &ObjectIdentity,
     policy: PropagationPolicy,
     resource_version: &str,
     judged: &[OwnerReference],
+    reason: &'static str,
 ) -> Result<(), WorkError> {
     let (api, _) = api_for(shared, item)?;
     let options = guarded(policy, &item.uid, resource_version);
     let error = match api.delete(&item.name, &options).await {
         Ok(_) => {
-            shared.metrics.deleted(policy);
+            deleted(shared, item, policy, reason);
             return Ok(());
         }
         Err(e) if e.is_not_found() => return Ok(()),
@@ -75,12 +77,28 @@ pub(super) async fn delete(
         .await
     {
         Ok(_) => {
-            shared.metrics.deleted(policy);
+            deleted(shared, item, policy, reason);
             Ok(())
         }
         Err(e) if e.is_not_found() => Ok(()),
         Err(e) => Err(WorkError::api("delete", item, e)),
     }
+}
+
+/// Counts and logs an accepted DELETE.
+fn deleted(shared: &Shared, item: &ObjectIdentity, policy: PropagationPolicy, reason: &str) {
+    shared.metrics.deleted(policy);
+    tracing::info!(
+        controller = "garbagecollector",
+        kind = %item.gvk.kind,
+        api_version = %item.gvk.api_version,
+        namespace = item.namespace.as_deref().unwrap_or(""),
+        name = %item.name,
+        uid = %item.uid,
+        ?policy,
+        reason,
+        "deleted"
+    );
 }
 
 fn guarded(policy: PropagationPolicy, uid: &str, resource_version: &str) -> DeleteOptions {
@@ -231,7 +249,15 @@ mod tests {
         sim.update(&pods(), live).unwrap();
         sim.journal().clear();
         let judged: Vec<OwnerReference> = owners.iter().map(OwnerLink::to_reference).collect();
-        let result = delete(&shared, &pod, PropagationPolicy::Background, &rv, &judged).await;
+        let result = delete(
+            &shared,
+            &pod,
+            PropagationPolicy::Background,
+            &rv,
+            &judged,
+            "test",
+        )
+        .await;
         assert!(result.is_ok(), "{result:?}");
         assert!(sim.get(&pods(), Some("default"), "p").is_err());
         assert_eq!(
@@ -256,7 +282,15 @@ mod tests {
         sim.update(&pods(), live).unwrap();
         sim.journal().clear();
         let judged: Vec<OwnerReference> = owners.iter().map(OwnerLink::to_reference).collect();
-        let result = delete(&shared, &pod, PropagationPolicy::Background, &rv, &judged).await;
+        let result = delete(
+            &shared,
+            &pod,
+            PropagationPolicy::Background,
+            &rv,
+            &judged,
+            "test",
+        )
+        .await;
         assert!(matches!(result, Err(WorkError::Changed(_))), "{result:?}");
         assert!(sim.get(&pods(), Some("default"), "p").is_ok());
         assert_eq!(statuses(&sim), [(Verb::Delete, 409), (Verb::Get, 200)]);

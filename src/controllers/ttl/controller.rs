@@ -155,6 +155,11 @@ impl<K: TtlKind> TtlController<K> {
         self.informer.store()
     }
 
+    /// The informer's reflector counters (lists, watches, relists, errors), for `/metrics`.
+    pub fn reflector_metrics(&self) -> Option<Arc<crate::runtime::reflector::ReflectorMetrics>> {
+        self.informer.reflector_metrics().cloned()
+    }
+
     /// The workqueue (for its depth).
     pub fn queue(&self) -> &WorkQueue<ObjectKey> {
         &self.queue

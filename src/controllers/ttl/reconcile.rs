@@ -221,7 +221,7 @@ impl<K: TtlKind> TtlReconciler<K> {
             .with_uid(cached.uid())
             .with_resource_version(cached.resource_version());
         match self.api_for(key).delete(key.name(), &options).await {
-            Ok(_) => Ok(self.deleted(key, expired_at)),
+            Ok(_) => Ok(self.deleted(key, cached.uid(), expired_at)),
             Err(e) if e.is_not_found() => Ok(Action::Done),
             Err(e) if e.is_conflict() => {
                 tracing::debug!(kind = K::KIND, %key, "changed since it was cached; reading it fresh");
@@ -244,7 +244,7 @@ impl<K: TtlKind> TtlReconciler<K> {
         };
         let options = DeleteOptions::foreground().with_uid(fresh.uid());
         match self.api_for(key).delete(key.name(), &options).await {
-            Ok(_) => Ok(self.deleted(key, expired_at)),
+            Ok(_) => Ok(self.deleted(key, fresh.uid(), expired_at)),
             Err(e) if e.is_not_found() => Ok(Action::Done),
             Err(e) if e.is_conflict() => {
                 tracing::info!(kind = K::KIND, %key, "re-created while being deleted; leaving the new object to its own events");
@@ -254,13 +254,29 @@ impl<K: TtlKind> TtlReconciler<K> {
         }
     }
 
-    fn deleted(&self, key: &ObjectKey, expired_at: chrono::DateTime<chrono::Utc>) -> Action {
+    fn deleted(
+        &self,
+        key: &ObjectKey,
+        uid: &str,
+        expired_at: chrono::DateTime<chrono::Utc>,
+    ) -> Action {
         let latency = (self.clock.now() - expired_at)
             .to_std()
             .map(|d| d.as_secs_f64())
             .unwrap_or(0.0);
         self.metrics.observe_deletion(K::KIND, latency);
-        tracing::info!(kind = K::KIND, %key, %expired_at, latency_seconds = latency, "deleted: its TTL after finishing expired");
+        tracing::info!(
+            controller = K::CONTROLLER,
+            kind = K::KIND,
+            namespace = key.namespace().unwrap_or(""),
+            name = key.name(),
+            uid,
+            policy = "Foreground",
+            reason = "its ttlSecondsAfterFinished expired",
+            %expired_at,
+            latency_seconds = latency,
+            "deleted"
+        );
         Action::Done
     }
 

@@ -1,0 +1,321 @@
+//! `kube-gc run` end to end, as an operator runs it: the real binary against the simulated API
+//! server, with leader election, the HTTP endpoints, Events and both kinds of collection.
+//!
+//! - One replica: a Foreground TTL deletion of a Job with a Pod cascades through the garbage
+//!   collector; a Job without a finish time gets a Warning Event; `/readyz`, `/metrics` (parsed)
+//!   and the debug pages answer; SIGTERM releases the Lease and exits 0; and every request in
+//!   the journal is allowed by the RBAC in `deploy/`.
+//! - Two replicas: one leads; SIGKILL it and the other takes over within the lease duration
+//!   plus a retry; every write to the cluster came from the replica leading at the time.
+//! - A leader whose renewals fail logs "leaderelection lost" and exits 1.
+
+mod deploy_support;
+mod run_support;
+mod server_support;
+
+use std::time::Duration;
+
+use chrono::Utc;
+use kube_gc::sim::faults::{FaultPlan, Verb};
+use kube_gc::sim::journal::JournalEntry;
+use kube_gc::sim::{SimConfig, SimServer};
+use serde_json::{json, Value};
+
+use deploy_support::{denied_in_journal, Request};
+use run_support::*;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn events_with_reason(sim: &SimServer, reason: &str) -> Vec<Value> {
+    let events = kube_gc::sim::Gvr::new("", "v1", "events");
+    sim.list(&events, Some("default"))
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| e["reason"] == reason)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_cascades_reports_serves_metrics_and_stays_within_its_rbac() {
+    let sim = SimServer::start(SimConfig::default())
+        .await
+        .expect("start the sim");
+    let kubeconfig = Kubeconfig::for_sim(&sim);
+    let job = create_expired_job(&sim, "done");
+    let pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "done-worker", "namespace": "default",
+            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "done",
+                "uid": job["metadata"]["uid"], "controller": true, "blockOwnerDeletion": true}]},
+        "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}});
+    let pod = sim.create(&pods(), pod).expect("create the pod");
+    // Finished, with no time saying when: a Warning Event, never a deletion.
+    let mut unknown = sim
+        .create(
+            &jobs(),
+            json!({"apiVersion": "batch/v1", "kind": "Job",
+                "metadata": {"name": "when", "namespace": "default"},
+                "spec": {"ttlSecondsAfterFinished": 0}}),
+        )
+        .expect("create");
+    let unknown_uid = unknown["metadata"]["uid"].as_str().expect("uid").to_owned();
+    unknown["status"] = json!({"conditions": [{"type": "Complete", "status": "True"}]});
+    sim.update_status(&jobs(), unknown).expect("finish");
+
+    let port = free_port().to_string();
+    let replica = Replica::start(
+        "solo",
+        &kubeconfig.path(),
+        &[
+            &["--secure-port=0", "--bind-address=127.0.0.1"][..],
+            &["--port", &port, "--enable-debug-handlers"],
+            &FAST_ELECTION,
+        ]
+        .concat(),
+    );
+    let address = replica.http_address().await;
+    let gone = tokio::time::timeout(
+        LIMIT,
+        sim.wait_for(&jobs(), Some("default"), "done", |o| o.is_none()),
+    )
+    .await;
+    assert!(
+        gone.is_ok(),
+        "the Job was not collected:\n{}",
+        replica.log()
+    );
+    assert!(sim.get(&pods(), Some("default"), "done-worker").is_err());
+    let reported = wait_until(LIMIT, || {
+        !events_with_reason(&sim, "FinishTimeUnknown").is_empty()
+    })
+    .await;
+    assert!(reported.is_some(), "no Event:\n{}", replica.log());
+    assert!(sim.get(&jobs(), Some("default"), "when").is_ok());
+
+    let http = server_support::http_client(None);
+    let mut readyz = (0, String::new(), String::new());
+    for _ in 0..100 {
+        readyz = http_get(&http, address, "/readyz").await;
+        if readyz.0 == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!((readyz.0, readyz.2.as_str()), (200, "ok"), "{readyz:?}");
+
+    let (status, _, text) = http_get(&http, address, "/metrics").await;
+    assert_eq!(status, 200);
+    let metrics = server_support::parse(&text).expect("/metrics parses");
+    for prefix in [
+        "workqueue_",
+        "rest_client_",
+        "ttl_after_finished_",
+        "garbagecollector_",
+        "kube_gc_reflector_",
+    ] {
+        assert!(
+            metrics.samples.iter().any(|s| s.name.starts_with(prefix)),
+            "no {prefix}* series in\n{text}"
+        );
+    }
+    let ttl_deletions = metrics.value(
+        "ttl_after_finished_controller_deletions_total",
+        &[("kind", "Job")],
+    );
+    assert_eq!(ttl_deletions, Some(1.0), "{text}");
+    let gc_deletions: f64 = metrics
+        .samples
+        .iter()
+        .filter(|s| s.name == "garbagecollector_deletions_total")
+        .map(|s| s.value)
+        .sum();
+    assert_eq!(gc_deletions, 1.0, "the Pod: {text}");
+
+    for path in [
+        "/debug/controllers/garbage-collector-controller/graph",
+        "/debug/controllers/garbagecollector/graph",
+    ] {
+        let (status, content_type, body) = http_get(&http, address, path).await;
+        assert_eq!((status, content_type.as_str()), (200, "text/vnd.graphviz"));
+        assert!(body.starts_with("strict digraph"), "{body}");
+    }
+    let when_uid = unknown_uid.as_str();
+    let path = format!("/debug/controllers/garbagecollector/graph?uid={when_uid}");
+    let (_, _, one) = http_get(&http, address, &path).await;
+    assert!(
+        one.contains(when_uid) && !one.contains("kube-public"),
+        "{one}"
+    );
+    let (status, _, queues) = http_get(&http, address, "/debug/workqueue").await;
+    assert_eq!(status, 200);
+    let queues: Value = serde_json::from_str(&queues).expect("JSON");
+    let names: Vec<&str> = queues["queues"]
+        .as_array()
+        .expect("queues")
+        .iter()
+        .filter_map(|q| q["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"garbage_collector_attempt_to_delete") && names.len() >= 3,
+        "{names:?}"
+    );
+
+    let pod_uid = pod["metadata"]["uid"].as_str().expect("uid");
+    let logged = replica.log_lines(pod_uid);
+    assert!(
+        logged.iter().any(|l| l["policy"] == "Background"
+            && l["kind"] == "Pod"
+            && l["name"] == "done-worker"
+            && l["namespace"] == "default"
+            && l["reason"].is_string()),
+        "the Pod's deletion is not logged: {logged:?}"
+    );
+    let job_uid = job["metadata"]["uid"].as_str().expect("uid");
+    assert!(
+        replica
+            .log_lines(job_uid)
+            .iter()
+            .any(|l| l["policy"] == "Foreground" && l["reason"].is_string()),
+        "the Job's deletion is not logged:\n{}",
+        replica.log()
+    );
+
+    assert_eq!(
+        lease_holder(&sim).map(|h| h.starts_with("solo_")),
+        Some(true)
+    );
+    replica.terminate();
+    let (status, log) = replica.wait();
+    assert!(status.success(), "{status:?}\n{log}");
+    assert_eq!(lease_holder(&sim), None, "the Lease was not released");
+
+    let journal = sim.journal().entries();
+    assert!(journal.iter().any(|e| e.path.contains("/leases/")));
+    assert!(journal.iter().any(|e| e.path.contains("/events")));
+    assert_eq!(denied_in_journal(&journal), Vec::<Request>::new());
+    sim.shutdown().await;
+}
+
+/// Writes to the cluster, other than the Lease and Events: what only a leader may send.
+fn cluster_writes(journal: &[JournalEntry]) -> Vec<&JournalEntry> {
+    journal
+        .iter()
+        .filter(|e| matches!(e.verb, Verb::Delete | Verb::Patch | Verb::Update))
+        .filter(|e| !e.path.contains("/leases/") && !e.path.contains("/events"))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_elect_one_leader_and_fail_over_when_it_is_killed() {
+    let sim = SimServer::start(SimConfig::default())
+        .await
+        .expect("start the sim");
+    let kubeconfig = Kubeconfig::for_sim(&sim);
+    create_expired_job(&sim, "before");
+    let flags = [&["--secure-port=0"][..], &FAST_ELECTION].concat();
+    let mut replicas = vec![
+        Replica::start("replica-a", &kubeconfig.path(), &flags),
+        Replica::start("replica-b", &kubeconfig.path(), &flags),
+    ];
+    let elected = wait_until(LIMIT, || lease_holder(&sim).is_some()).await;
+    assert!(elected.is_some(), "nobody leads");
+    let first = lease_holder(&sim).expect("a holder");
+    let leader = replicas
+        .iter()
+        .position(|r| first.starts_with(&format!("{}_", r.name)))
+        .expect("the holder is one of the replicas");
+    let gone = tokio::time::timeout(
+        LIMIT,
+        sim.wait_for(&jobs(), Some("default"), "before", |o| o.is_none()),
+    )
+    .await;
+    assert!(gone.is_ok(), "{}", replicas[leader].log());
+
+    let killed_at = Utc::now();
+    replicas[leader].kill();
+    let dead = replicas.remove(leader);
+    create_expired_job(&sim, "after");
+    let took = wait_until(LIMIT, || {
+        lease_holder(&sim).is_some_and(|holder| holder != first)
+    })
+    .await
+    .expect("nobody took over");
+    // Followers take over `lease duration` after the last renewal they saw, at their next
+    // (jittered) retry; the slack is for a loaded machine.
+    let bound = LEASE_DURATION + RETRY_PERIOD.mul_f64(2.2) + Duration::from_secs(2);
+    assert!(took <= bound, "took over after {took:?} (bound {bound:?})");
+    let second = lease_holder(&sim).expect("a holder");
+    let survivor = &replicas[0];
+    assert!(second.starts_with(&format!("{}_", survivor.name)));
+    let gone = tokio::time::timeout(
+        LIMIT,
+        sim.wait_for(&jobs(), Some("default"), "after", |o| o.is_none()),
+    )
+    .await;
+    assert!(gone.is_ok(), "{}", survivor.log());
+
+    // A follower stopped by SIGTERM has nothing to drain and exits 0 without ever leading.
+    let follower = Replica::start("replica-c", &kubeconfig.path(), &flags);
+    let competing = wait_until(LIMIT, || {
+        !follower
+            .log_lines("attempting to acquire leader lease")
+            .is_empty()
+    })
+    .await;
+    assert!(competing.is_some(), "{}", follower.log());
+    follower.terminate();
+    let (status, log) = follower.wait();
+    assert!(status.success(), "{status:?}\n{log}");
+    assert!(!log.contains("successfully acquired lease"), "{log}");
+    assert_eq!(
+        lease_holder(&sim),
+        Some(second),
+        "a follower released the lease"
+    );
+
+    let journal = sim.journal().entries();
+    let writes = cluster_writes(&journal);
+    let deletes = |replica: &Replica| {
+        writes
+            .iter()
+            .filter(|e| e.verb == Verb::Delete && replica.sent(e.header("user-agent")))
+            .count()
+    };
+    assert_eq!((deletes(&dead), deletes(survivor)), (1, 1), "{writes:#?}");
+    for write in &writes {
+        let agent = write.header("user-agent");
+        assert!(dead.sent(agent) || survivor.sent(agent), "{write:?}");
+        if dead.sent(agent) {
+            assert!(write.at <= killed_at, "the dead leader wrote: {write:?}");
+        } else {
+            assert!(
+                write.at > killed_at,
+                "the follower wrote while not leading: {write:?}"
+            );
+        }
+    }
+    drop(dead);
+    let survivor = replicas.remove(0);
+    survivor.terminate();
+    let (status, log) = survivor.wait();
+    assert!(status.success(), "{status:?}\n{log}");
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_whose_renewals_fail_stops_and_exits_1() {
+    let sim = SimServer::start(SimConfig::default())
+        .await
+        .expect("start the sim");
+    let kubeconfig = Kubeconfig::for_sim(&sim);
+    let flags = [&["--secure-port=0"][..], &FAST_ELECTION].concat();
+    let replica = Replica::start("lonely", &kubeconfig.path(), &flags);
+    let elected = wait_until(LIMIT, || lease_holder(&sim).is_some()).await;
+    assert!(elected.is_some(), "{}", replica.log());
+    // Every renewal (a PUT of the Lease) fails from now on.
+    sim.faults()
+        .set_plan(FaultPlan::new(1).fail(Verb::Update, 1.0, &[500]));
+    let (status, log) = replica.wait();
+    assert_eq!(status.code(), Some(1), "{log}");
+    assert!(log.contains("leaderelection lost"), "{log}");
+    sim.shutdown().await;
+}
