@@ -136,9 +136,10 @@ fn print_banner(server: &SimServer, kubeconfig: &Path, run_for: Option<Duration>
     println!("  kubectl --kubeconfig {kubeconfig} get --raw '/apis/batch/v1/jobs?watch=1&timeoutSeconds=5'");
     println!();
     println!(
-        "This runs the simulated API server only: kube-gc's garbage-collection controllers are not \
-         built yet, so nothing here is ever deleted automatically."
+        "This runs the simulated API server only; it collects no garbage itself. To run the \
+         controllers against it:"
     );
+    println!("  kube-gc run --kubeconfig {kubeconfig} --leader-elect=false");
     match run_for {
         Some(limit) => println!("Stopping after {limit:?} (or on Ctrl-C)."),
         None => println!("Ctrl-C stops it."),
