@@ -2,17 +2,22 @@
 //!
 //! Verbosity follows klog's `-v` convention (0–1 info, 2–4 debug, 5+ trace) so operators can
 //! reuse their habits; `RUST_LOG`, when set, overrides it with tracing's filter syntax.
-//! `--logging-format json` switches to one JSON object per line.
+//! Lines are klog's text format by default; `--logging-format json` switches to
+//! component-base's JSON lines (`ts`, `caller`, `msg`, `v`, `err`). See [`format`].
+
+mod format;
 
 use clap::{Args, ValueEnum};
 use tracing_subscriber::EnvFilter;
 
+use format::{ComponentJson, KlogText};
+
 /// The two log formats component-base offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
-    /// Human-readable lines.
+    /// klog's text lines (`I1122 09:40:01.123456  4242 file.rs:88] "msg" key="value"`).
     Text,
-    /// One JSON object per line.
+    /// component-base's JSON lines (`ts`, `caller`, `msg`, `v`, `err`).
     Json,
 }
 
@@ -63,8 +68,8 @@ impl LoggingArgs {
             .with_writer(std::io::stderr);
         // A second install (only possible in tests) fails harmlessly; the first one stays.
         let _ = match self.logging_format {
-            LogFormat::Text => builder.try_init(),
-            LogFormat::Json => builder.json().flatten_event(true).try_init(),
+            LogFormat::Text => builder.event_format(KlogText).try_init(),
+            LogFormat::Json => builder.event_format(ComponentJson).try_init(),
         };
     }
 }
