@@ -72,3 +72,83 @@ async fn long_soak() {
         soak(config).await;
     }
 }
+
+/// The checks are not vacuous: a client deleting an unfinished Job, an unexpired one, a Pod whose
+/// owner is live, and a Job without a UID precondition is caught on every count; an expired Job
+/// left in place is reported as due.
+#[tokio::test(start_paused = true)]
+async fn the_invariants_catch_wrong_deletions() {
+    use kube_gc::api::{DeleteOptions, Preconditions};
+    use kube_gc::client::{Api, ResourceRef};
+    use ttl_support::{create_job, jobs};
+
+    let world = ttl_support::world_with(sim_config(0)).await;
+    let sim = world.sim();
+    let now = world.now();
+    let running = create_job(sim, "running", Some(0), None);
+    let unexpired = create_job(sim, "unexpired", Some(3600), Some(now));
+    create_job(sim, "no-precondition", Some(3600), Some(now));
+    create_job(sim, "expired-left", Some(0), Some(now));
+    let rs = sim
+        .create(
+            &soak_support::replicasets(),
+            serde_json::json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                "metadata": {"name": "rs", "namespace": "default"}, "spec": {}}),
+        )
+        .unwrap();
+    let pod = sim
+        .create(
+            &soak_support::pods(),
+            serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "pod", "namespace": "default", "ownerReferences": [
+                    {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs",
+                     "uid": rs["metadata"]["uid"], "controller": true}]},
+                "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}}),
+        )
+        .unwrap();
+
+    let client = world.harness.client.clone();
+    let with_uid = |object: &serde_json::Value| DeleteOptions {
+        preconditions: Some(Preconditions {
+            uid: object["metadata"]["uid"].as_str().map(String::from),
+            resource_version: None,
+        }),
+        ..DeleteOptions::default()
+    };
+    let job_api: Api<serde_json::Value> = Api::dynamic(
+        client.clone(),
+        ResourceRef::new("batch", "v1", "jobs", "Job", true),
+        Some("default"),
+    );
+    let pod_api: Api<serde_json::Value> = Api::dynamic(
+        client,
+        ResourceRef::new("", "v1", "pods", "Pod", true),
+        Some("default"),
+    );
+    job_api
+        .delete("running", &with_uid(&running))
+        .await
+        .unwrap();
+    job_api
+        .delete("unexpired", &with_uid(&unexpired))
+        .await
+        .unwrap();
+    job_api
+        .delete("no-precondition", &DeleteOptions::default())
+        .await
+        .unwrap();
+    pod_api.delete("pod", &with_uid(&pod)).await.unwrap();
+
+    let report = soak_support::check_invariants(sim, world.now(), Duration::ZERO);
+    let all = report.violations.join("\n");
+    for expected in [
+        "Job running",
+        "Job unexpired",
+        "DELETE /apis/batch/v1/namespaces/default/jobs/no-precondition without a UID",
+        "Pod pod deleted",
+        "expired-left expired but still present",
+    ] {
+        assert!(all.contains(expected), "missing {expected:?} in:\n{all}");
+    }
+    assert!(sim.get(&jobs(), Some("default"), "expired-left").is_ok());
+}
