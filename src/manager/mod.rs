@@ -303,6 +303,15 @@ fn init_ttl<K: TtlKind>(
     context: &ControllerContext<'_>,
 ) -> Result<Option<ManagedController>, BoxError> {
     let resource = K::resource();
+    if !context.serves(&resource) && context.discovery.group_failed(&resource.group) {
+        // Absent because its discovery document failed, not because it is not served: skipping
+        // the controller would leave these objects uncollected for the life of the process.
+        return Err(format!(
+            "discovery of group {:?} failed, so whether {} is served is unknown",
+            resource.group, resource.plural
+        )
+        .into());
+    }
     if !context.serves(&resource) {
         tracing::info!(
             controller = K::CONTROLLER,

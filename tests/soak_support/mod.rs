@@ -1,0 +1,669 @@
+//! The seeded fault-injection soak: a workload, a fault schedule, and the invariants checked
+//! against the simulated API server's request journal and change history.
+//!
+//! Contract: [`run`] starts a simulated server whose clock follows tokio's (paused) clock, runs
+//! the real controllers through [`Manager`], drives a workload drawn from one seed while the
+//! server injects faults drawn from the same seed, then turns faults off, lets the controllers
+//! settle for [`SoakConfig::settle`] and returns a [`Report`] whose `violations` list every
+//! broken invariant. The workload goes through the server's in-process API (not journaled), so
+//! every request in the journal is a controller's.
+//!
+//! Reproducibility: the workload and the fault plan come from the seed; which concurrent request
+//! draws which fault depends on how the runtime interleaves the controllers' tasks, so a replay
+//! (`KUBE_GC_SOAK_SEED=n`) repeats the same workload and fault plan, not necessarily the very
+//! same interleaving.
+#![allow(dead_code)] // The soak test uses part of the world helpers.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Once};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use kube_gc::manager::{Manager, ManagerOptions};
+use kube_gc::sim::faults::{FaultPlan, Verb};
+use kube_gc::sim::history::{Change, ChangeKind};
+use kube_gc::sim::{DeleteOptions, Gvr, Propagation, SimConfig, SimServer};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{json, Value};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::ttl_support::{create_job, create_vcjob, jobs, vcjobs, wire_time, World};
+
+/// Panics seen anywhere in this test process (worker panics are caught by the runtime but still
+/// pass through the panic hook, so this counts them too).
+static PANICS: AtomicU64 = AtomicU64::new(0);
+
+fn count_panics() {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            PANICS.fetch_add(1, Ordering::SeqCst);
+            previous(info);
+        }));
+    });
+}
+
+/// How long and how hard to soak.
+#[derive(Debug, Clone)]
+pub struct SoakConfig {
+    /// Seed of the workload and the faults.
+    pub seed: u64,
+    /// Simulated time the workload (and the faults) run.
+    pub duration: Duration,
+    /// Simulated time between two workload steps.
+    pub step: Duration,
+    /// Workload actions per step.
+    pub actions_per_step: usize,
+    /// How many Job, Volcano Job and ReplicaSet names the workload cycles through (a small pool
+    /// makes re-creation under the same name frequent).
+    pub names: usize,
+    /// Bound after faults stop within which everything due must be gone.
+    pub settle: Duration,
+}
+
+impl SoakConfig {
+    /// The CI-sized run: two simulated minutes of workload.
+    pub fn ci(seed: u64) -> Self {
+        SoakConfig {
+            seed,
+            duration: Duration::from_secs(120),
+            step: Duration::from_secs(1),
+            actions_per_step: 3,
+            names: 40,
+            settle: Duration::from_secs(300),
+        }
+    }
+}
+
+/// What a run did, and what it broke.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Seed of the run.
+    pub seed: u64,
+    /// Objects the workload created.
+    pub objects_created: u64,
+    /// Workload actions by kind.
+    pub actions: BTreeMap<&'static str, u64>,
+    /// Requests the controllers sent.
+    pub requests: usize,
+    /// Faults injected: errors, 429s, watch-cut budget aside.
+    pub faults_errors: u64,
+    /// 429s injected.
+    pub faults_throttled: u64,
+    /// Forced compactions.
+    pub compactions: u64,
+    /// Objects the controllers deleted (successful DELETEs).
+    pub controller_deletions: usize,
+    /// Objects that left storage, by anyone.
+    pub removals: usize,
+    /// Panics counted.
+    pub panics: u64,
+    /// Every invariant broken, in words.
+    pub violations: Vec<String>,
+}
+
+impl std::fmt::Display for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "seed {}: objects created {}, actions {:?}, requests {}, faults injected {} errors + {} 429s, \
+             compactions {}, controller deletions {}, objects removed {}, panics {}, violations {}",
+            self.seed,
+            self.objects_created,
+            self.actions,
+            self.requests,
+            self.faults_errors,
+            self.faults_throttled,
+            self.compactions,
+            self.controller_deletions,
+            self.removals,
+            self.panics,
+            self.violations.len()
+        )
+    }
+}
+
+pub fn replicasets() -> Gvr {
+    Gvr::new("apps", "v1", "replicasets")
+}
+
+pub fn pods() -> Gvr {
+    Gvr::new("", "v1", "pods")
+}
+
+/// The faults of the soak: ~5% 500/503 on every verb, ~1% 429 with Retry-After, latency, and
+/// watches cut every 100 events.
+pub fn fault_plan(seed: u64) -> FaultPlan {
+    FaultPlan::new(seed)
+        .fail_all(0.05, &[500, 503])
+        .throttle(0.01, 1)
+        .latency(Duration::from_millis(1), Duration::from_millis(30))
+        .cut_watches_after_events(100)
+}
+
+/// Every change the server committed, kept across forced compactions (which empty the server's
+/// own history): [`ChangeLog::catch_up`] must run before each compaction.
+#[derive(Default)]
+struct ChangeLog {
+    changes: Vec<Arc<Change>>,
+}
+
+impl ChangeLog {
+    fn catch_up(&mut self, sim: &SimServer) {
+        let last = self.changes.last().map(|c| c.rv).unwrap_or(0);
+        self.changes
+            .extend(sim.history().into_iter().filter(|c| c.rv > last));
+    }
+}
+
+/// The running controller manager.
+struct Running {
+    shutdown: CancellationToken,
+    task: JoinHandle<Result<(), kube_gc::manager::ControllerFailed>>,
+}
+
+/// Starts a manager, retrying while discovery (which may be failing) does not answer.
+async fn start_manager(world: &World) -> Running {
+    loop {
+        let manager = Manager::new(world.harness.client.clone(), ManagerOptions::default())
+            .clock(Arc::clone(&world.clock));
+        match manager.start().await {
+            Ok(set) => {
+                let shutdown = CancellationToken::new();
+                let task = tokio::spawn(set.run(shutdown.clone()));
+                return Running { shutdown, task };
+            }
+            Err(_) => tokio::time::sleep(Duration::from_secs(1)).await,
+        }
+    }
+}
+
+/// Whether a Job (batch/v1 or Volcano) is finished, and when it expires.
+fn expiry(gvr: &Gvr, object: &Value) -> Option<DateTime<Utc>> {
+    let ttl = object["spec"]["ttlSecondsAfterFinished"].as_i64()?;
+    let finished = if gvr == &jobs() {
+        object["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .find(|c| (c["type"] == "Complete" || c["type"] == "Failed") && c["status"] == "True")?
+            ["lastTransitionTime"]
+            .as_str()?
+            .to_string()
+    } else {
+        let state = &object["status"]["state"];
+        let phase = state["phase"].as_str()?;
+        if !["Completed", "Failed", "Terminated"].contains(&phase) {
+            return None;
+        }
+        state["lastTransitionTime"].as_str()?.to_string()
+    };
+    let finished = DateTime::parse_from_rfc3339(&finished)
+        .ok()?
+        .with_timezone(&Utc);
+    Some(finished + chrono::Duration::seconds(ttl))
+}
+
+fn being_deleted(object: &Value) -> bool {
+    object["metadata"]["deletionTimestamp"].is_string()
+}
+
+fn uid(object: &Value) -> String {
+    object["metadata"]["uid"].as_str().unwrap_or("").to_string()
+}
+
+/// The seeded workload.
+struct Workload {
+    rng: StdRng,
+    names: usize,
+    report: Report,
+}
+
+impl Workload {
+    fn count(&mut self, action: &'static str) {
+        *self.report.actions.entry(action).or_default() += 1;
+    }
+
+    fn step(&mut self, world: &World) {
+        match self.rng.random_range(0..10) {
+            0..=3 => self.job_action(world, jobs()),
+            4..=6 => self.job_action(world, vcjobs()),
+            _ => self.tree_action(world),
+        }
+    }
+
+    fn ttl(&mut self) -> Option<i32> {
+        [None, Some(0), Some(5), Some(30), Some(90)][self.rng.random_range(0..5)]
+    }
+
+    fn create(&mut self, world: &World, gvr: &Gvr, name: &str, finished: bool) {
+        let ttl = self.ttl();
+        let now = world.now();
+        let sim = world.sim();
+        // A same-named object may still be there (e.g. being deleted): then nothing is created.
+        let ok = if gvr == &jobs() {
+            sim.get(gvr, Some("default"), name).is_err() && {
+                create_job(sim, name, ttl, finished.then_some(now));
+                true
+            }
+        } else {
+            let phase = if finished { "Completed" } else { "Running" };
+            sim.get(gvr, Some("default"), name).is_err() && {
+                create_vcjob(sim, name, ttl, phase, now);
+                true
+            }
+        };
+        if ok {
+            self.report.objects_created += 1;
+        }
+    }
+
+    fn job_action(&mut self, world: &World, gvr: Gvr) {
+        let prefix = if gvr == jobs() { "job" } else { "vc" };
+        let name = format!("{prefix}-{}", self.rng.random_range(0..self.names));
+        let sim = world.sim();
+        let Ok(current) = sim.get(&gvr, Some("default"), &name) else {
+            let finished = self.rng.random_bool(0.5);
+            self.count("create");
+            self.create(world, &gvr, &name, finished);
+            return;
+        };
+        if being_deleted(&current) {
+            return;
+        }
+        let finished = expiry(&gvr, &current).is_some()
+            || current["status"]["conditions"].is_array()
+            || current["status"]["state"]["phase"] == "Completed";
+        if !finished {
+            self.count("finish");
+            self.finish(world, &gvr, current);
+            return;
+        }
+        match self.rng.random_range(0..4) {
+            0 => {
+                // Extend the TTL before it runs out: the controller must notice the new value.
+                self.count("extend-ttl");
+                let mut extended = current;
+                let ttl = extended["spec"]["ttlSecondsAfterFinished"]
+                    .as_i64()
+                    .unwrap_or(0);
+                extended["spec"]["ttlSecondsAfterFinished"] = json!(ttl + 600);
+                let _ = sim.update(&gvr, extended);
+            }
+            1 => {
+                self.count("delete-by-hand");
+                let _ = sim.delete(&gvr, Some("default"), &name, &DeleteOptions::default());
+            }
+            2 => {
+                // Re-create under the same name, finished with TTL 0: a controller acting on
+                // its judgement of the old object must not delete the new one by name.
+                self.count("re-create");
+                if sim
+                    .delete(&gvr, Some("default"), &name, &DeleteOptions::default())
+                    .is_ok()
+                {
+                    self.create(world, &gvr, &name, true);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn finish(&mut self, world: &World, gvr: &Gvr, current: Value) {
+        let now = wire_time(world.now());
+        let sim = world.sim();
+        if gvr == &jobs() {
+            let kind = if self.rng.random_bool(0.8) {
+                "Complete"
+            } else {
+                "Failed"
+            };
+            let condition = json!({"type": kind, "status": "True", "lastTransitionTime": now});
+            let mut job = current;
+            job["status"] = json!({"conditions": [condition]});
+            let _ = sim.update_status(gvr, job);
+        } else {
+            let mut job = current;
+            job["status"] = json!({"state": {"phase": "Completed", "lastTransitionTime": now}});
+            let _ = sim.update_status(gvr, job);
+        }
+    }
+
+    fn tree_action(&mut self, world: &World) {
+        let name = format!("rs-{}", self.rng.random_range(0..self.names));
+        let sim = world.sim();
+        match sim.get(&replicasets(), Some("default"), &name) {
+            Err(_) => {
+                self.count("create-tree");
+                let rs = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                    "metadata": {"name": name, "namespace": "default"}, "spec": {}});
+                let Ok(owner) = sim.create(&replicasets(), rs) else {
+                    return;
+                };
+                self.report.objects_created += 1;
+                for i in 0..self.rng.random_range(1..=3) {
+                    let block = self.rng.random_bool(0.5);
+                    let pod = json!({"apiVersion": "v1", "kind": "Pod",
+                        "metadata": {"name": format!("{name}-{}-{i}", uid(&owner)), "namespace": "default",
+                            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                "name": name, "uid": uid(&owner), "controller": true,
+                                "blockOwnerDeletion": block}]},
+                        "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}});
+                    if sim.create(&pods(), pod).is_ok() {
+                        self.report.objects_created += 1;
+                    }
+                }
+            }
+            Ok(owner) if !being_deleted(&owner) => {
+                let (action, propagation) = match self.rng.random_range(0..3) {
+                    0 => ("delete-tree-background", Propagation::Background),
+                    1 => ("delete-tree-foreground", Propagation::Foreground),
+                    _ => ("delete-tree-orphan", Propagation::Orphan),
+                };
+                self.count(action);
+                let options = DeleteOptions {
+                    propagation: Some(propagation),
+                    ..DeleteOptions::default()
+                };
+                let _ = sim.delete(&replicasets(), Some("default"), &name, &options);
+            }
+            Ok(_) => {}
+        }
+    }
+}
+
+/// Runs one soak and checks its invariants.
+pub async fn run(world: &World, config: &SoakConfig) -> Report {
+    count_panics();
+    let panics_before = PANICS.load(Ordering::SeqCst);
+    let sim = world.sim();
+    let plan = fault_plan(config.seed);
+    sim.faults().set_plan(plan.clone());
+    let mut log = ChangeLog::default();
+    let mut workload = Workload {
+        rng: StdRng::seed_from_u64(config.seed),
+        names: config.names,
+        report: Report {
+            seed: config.seed,
+            ..Report::default()
+        },
+    };
+    let mut running = start_manager(world).await;
+
+    let steps = (config.duration.as_secs_f64() / config.step.as_secs_f64()) as u64;
+    let restart_at = steps / 3;
+    let crash_at = 2 * steps / 3;
+    for step in 0..steps {
+        for _ in 0..config.actions_per_step {
+            workload.step(world);
+        }
+        if workload.rng.random_bool(0.03) {
+            log.catch_up(sim);
+            sim.compact();
+            workload.report.compactions += 1;
+        }
+        if step == restart_at {
+            // An API server restart: every connection dropped, discovery failing for a while.
+            sim.drop_connections();
+            sim.faults()
+                .set_plan(plan.clone().fail(Verb::Discovery, 1.0, &[503]));
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            sim.faults().set_plan(plan.clone());
+        }
+        if step == crash_at {
+            // A controller crash: the manager's task dies without draining, a new one starts.
+            running.task.abort();
+            running.shutdown.cancel();
+            let _ = (&mut running.task).await;
+            running = start_manager(world).await;
+        }
+        tokio::time::sleep(config.step).await;
+        log.catch_up(sim);
+    }
+
+    // Faults stop; everything due must be gone within `settle`.
+    sim.faults().set_plan(FaultPlan::default());
+    let faults_off_at = world.now();
+    let settle_steps = config.settle.as_secs();
+    for _ in 0..settle_steps {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        log.catch_up(sim);
+    }
+    running.shutdown.cancel();
+    match tokio::time::timeout(Duration::from_secs(60), &mut running.task).await {
+        Ok(Ok(Ok(()))) => {}
+        Ok(Ok(Err(e))) => workload
+            .report
+            .violations
+            .push(format!("manager failed: {e}")),
+        Ok(Err(e)) => workload
+            .report
+            .violations
+            .push(format!("manager task: {e}")),
+        Err(_) => workload
+            .report
+            .violations
+            .push("manager did not stop within 60 s".into()),
+    }
+    log.catch_up(sim);
+
+    let mut report = workload.report;
+    let injected = sim.faults().injected();
+    report.faults_errors = injected.errors;
+    report.faults_throttled = injected.throttled;
+    report.requests = sim.journal().len();
+    report.removals = sim.deletions().len();
+    report.panics = PANICS.load(Ordering::SeqCst) - panics_before;
+    if report.panics > 0 {
+        report.violations.push(format!("{} panics", report.panics));
+    }
+    if sim.journal().dropped() > 0 {
+        report
+            .violations
+            .push("the journal dropped entries: raise its capacity".into());
+    }
+    check_deletes_carry_uid(sim, &mut report);
+    check_deletions_justified(sim, &log, &mut report);
+    check_everything_due_is_gone(sim, faults_off_at, config.settle, &mut report);
+    report
+}
+
+/// The invariant checks alone, on a server whose history was never compacted: what [`run`]
+/// checks at its end, for tests proving that the checks do catch a wrong deletion.
+pub fn check_invariants(sim: &SimServer, faults_off_at: DateTime<Utc>, settle: Duration) -> Report {
+    let mut log = ChangeLog::default();
+    log.catch_up(sim);
+    let mut report = Report::default();
+    check_deletes_carry_uid(sim, &mut report);
+    check_deletions_justified(sim, &log, &mut report);
+    check_everything_due_is_gone(sim, faults_off_at, settle, &mut report);
+    report
+}
+
+/// Invariant 3: every DELETE carried a UID precondition.
+fn check_deletes_carry_uid(sim: &SimServer, report: &mut Report) {
+    for entry in sim.journal().deletes() {
+        let uid = entry
+            .body
+            .as_ref()
+            .and_then(|b| b["preconditions"]["uid"].as_str())
+            .unwrap_or("");
+        if uid.is_empty() {
+            report
+                .violations
+                .push(format!("DELETE {} without a UID precondition", entry.path));
+        }
+    }
+}
+
+/// Invariant 1: every object a controller deleted deserved it at that moment, judged on the
+/// object with the UID the DELETE named (so a re-created object is never the one judged).
+fn check_deletions_justified(sim: &SimServer, log: &ChangeLog, report: &mut Report) {
+    let deleted_uids: HashSet<String> = sim
+        .journal()
+        .deletes()
+        .iter()
+        .filter(|e| e.status < 300)
+        .filter_map(|e| {
+            e.body.as_ref()?["preconditions"]["uid"]
+                .as_str()
+                .map(String::from)
+        })
+        .collect();
+    report.controller_deletions = deleted_uids.len();
+    // uid → (rv, state; None once removed), in order.
+    let mut states: HashMap<String, Vec<(u64, Option<Value>)>> = HashMap::new();
+    for change in &log.changes {
+        let removed = change.kind == ChangeKind::Deleted;
+        states
+            .entry(uid(&change.object))
+            .or_default()
+            .push((change.rv, (!removed).then(|| (*change.object).clone())));
+    }
+    let state_before = |uid: &str, rv: u64| -> Option<&Value> {
+        states
+            .get(uid)?
+            .iter()
+            .rev()
+            .find(|(at, _)| *at < rv)
+            .and_then(|(_, s)| s.as_ref())
+    };
+    let mut judged = HashSet::new();
+    for change in &log.changes {
+        let object_uid = uid(&change.object);
+        if !deleted_uids.contains(&object_uid) || judged.contains(&object_uid) {
+            continue;
+        }
+        let Some(before) = change.previous.as_deref() else {
+            continue;
+        };
+        // The moment deletion was requested: removal, or a deletionTimestamp appearing.
+        let requested = change.kind == ChangeKind::Deleted || being_deleted(&change.object);
+        if being_deleted(before) || !requested {
+            continue;
+        }
+        judged.insert(object_uid.clone());
+        let name = before["metadata"]["name"].as_str().unwrap_or("");
+        let kind = before["kind"].as_str().unwrap_or("");
+        let gvr = if before["apiVersion"] == "batch/v1" {
+            jobs()
+        } else {
+            vcjobs()
+        };
+        match kind {
+            "Job" => match expiry(&gvr, before) {
+                None => report.violations.push(format!(
+                    "{kind} {name} (uid {object_uid}) deleted at rv {} while unfinished or without TTL",
+                    change.rv
+                )),
+                Some(at) if at > change.at => report.violations.push(format!(
+                    "{kind} {name} (uid {object_uid}) deleted at {} before it expired at {at}",
+                    change.at
+                )),
+                Some(_) => {}
+            },
+            "Pod" => {
+                let references = before["metadata"]["ownerReferences"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+                if references.is_empty() {
+                    report.violations.push(format!(
+                        "Pod {name} deleted at rv {} with no owner (orphaned)",
+                        change.rv
+                    ));
+                }
+                for reference in references {
+                    let owner_uid = reference["uid"].as_str().unwrap_or("");
+                    let Some(owner) = state_before(owner_uid, change.rv) else {
+                        continue;
+                    };
+                    let foreground = being_deleted(owner)
+                        && owner["metadata"]["finalizers"]
+                            .as_array()
+                            .is_some_and(|f| f.iter().any(|f| f == "foregroundDeletion"));
+                    if !foreground {
+                        report.violations.push(format!(
+                            "Pod {name} deleted at rv {} while its owner {} was live",
+                            change.rv, owner["metadata"]["name"]
+                        ));
+                    }
+                }
+            }
+            other => report.violations.push(format!(
+                "controller deleted unexpected {other} {name} at rv {}",
+                change.rv
+            )),
+        }
+    }
+    // Every object a controller deleted must have been judged, or the check proved nothing.
+    for missed in deleted_uids.difference(&judged) {
+        report.violations.push(format!(
+            "deleted uid {missed} has no deletion request in the change log to judge"
+        ));
+    }
+}
+
+/// Invariant 2: once faults stop, within `settle` everything due is gone: expired Jobs, Pods
+/// whose owners are gone, and every deletion in progress finished.
+fn check_everything_due_is_gone(
+    sim: &SimServer,
+    faults_off_at: DateTime<Utc>,
+    settle: Duration,
+    report: &mut Report,
+) {
+    let bound = format!("{} s after faults stopped", settle.as_secs());
+    for gvr in [jobs(), vcjobs()] {
+        for object in sim.list(&gvr, Some("default")).unwrap_or_default() {
+            let name = object["metadata"]["name"].as_str().unwrap_or("");
+            if expiry(&gvr, &object).is_some_and(|at| at <= faults_off_at) {
+                report
+                    .violations
+                    .push(format!("{gvr:?} {name} expired but still present {bound}"));
+            }
+        }
+    }
+    let owners: HashSet<String> = sim
+        .list(&replicasets(), Some("default"))
+        .unwrap_or_default()
+        .iter()
+        .map(uid)
+        .collect();
+    for pod in sim.list(&pods(), Some("default")).unwrap_or_default() {
+        let references = pod["metadata"]["ownerReferences"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let orphaned = !references.is_empty()
+            && references
+                .iter()
+                .all(|r| !owners.contains(r["uid"].as_str().unwrap_or("")));
+        if orphaned {
+            report.violations.push(format!(
+                "Pod {} still present {bound} though its owners are gone",
+                pod["metadata"]["name"]
+            ));
+        }
+    }
+    for gvr in [jobs(), vcjobs(), replicasets(), pods()] {
+        for object in sim.list(&gvr, Some("default")).unwrap_or_default() {
+            if being_deleted(&object) {
+                report.violations.push(format!(
+                    "{gvr:?} {} still being deleted {bound}",
+                    object["metadata"]["name"]
+                ));
+            }
+        }
+    }
+}
+
+/// The server configuration of a soak: journal and history large enough to keep everything.
+pub fn sim_config(seed: u64) -> SimConfig {
+    SimConfig::default()
+        .with_fault_plan(FaultPlan::new(seed))
+        .with_journal_capacity(2_000_000)
+        .with_history_limit(1_000_000)
+}
