@@ -237,9 +237,7 @@ impl Manager {
     ///
     /// [`ManagerError::Discovery`] or [`ManagerError::Init`].
     pub async fn start(self) -> Result<ControllerSet, ManagerError> {
-        let discovery = Discovery::run(&self.client)
-            .await
-            .map_err(ManagerError::Discovery)?;
+        let discovery = discover_patiently(&self.client).await?;
         let context = ControllerContext {
             client: &self.client,
             discovery: &discovery,
@@ -295,6 +293,39 @@ impl std::fmt::Debug for Manager {
             .field("options", &self.options)
             .field("controllers", &names)
             .finish_non_exhaustive()
+    }
+}
+
+/// How often start-up re-reads discovery when it failed, and how long it waits before each retry.
+const DISCOVERY_RETRIES: [Duration; 5] = [
+    Duration::from_secs(1),
+    Duration::from_secs(2),
+    Duration::from_secs(4),
+    Duration::from_secs(8),
+    Duration::from_secs(16),
+];
+
+/// Discovery, re-read with backoff while it fails or some group's document fails, so that a
+/// blip at start-up (an API server restarting, an aggregated API briefly down) neither stops
+/// kube-gc nor makes it believe a resource is not served. After ~31 s it gives what it has:
+/// a total failure is an error, and a controller whose group is still failing refuses to start
+/// (`init_ttl`) rather than be skipped.
+async fn discover_patiently(client: &Client) -> Result<Discovery, ManagerError> {
+    let mut retries = DISCOVERY_RETRIES.iter();
+    loop {
+        let attempt = Discovery::run(client).await;
+        let failing = match &attempt {
+            Ok(discovery) if discovery.failures().is_empty() => None,
+            Ok(discovery) => Some(discovery.failures()[0].error.to_string()),
+            Err(e) => Some(e.to_string()),
+        };
+        match (failing, retries.next()) {
+            (Some(error), Some(wait)) => {
+                tracing::warn!(%error, ?wait, "discovery failed at start-up; retrying");
+                tokio::time::sleep(*wait).await;
+            }
+            _ => return attempt.map_err(ManagerError::Discovery),
+        }
     }
 }
 
