@@ -1,0 +1,197 @@
+//! Bad input kube-gc must survive, for the rows of the "Bad input" table in
+//! docs/reliability.md that no other suite covers: an object with 1,000 owner references, an
+//! owner reference with an empty UID, and a server that stops in the middle of a list body.
+
+mod gc_support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use gc_support::{configmaps, create, delete, object, owned_by, pods, reference_to, running};
+use kube_gc::api::{ObjectMeta, OwnerReference, PartialObjectMetadata};
+use kube_gc::client::config::{ClientConfig, Environment, LoadOptions};
+use kube_gc::client::{Api, Client, ClientOptions, Error, ListParams};
+use kube_gc::controllers::garbagecollector::builder::{apply, Effects, GraphEvent};
+use kube_gc::controllers::garbagecollector::graph::Graph;
+use kube_gc::controllers::garbagecollector::identity::Gvk;
+use kube_gc::sim::faults::Verb;
+use kube_gc::sim::{Propagation, SimServer};
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+const OWNERS: usize = 1000;
+
+fn owner_name(i: usize) -> String {
+    format!("owner-{i}")
+}
+
+/// A pod owned by 1,000 ConfigMaps, 999 of them deleted before the collector starts: the
+/// collector verifies each absent owner, keeps the pod for its one live owner, and strips the
+/// 999 dangling references; when the last owner goes, the pod goes.
+#[tokio::test(start_paused = true)]
+async fn an_object_with_a_thousand_owner_references_is_judged_on_all_of_them() {
+    let gc = running(|sim: &SimServer| {
+        let owners: Vec<Value> = (0..OWNERS)
+            .map(|i| {
+                create(
+                    sim,
+                    &configmaps(),
+                    object("v1", "ConfigMap", Some("default"), &owner_name(i)),
+                )
+            })
+            .collect();
+        let references = owners.iter().map(|o| reference_to(o, false)).collect();
+        // Only one reference may be the controller.
+        let mut pod = owned_by(object("v1", "Pod", Some("default"), "many"), references);
+        for reference in pod["metadata"]["ownerReferences"]
+            .as_array_mut()
+            .into_iter()
+            .flatten()
+            .skip(1)
+        {
+            reference["controller"] = Value::Bool(false);
+        }
+        create(sim, &pods(), pod);
+        for i in 1..OWNERS {
+            delete(
+                sim,
+                &configmaps(),
+                Some("default"),
+                &owner_name(i),
+                Propagation::Background,
+            );
+        }
+    })
+    .await;
+    let pod = gc
+        .until(&pods(), Some("default"), "many", |p| {
+            p.is_none()
+                || p.is_some_and(|p| {
+                    p["metadata"]["ownerReferences"].as_array().map(Vec::len) == Some(1)
+                })
+        })
+        .await
+        .expect("the pod with a live owner was deleted");
+    assert_eq!(pod["metadata"]["ownerReferences"][0]["name"], "owner-0");
+    assert_eq!(gc.requests(Verb::Delete, "/pods/"), 0);
+    delete(
+        &gc.sim,
+        &configmaps(),
+        Some("default"),
+        &owner_name(0),
+        Propagation::Background,
+    );
+    gc.gone(&pods(), Some("default"), "many").await;
+    gc.assert_invariant();
+    gc.stop().await;
+}
+
+fn pod_with_owner_uid(owner_uid: &str) -> PartialObjectMetadata {
+    PartialObjectMetadata {
+        metadata: ObjectMeta {
+            name: Some("p".into()),
+            namespace: Some("default".into()),
+            uid: Some("pod-uid".into()),
+            resource_version: Some("1".into()),
+            owner_references: vec![OwnerReference {
+                api_version: "v1".into(),
+                kind: "ConfigMap".into(),
+                name: "owner".into(),
+                uid: owner_uid.into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+/// The API server refuses an owner reference with an empty UID (422, see
+/// `client_errors::an_invalid_object_lists_its_causes`), so the collector can only meet one
+/// from a non-conforming server. It then handles it like any owner it has not seen: a virtual
+/// node queued for verification, which a live owner (whose UID is never empty) fails, exactly
+/// as a UID mismatch does — no panic, no special case.
+#[test]
+fn an_owner_reference_with_an_empty_uid_is_an_unverified_owner() {
+    let mut graph = Graph::new();
+    let mut effects = Effects::default();
+    let gvk = Arc::new(Gvk {
+        api_version: "v1".into(),
+        kind: "Pod".into(),
+    });
+    apply(
+        &mut graph,
+        GraphEvent::Upserted {
+            gvk,
+            object: pod_with_owner_uid(""),
+        },
+        &mut effects,
+    );
+    let queued: Vec<&str> = effects.attempt_to_delete.iter().map(|u| &**u).collect();
+    assert_eq!(queued, [""]);
+    assert!(graph.node("pod-uid").is_some());
+}
+
+/// A server that sends the headers and half of a list body, then never another byte.
+async fn hanging_server() -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let mut request = [0u8; 4096];
+            let _ = socket.read(&mut request).await;
+            let body = br#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[{"metadata":{"name":"a"}},"#;
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                body.len() * 2
+            );
+            let _ = socket.write_all(head.as_bytes()).await;
+            let _ = socket.write_all(body).await;
+            let _ = socket.flush().await;
+            // Keep the connection open and silent.
+            held.push(socket);
+        }
+    });
+    (addr, task)
+}
+
+/// On a paused clock: the whole list, body included, must arrive within the request timeout;
+/// a server that stops mid-body is a retryable timeout, not a hang.
+#[tokio::test(start_paused = true)]
+async fn a_server_that_hangs_mid_body_is_a_timeout() {
+    let (addr, server) = hanging_server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kubeconfig");
+    std::fs::write(
+        &path,
+        format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n  cluster:\n    \
+             server: http://{addr}\ncontexts:\n- name: c\n  context: {{cluster: c}}\n"
+        ),
+    )
+    .unwrap();
+    let options = LoadOptions {
+        kubeconfig: Some(path),
+        context: None,
+    };
+    let config = ClientConfig::load(&options, &Environment::empty()).unwrap();
+    let mut client_options = ClientOptions::default()
+        .with_rate(0.0, 1)
+        .without_timeouts();
+    client_options.request_timeout = Some(Duration::from_secs(5));
+    let client = Client::new(&config, &client_options).unwrap();
+    let api: Api<Value> = Api::dynamic(
+        client,
+        kube_gc::client::ResourceRef::new("", "v1", "configmaps", "ConfigMap", true),
+        Some("default"),
+    );
+    let err = api.list(&ListParams::default()).await.unwrap_err();
+    assert!(
+        matches!(err, Error::Timeout { .. }) || err.is_timeout(),
+        "{err:?}"
+    );
+    assert!(err.is_retryable());
+    server.abort();
+}
