@@ -195,3 +195,32 @@ async fn a_server_that_hangs_mid_body_is_a_timeout() {
     assert!(err.is_retryable());
     server.abort();
 }
+
+/// One list item larger than the decoder's limit (64 MiB, far above the API server's object
+/// size limit) is refused with a typed error as soon as it crosses the limit, instead of
+/// growing the buffer without bound.
+#[test]
+fn a_huge_list_item_is_refused_at_the_limit() {
+    use kube_gc::client::list_decoder::{ListDecodeError, MAX_VALUE_BYTES};
+    let mut decoder = kube_gc::client::ListDecoder::<Value>::new();
+    decoder
+        .feed(br#"{"kind":"ConfigMapList","items":[{"data":""#)
+        .unwrap();
+    let chunk = vec![b'a'; 1 << 20];
+    let mut fed = 0;
+    let refused = loop {
+        if let Err(e) = decoder.feed(&chunk) {
+            break e;
+        }
+        fed += chunk.len();
+        assert!(fed <= MAX_VALUE_BYTES + chunk.len(), "no limit enforced");
+    };
+    assert!(
+        matches!(refused, ListDecodeError::TooLarge { limit, .. } if limit == MAX_VALUE_BYTES),
+        "{refused}"
+    );
+    assert!(
+        refused.to_string().contains("exceeds 67108864 bytes"),
+        "{refused}"
+    );
+}
