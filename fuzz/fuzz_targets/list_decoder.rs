@@ -24,7 +24,10 @@ fn decode(body: &[u8], splits: &[usize]) -> Result<List<Value>, String> {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let zero = data.iter().position(|&b| b == 0).unwrap_or(data.len().min(8));
+    let zero = data
+        .iter()
+        .position(|&b| b == 0)
+        .unwrap_or(data.len().min(8));
     let splits: Vec<usize> = data[..zero].iter().map(|&b| usize::from(b)).collect();
     let body = data.get(zero + 1..).unwrap_or(&[]);
     let streamed = decode(body, if splits.is_empty() { &[1] } else { &splits });

@@ -40,8 +40,15 @@ fuzz_target!(|data: &[u8]| {
     let Some((&limit, rest)) = data.split_first() else {
         return;
     };
-    let max_line = if limit == 0 { 1 << 20 } else { usize::from(limit) };
-    let zero = rest.iter().position(|&b| b == 0).unwrap_or(rest.len().min(8));
+    let max_line = if limit == 0 {
+        1 << 20
+    } else {
+        usize::from(limit)
+    };
+    let zero = rest
+        .iter()
+        .position(|&b| b == 0)
+        .unwrap_or(rest.len().min(8));
     let splits: Vec<usize> = rest[..zero].iter().map(|&b| usize::from(b)).collect();
     let body = rest.get(zero + 1..).unwrap_or(&[]);
     let whole = decode(body, &[], max_line);
