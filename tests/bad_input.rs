@@ -1,6 +1,7 @@
 //! Bad input kube-gc must survive, for the rows of the "Bad input" table in
 //! docs/reliability.md that no other suite covers: an object with 1,000 owner references, an
-//! owner reference with an empty UID, and a server that stops in the middle of a list body.
+//! owner reference with an empty UID, a list item over the size limit, a server that stops in
+//! the middle of a list body, and an expired client certificate.
 
 mod gc_support;
 
@@ -223,4 +224,130 @@ fn a_huge_list_item_is_refused_at_the_limit() {
         refused.to_string().contains("exceeds 67108864 bytes"),
         "{refused}"
     );
+}
+
+/// A CA, a server certificate for 127.0.0.1 and a client certificate that expired in 2001.
+struct ExpiredIdentity {
+    ca_pem: String,
+    server: (String, String),
+    client: (String, String),
+}
+
+fn expired_identity() -> ExpiredIdentity {
+    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca.key_usages = vec![
+        rcgen::KeyUsagePurpose::KeyCertSign,
+        rcgen::KeyUsagePurpose::DigitalSignature,
+    ];
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = rcgen::Issuer::new(ca, ca_key);
+    let issue = |params: rcgen::CertificateParams| {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = params.signed_by(&key, &issuer).unwrap();
+        (cert.pem(), key.serialize_pem())
+    };
+    let mut server = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+    server.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
+    let mut client = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    client
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "kube-gc");
+    client.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    client.not_before = rcgen::date_time_ymd(2000, 1, 1);
+    client.not_after = rcgen::date_time_ymd(2001, 1, 1);
+    ExpiredIdentity {
+        ca_pem: ca_cert.pem(),
+        server: issue(server),
+        client: issue(client),
+    }
+}
+
+/// A TLS server that demands a client certificate from `ca_pem` and counts the handshakes that
+/// succeed.
+async fn mutual_tls_server(
+    identity: &ExpiredIdentity,
+) -> (
+    std::net::SocketAddr,
+    Arc<std::sync::atomic::AtomicUsize>,
+    tokio::task::JoinHandle<()>,
+) {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(CertificateDer::from_pem_slice(identity.ca_pem.as_bytes()).unwrap())
+        .unwrap();
+    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+        Arc::new(roots),
+        provider.clone(),
+    )
+    .build()
+    .unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(
+            vec![CertificateDer::from_pem_slice(identity.server.0.as_bytes()).unwrap()],
+            PrivateKeyDer::from_pem_slice(identity.server.1.as_bytes()).unwrap(),
+        )
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = Arc::clone(&accepted);
+    let task = tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            if acceptor.accept(tcp).await.is_ok() {
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+    });
+    (addr, accepted, task)
+}
+
+/// kube-gc presents the client certificate it is given; the server refuses an expired one
+/// during the handshake, so the request fails as a (retryable) connection error and no
+/// request is ever served.
+#[tokio::test]
+async fn an_expired_client_certificate_is_refused_in_the_handshake() {
+    use base64::Engine;
+    let b64 = |text: &str| base64::engine::general_purpose::STANDARD.encode(text);
+    let identity = expired_identity();
+    let (addr, accepted, server) = mutual_tls_server(&identity).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kubeconfig");
+    std::fs::write(
+        &path,
+        format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n  cluster:\n    \
+             server: https://{addr}\n    certificate-authority-data: {}\nusers:\n- name: u\n  \
+             user:\n    client-certificate-data: {}\n    client-key-data: {}\ncontexts:\n- name: c\n  \
+             context: {{cluster: c, user: u}}\n",
+            b64(&identity.ca_pem),
+            b64(&identity.client.0),
+            b64(&identity.client.1),
+        ),
+    )
+    .unwrap();
+    let options = LoadOptions {
+        kubeconfig: Some(path),
+        context: None,
+    };
+    let config = ClientConfig::load(&options, &Environment::empty()).unwrap();
+    let client = Client::new(&config, &ClientOptions::default().with_rate(0.0, 1)).unwrap();
+    let api: Api<Value> = Api::dynamic(
+        client,
+        kube_gc::client::ResourceRef::new("", "v1", "configmaps", "ConfigMap", true),
+        Some("default"),
+    );
+    let err = api.get("x").await.unwrap_err();
+    assert!(matches!(err, Error::Connection { .. }), "{err:?}");
+    assert!(err.is_retryable());
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 0);
+    server.abort();
 }
