@@ -3,6 +3,13 @@
 //! restart, with one controller crash — and the invariants that prove nothing wrong was deleted
 //! and nothing due was left behind. See `soak_support` for the workload and the checks.
 //!
+//! Two checks live here rather than in `soak_support`, because they need the whole process:
+//! - **no task leak:** tasks alive on the runtime (connections closed) after the last manager
+//!   stopped equal those before the first started, although one manager crashed in between;
+//! - **bounded memory:** the heap's peak during each seed is printed (a counting allocator in
+//!   this binary; server, journal and controllers together), and the heap left once a seed's
+//!   world is dropped must not grow from one seed to the next.
+//!
 //! - `cargo test --test soak`: the CI-sized run over [`CI_SEEDS`] and [`REGRESSION_SEEDS`].
 //! - `KUBE_GC_SOAK_SEED=n`: replay one seed.
 //! - `KUBE_GC_SOAK_SECONDS=s KUBE_GC_SOAK_SEEDS=k`: the long run, `s` simulated seconds of
@@ -10,6 +17,7 @@
 //!   (`cargo test --test soak -- --nocapture long_soak`).
 
 mod client_support;
+mod memory_support;
 mod soak_support;
 mod ttl_support;
 
@@ -31,11 +39,47 @@ fn env_number(name: &str) -> Option<u64> {
     std::env::var(name).ok()?.parse().ok()
 }
 
-/// Runs one seed on a fresh world; panics, naming the seed, on any violation.
-async fn soak(config: SoakConfig) {
+/// How much the heap may grow from one seed's end to the next's before it counts as a leak.
+/// Each seed builds and drops a whole world (server, journal, history, manager); what stays is
+/// lazily built process state; measured at 0 B once the server's aborted tasks are reaped.
+const HEAP_GROWTH_PER_SEED_LIMIT: usize = 1 << 20;
+
+/// Runs seeds one after another, checking that the heap left behind by each (its world dropped)
+/// does not grow from seed to seed.
+async fn soak_seeds(seeds: impl IntoIterator<Item = u64>, config: impl Fn(u64) -> SoakConfig) {
+    let mut left_by_previous: Option<usize> = None;
+    for seed in seeds {
+        let left = soak(config(seed)).await;
+        if let Some(previous) = left_by_previous {
+            assert!(
+                left <= previous + HEAP_GROWTH_PER_SEED_LIMIT,
+                "the heap grew by {} B over seed {seed} (from {previous} B to {left} B): a leak",
+                left.saturating_sub(previous),
+            );
+        }
+        left_by_previous = Some(left);
+    }
+}
+
+/// Runs one seed on a fresh world; panics, naming the seed, on any violation. Returns the heap
+/// still allocated once the world is gone.
+async fn soak(config: SoakConfig) -> usize {
+    memory_support::reset_peak();
+    let heap_before = memory_support::live_bytes();
     let world = ttl_support::world_with(sim_config(config.seed)).await;
     let report = run(&world, &config).await;
-    println!("{report}");
+    let heap_peak = memory_support::peak_bytes();
+    drop(world);
+    // The server's tasks were aborted with it; their memory goes once the runtime reaps them.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let heap_after = memory_support::live_bytes();
+    println!(
+        "{report}\nseed {}: heap before {} KiB, peak {} KiB, after (world dropped) {} KiB",
+        config.seed,
+        heap_before >> 10,
+        heap_peak >> 10,
+        heap_after >> 10
+    );
     assert!(
         report.violations.is_empty(),
         "soak seed {} broke invariants (replay with KUBE_GC_SOAK_SEED={}):\n{}",
@@ -44,6 +88,7 @@ async fn soak(config: SoakConfig) {
         report.violations.join("\n")
     );
     assert!(report.controller_deletions > 0, "the soak deleted nothing");
+    heap_after
 }
 
 #[tokio::test(start_paused = true)]
@@ -52,9 +97,7 @@ async fn ci_soak_over_several_seeds() {
         Some(seed) => vec![seed],
         None => CI_SEEDS.iter().chain(REGRESSION_SEEDS).copied().collect(),
     };
-    for seed in seeds {
-        soak(SoakConfig::ci(seed)).await;
-    }
+    soak_seeds(seeds, SoakConfig::ci).await;
 }
 
 #[tokio::test(start_paused = true)]
@@ -64,13 +107,11 @@ async fn long_soak() {
     };
     let seeds = env_number("KUBE_GC_SOAK_SEEDS").unwrap_or(1);
     let first = env_number("KUBE_GC_SOAK_SEED").unwrap_or(1000);
-    for seed in first..first + seeds {
-        let config = SoakConfig {
-            duration: Duration::from_secs(seconds),
-            ..SoakConfig::ci(seed)
-        };
-        soak(config).await;
-    }
+    soak_seeds(first..first + seeds, |seed| SoakConfig {
+        duration: Duration::from_secs(seconds),
+        ..SoakConfig::ci(seed)
+    })
+    .await;
 }
 
 /// The checks are not vacuous: a client deleting an unfinished Job, an unexpired one, a Pod whose
@@ -151,4 +192,28 @@ async fn the_invariants_catch_wrong_deletions() {
         assert!(all.contains(expected), "missing {expected:?} in:\n{all}");
     }
     assert!(sim.get(&jobs(), Some("default"), "expired-left").is_ok());
+}
+
+/// A manager whose task dies mid-run (aborted, as in the soak's crash) leaves no task behind:
+/// every task it started is owned by something that stops it on drop. (The garbage collector's
+/// graph builder once outlived it, keeping both of its queues' timer tasks alive.)
+#[tokio::test(start_paused = true)]
+async fn a_crashed_manager_leaves_no_task_behind() {
+    let world = ttl_support::world_with(sim_config(0)).await;
+    let sim = world.sim();
+    let runtime = tokio::runtime::Handle::current();
+    let before = soak_support::quiet_task_count(sim).await;
+    let mut running = soak_support::start_manager(&world).await;
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    assert!(
+        runtime.metrics().num_alive_tasks() > before + 10,
+        "the manager's controllers are running"
+    );
+    running.task.abort();
+    assert!((&mut running.task).await.is_err(), "the task was aborted");
+    let after = soak_support::quiet_task_count(sim).await;
+    assert_eq!(
+        after, before,
+        "tasks alive after the crash, against before the start"
+    );
 }

@@ -102,6 +102,11 @@ pub struct Report {
     pub removals: usize,
     /// Panics counted.
     pub panics: u64,
+    /// Tasks alive on the runtime, connections closed, before the first manager started.
+    pub tasks_before: usize,
+    /// The same after the last manager stopped (one more crashed in between): equal when no
+    /// task leaked.
+    pub tasks_after: usize,
     /// Every invariant broken, in words.
     pub violations: Vec<String>,
 }
@@ -111,7 +116,8 @@ impl std::fmt::Display for Report {
         write!(
             f,
             "seed {}: objects created {}, actions {:?}, requests {}, faults injected {} errors + {} 429s, \
-             compactions {}, controller deletions {}, objects removed {}, panics {}, violations {}",
+             compactions {}, controller deletions {}, objects removed {}, panics {}, \
+             tasks alive before/after {}/{}, violations {}",
             self.seed,
             self.objects_created,
             self.actions,
@@ -122,6 +128,8 @@ impl std::fmt::Display for Report {
             self.controller_deletions,
             self.removals,
             self.panics,
+            self.tasks_before,
+            self.tasks_after,
             self.violations.len()
         )
     }
@@ -161,13 +169,34 @@ impl ChangeLog {
 }
 
 /// The running controller manager.
-struct Running {
-    shutdown: CancellationToken,
-    task: JoinHandle<Result<(), kube_gc::manager::ControllerFailed>>,
+pub struct Running {
+    pub shutdown: CancellationToken,
+    pub task: JoinHandle<Result<(), kube_gc::manager::ControllerFailed>>,
+}
+
+/// Tasks alive on this runtime once every connection to the server is closed and the count has
+/// stopped changing: the server's own tasks, and whatever else is still running. Closing the
+/// connections first keeps pooled keep-alive connections (a task each, on both ends) out of the
+/// count, so a difference between two calls means tasks that outlived their owner.
+pub async fn quiet_task_count(sim: &SimServer) -> usize {
+    let runtime = tokio::runtime::Handle::current();
+    sim.drop_connections();
+    let mut last = usize::MAX;
+    let mut unchanged = 0;
+    for _ in 0..60 {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let now = runtime.metrics().num_alive_tasks();
+        unchanged = if now == last { unchanged + 1 } else { 0 };
+        last = now;
+        if unchanged == 3 {
+            break;
+        }
+    }
+    last
 }
 
 /// Starts a manager, retrying while discovery (which may be failing) does not answer.
-async fn start_manager(world: &World) -> Running {
+pub async fn start_manager(world: &World) -> Running {
     loop {
         let manager = Manager::new(world.harness.client.clone(), ManagerOptions::default())
             .clock(Arc::clone(&world.clock));
@@ -391,6 +420,7 @@ pub async fn run(world: &World, config: &SoakConfig) -> Report {
             ..Report::default()
         },
     };
+    workload.report.tasks_before = quiet_task_count(sim).await;
     let mut running = start_manager(world).await;
 
     let steps = (config.duration.as_secs_f64() / config.step.as_secs_f64()) as u64;
@@ -449,6 +479,7 @@ pub async fn run(world: &World, config: &SoakConfig) -> Report {
             .push("manager did not stop within 60 s".into()),
     }
     log.catch_up(sim);
+    workload.report.tasks_after = quiet_task_count(sim).await;
 
     let mut report = workload.report;
     let injected = sim.faults().injected();
@@ -459,6 +490,12 @@ pub async fn run(world: &World, config: &SoakConfig) -> Report {
     report.panics = PANICS.load(Ordering::SeqCst) - panics_before;
     if report.panics > 0 {
         report.violations.push(format!("{} panics", report.panics));
+    }
+    if report.tasks_after > report.tasks_before {
+        report.violations.push(format!(
+            "task leak: {} tasks alive after the managers stopped, {} before the first started",
+            report.tasks_after, report.tasks_before
+        ));
     }
     if sim.journal().dropped() > 0 {
         report

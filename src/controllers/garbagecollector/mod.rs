@@ -278,6 +278,9 @@ impl GarbageCollector {
             graph_changes,
             builder_stop.clone(),
         ));
+        // If this future is dropped mid-run (its task aborted), the builder must stop with it:
+        // it holds `shared`, and with it the queues' timer tasks.
+        let _stop_builder_on_drop = builder_stop.clone().drop_guard();
         let mut monitors = Monitors::new(
             shared.client.clone(),
             shared.graph_changes.clone(),
