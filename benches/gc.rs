@@ -21,7 +21,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kube_gc::api::{ObjectMeta, OwnerReference, PartialObjectMetadata, PropagationPolicy};
-use kube_gc::client::config::{ClientConfig, Environment, LoadOptions};
 use kube_gc::client::{Client, ClientOptions};
 use kube_gc::controllers::garbagecollector::builder::{apply, Effects, GraphEvent};
 use kube_gc::controllers::garbagecollector::graph::Graph;
@@ -181,14 +180,9 @@ async fn cascade(policy: Propagation, owners: usize, dependents: usize, qps: f64
         Err(e) => panic!("starting the simulated server: {e}"),
     };
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temp dir: {e}"));
-    let path = dir.path().join("kubeconfig");
-    sim.write_kubeconfig(&path)
+    let config = sim
+        .client_config(&dir.path().join("kubeconfig"))
         .unwrap_or_else(|e| panic!("kubeconfig: {e}"));
-    let load = LoadOptions {
-        kubeconfig: Some(path),
-        context: None,
-    };
-    let config = ClientConfig::load(&load, &Environment::empty()).unwrap_or_else(|e| panic!("{e}"));
     let burst = ((qps * 1.5) as u32).max(1);
     let client = Client::new(&config, &ClientOptions::default().with_rate(qps, burst))
         .unwrap_or_else(|e| panic!("client: {e}"));

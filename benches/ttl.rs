@@ -24,7 +24,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use kube_gc::client::config::{ClientConfig, Environment, LoadOptions};
 use kube_gc::client::{Client, ClientOptions};
 use kube_gc::clock::SystemClock;
 use kube_gc::controllers::ttl::{BatchJob, FreshRead, TtlController, TtlMetrics, TtlOptions};
@@ -102,15 +101,8 @@ async fn server_with(
         Ok(dir) => dir,
         Err(e) => panic!("temp dir: {e}"),
     };
-    let path = dir.path().join("kubeconfig");
-    if let Err(e) = sim.write_kubeconfig(&path) {
-        panic!("kubeconfig: {e}");
-    }
-    let load = LoadOptions {
-        kubeconfig: Some(path),
-        context: None,
-    };
-    let client = ClientConfig::load(&load, &Environment::empty())
+    let client = sim
+        .client_config(&dir.path().join("kubeconfig"))
         .map_err(|e| e.to_string())
         .and_then(|c| Client::new(&c, options).map_err(|e| e.to_string()));
     match client {

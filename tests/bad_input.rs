@@ -173,11 +173,7 @@ async fn a_server_that_hangs_mid_body_is_a_timeout() {
         ),
     )
     .unwrap();
-    let options = LoadOptions {
-        kubeconfig: Some(path),
-        context: None,
-    };
-    let config = ClientConfig::load(&options, &Environment::empty()).unwrap();
+    let config = ClientConfig::load(&LoadOptions::file(path), &Environment::empty()).unwrap();
     let mut client_options = ClientOptions::default()
         .with_rate(0.0, 1)
         .without_timeouts();
@@ -334,11 +330,7 @@ async fn an_expired_client_certificate_is_refused_in_the_handshake() {
         ),
     )
     .unwrap();
-    let options = LoadOptions {
-        kubeconfig: Some(path),
-        context: None,
-    };
-    let config = ClientConfig::load(&options, &Environment::empty()).unwrap();
+    let config = ClientConfig::load(&LoadOptions::file(path), &Environment::empty()).unwrap();
     let client = Client::new(&config, &ClientOptions::default().with_rate(0.0, 1)).unwrap();
     let api: Api<Value> = Api::dynamic(
         client,

@@ -186,13 +186,9 @@ async fn a_client_certificate_from_the_kubeconfig_authenticates_without_a_token(
         tls.generate_client_cert("kube-gc", &["system:masters"])
             .unwrap(),
     );
-    let path = h.dir.path().join("cert-kubeconfig");
-    spec.write_to(&path).unwrap();
-    let options = LoadOptions {
-        kubeconfig: Some(path),
-        context: None,
-    };
-    let config = ClientConfig::load(&options, &Environment::empty()).unwrap();
+    let config = spec
+        .client_config(&h.dir.path().join("cert-kubeconfig"))
+        .unwrap();
     let client = Client::new(&config, &unthrottled()).unwrap();
 
     configmaps(&client)
@@ -225,11 +221,7 @@ contexts:
     );
     let path = h.dir.path().join("token-kubeconfig");
     std::fs::write(&path, kubeconfig).unwrap();
-    let options = LoadOptions {
-        kubeconfig: Some(path),
-        context: None,
-    };
-    let config = ClientConfig::load(&options, &Environment::empty()).unwrap();
+    let config = ClientConfig::load(&LoadOptions::file(path), &Environment::empty()).unwrap();
     let client = Client::new(&config, &unthrottled()).unwrap();
 
     // The file's token is refused, re-read once, refused again.
@@ -346,11 +338,7 @@ contexts:
         );
         let path = dir.join("named-kubeconfig");
         std::fs::write(&path, kubeconfig).unwrap();
-        let options = LoadOptions {
-            kubeconfig: Some(path),
-            context: None,
-        };
-        ClientConfig::load(&options, &Environment::empty()).unwrap()
+        ClientConfig::load(&LoadOptions::file(path), &Environment::empty()).unwrap()
     }
 
     fn seen(&self) -> Vec<Seen> {

@@ -8,7 +8,6 @@ mod reflector_support;
 use std::time::Duration;
 
 use kube_gc::api::Job;
-use kube_gc::client::config::{ClientConfig, Environment, LoadOptions};
 use kube_gc::client::{Api, Client, ClientOptions};
 use kube_gc::runtime::cache::Cacheable;
 use kube_gc::runtime::reflector::{ListWatch, MetadataOnly};
@@ -26,13 +25,7 @@ fn client_for(server: &ReplayServer, dir: &tempfile::TempDir) -> Client {
         namespace: None,
         context_name: "replay".into(),
     };
-    let path = dir.path().join("kubeconfig");
-    spec.write_to(&path).unwrap();
-    let options = LoadOptions {
-        kubeconfig: Some(path),
-        context: None,
-    };
-    let config = ClientConfig::load(&options, &Environment::empty()).unwrap();
+    let config = spec.client_config(&dir.path().join("kubeconfig")).unwrap();
     let options = ClientOptions::default()
         .with_rate(0.0, 1)
         .without_timeouts();

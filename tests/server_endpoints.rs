@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kube_gc::api::Job;
-use kube_gc::client::config::{ClientConfig, Environment, LoadOptions};
 use kube_gc::client::{Api, Client, ClientOptions};
 use kube_gc::metrics::Metrics;
 use kube_gc::runtime::workqueue::{ItemExponentialFailureRateLimiter, WorkQueue};
@@ -185,13 +184,7 @@ async fn rest_client_metrics_count_real_requests() {
         .await
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("kubeconfig");
-    sim.write_kubeconfig(&path).unwrap();
-    let load = LoadOptions {
-        kubeconfig: Some(path),
-        context: None,
-    };
-    let config = ClientConfig::load(&load, &Environment::empty()).unwrap();
+    let config = sim.client_config(&dir.path().join("kubeconfig")).unwrap();
     let metrics = Metrics::new();
     let options = ClientOptions::default()
         .with_rate(0.0, 1)
@@ -242,13 +235,7 @@ async fn every_retry_is_a_separate_attempt() {
             .await
             .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("kubeconfig");
-    sim.write_kubeconfig(&path).unwrap();
-    let load = LoadOptions {
-        kubeconfig: Some(path),
-        context: None,
-    };
-    let config = ClientConfig::load(&load, &Environment::empty()).unwrap();
+    let config = sim.client_config(&dir.path().join("kubeconfig")).unwrap();
     let metrics = Metrics::new();
     let options = ClientOptions::default()
         .with_rate(0.0, 1)

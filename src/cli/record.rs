@@ -422,13 +422,7 @@ mod tests {
             |name: &str| json!({"metadata": {"name": name, "namespace": "default"}, "spec": {}});
         sim.create(&jobs, job("before")).unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("kubeconfig");
-        sim.write_kubeconfig(&path).unwrap();
-        let options = LoadOptions {
-            kubeconfig: Some(path),
-            context: None,
-        };
-        let config = ClientConfig::load(&options, &Environment::empty()).unwrap();
+        let config = sim.client_config(&dir.path().join("kubeconfig")).unwrap();
         let client = Client::new(&config, &ClientOptions::default().without_timeouts()).unwrap();
         let url = parse_resource("batch/v1/jobs", true)
             .unwrap()
@@ -477,13 +471,9 @@ mod tests {
             namespace: None,
             context_name: "replay".into(),
         };
-        let path = dir.path().join("replay-kubeconfig");
-        spec.write_to(&path).unwrap();
-        let options = LoadOptions {
-            kubeconfig: Some(path),
-            context: None,
-        };
-        let config = ClientConfig::load(&options, &Environment::empty()).unwrap();
+        let config = spec
+            .client_config(&dir.path().join("replay-kubeconfig"))
+            .unwrap();
         let client = Client::new(&config, &ClientOptions::default().without_timeouts()).unwrap();
         let api: Api<Value> = Api::dynamic(client, ResourceRef::of::<Job>(), Some("default"));
         let sink = Arc::new(Keys::default());

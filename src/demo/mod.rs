@@ -25,9 +25,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::config::{ClientConfig, ConfigError, Environment, LoadOptions};
 use crate::client::{BuildError, Client, ClientOptions};
 use crate::manager::{Manager, ManagerError, ManagerOptions};
+use crate::sim::kubeconfig::KubeconfigError;
 use crate::sim::{SimConfig, SimError, SimServer};
 
 pub use summary::Summary;
@@ -59,7 +59,7 @@ pub enum DemoError {
     Sim(#[source] Box<SimError>),
     /// The kubeconfig for it could not be written or read.
     #[error("kubeconfig for the simulated server: {0}")]
-    Config(#[from] ConfigError),
+    Config(#[from] KubeconfigError),
     /// Its temporary directory could not be made.
     #[error("temporary directory {path}: {source}")]
     TempDir {
@@ -115,13 +115,9 @@ async fn run_against(
     driver::create_all(sim, planned, &mut record)?;
     let trees = OwnerTrees::create(sim)?;
 
-    let kubeconfig = dir.0.join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig)?;
-    let load = LoadOptions {
-        kubeconfig: Some(kubeconfig),
-        context: None,
-    };
-    let config = ClientConfig::load(&load, &Environment::empty())?;
+    let config = sim
+        .kubeconfig_spec()
+        .client_config(&dir.0.join("kubeconfig"))?;
     let client = Client::new(
         &config,
         &ClientOptions::default().with_rate(options.qps, options.burst),

@@ -4,8 +4,10 @@
 //! Contract: [`render`] turns a [`KubeconfigSpec`] into a one-cluster, one-user, one-context
 //! kubeconfig YAML that kubectl accepts, with the CA and client certificate embedded as
 //! base64 `*-data` fields; [`KubeconfigSpec::write_to`] writes it to a file readable only by its
-//! owner (mode 0600), as kubeconfigs hold credentials. The file is serialized with serde-saphyr
-//! from the small serde structs below, never assembled as text.
+//! owner (mode 0600), as kubeconfigs hold credentials; [`KubeconfigSpec::client_config`] writes it
+//! and loads it back the way kube-gc loads a user's `--kubeconfig`, so a client built on it goes
+//! through the real loading path. The file is serialized with serde-saphyr from the small serde
+//! structs below, never assembled as text.
 
 use std::path::Path;
 
@@ -14,6 +16,8 @@ use base64::Engine;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 use url::Url;
+
+use crate::client::config::{ClientConfig, ConfigError, Environment, LoadOptions};
 
 /// What the kubeconfig should say.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,6 +50,9 @@ pub enum KubeconfigError {
         /// What went wrong.
         source: std::io::Error,
     },
+    /// The written file did not load.
+    #[error(transparent)]
+    Load(#[from] ConfigError),
 }
 
 /// The kubeconfig document (`clientcmd/api/v1.Config`), reduced to what is written here.
@@ -191,6 +198,16 @@ impl KubeconfigSpec {
             path: path.display().to_string(),
             source,
         })
+    }
+
+    /// Writes the kubeconfig to `path` and loads it as `kube-gc --kubeconfig <path>` would (with
+    /// an empty environment): the configuration a user handed this file gets.
+    pub fn client_config(&self, path: &Path) -> Result<ClientConfig, KubeconfigError> {
+        self.write_to(path)?;
+        Ok(ClientConfig::load(
+            &LoadOptions::file(path),
+            &Environment::empty(),
+        )?)
     }
 }
 

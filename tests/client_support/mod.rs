@@ -44,13 +44,7 @@ pub fn unthrottled() -> ClientOptions {
 
 /// The configuration a user would get from the server's kubeconfig.
 pub fn config_for(sim: &SimServer, dir: &tempfile::TempDir) -> ClientConfig {
-    let path = dir.path().join("kubeconfig");
-    sim.write_kubeconfig(&path).unwrap();
-    let options = LoadOptions {
-        kubeconfig: Some(path),
-        context: None,
-    };
-    ClientConfig::load(&options, &Environment::empty()).unwrap()
+    sim.client_config(&dir.path().join("kubeconfig")).unwrap()
 }
 
 /// A hand-written kubeconfig for `sim` (trusting its CA if it has one), for what the server's own
@@ -90,11 +84,7 @@ contexts:
     );
     let path = dir.join(file_name);
     std::fs::write(&path, kubeconfig).unwrap();
-    let options = LoadOptions {
-        kubeconfig: Some(path),
-        context: None,
-    };
-    ClientConfig::load(&options, env).unwrap()
+    ClientConfig::load(&LoadOptions::file(path), env).unwrap()
 }
 
 /// A client built from the server's kubeconfig.

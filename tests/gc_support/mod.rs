@@ -42,17 +42,7 @@ pub async fn start_sim() -> (SimServer, tempfile::TempDir, Client) {
     config.journal_capacity = 100_000;
     let sim = SimServer::start(config).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("kubeconfig");
-    sim.write_kubeconfig(&path).unwrap();
-    let options = kube_gc::client::config::LoadOptions {
-        kubeconfig: Some(path),
-        context: None,
-    };
-    let config = kube_gc::client::config::ClientConfig::load(
-        &options,
-        &kube_gc::client::config::Environment::empty(),
-    )
-    .unwrap();
+    let config = sim.client_config(&dir.path().join("kubeconfig")).unwrap();
     let client_options = ClientOptions::default()
         .with_rate(0.0, 1)
         .without_timeouts();

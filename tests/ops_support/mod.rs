@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube_gc::client::config::{ClientConfig, Environment, LoadOptions};
+use kube_gc::client::config::ClientConfig;
 use kube_gc::client::{Client, ClientOptions};
 use kube_gc::leaderelection::{LeaderElectionConfig, LeaderElector, Leadership, Outcome};
 use kube_gc::sim::{SimConfig, SimServer};
@@ -51,13 +51,10 @@ impl Cluster {
 
     /// The configuration a user would load, optionally pointed at `server` instead (a proxy).
     pub fn config(&self, server: Option<&str>) -> ClientConfig {
-        let path = self.dir.path().join("kubeconfig");
-        self.sim.write_kubeconfig(&path).unwrap();
-        let options = LoadOptions {
-            kubeconfig: Some(path),
-            context: None,
-        };
-        let mut config = ClientConfig::load(&options, &Environment::empty()).unwrap();
+        let mut config = self
+            .sim
+            .client_config(&self.dir.path().join("kubeconfig"))
+            .unwrap();
         if let Some(server) = server {
             config.server = server.parse().unwrap();
         }

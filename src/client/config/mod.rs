@@ -49,6 +49,16 @@ pub struct LoadOptions {
     pub context: Option<String>,
 }
 
+impl LoadOptions {
+    /// `--kubeconfig <path>` and nothing else.
+    pub fn file(path: impl Into<PathBuf>) -> LoadOptions {
+        LoadOptions {
+            kubeconfig: Some(path.into()),
+            context: None,
+        }
+    }
+}
+
 /// Where a configuration came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Origin {

@@ -185,20 +185,13 @@ impl Shared {
 #[cfg(test)]
 mod test_support {
     use super::*;
-    use crate::client::config::{ClientConfig, Environment, LoadOptions};
     use crate::client::ClientOptions;
     use crate::sim::{SimConfig, SimServer};
 
     pub(super) async fn sim_and_shared() -> (SimServer, Arc<Shared>, tempfile::TempDir) {
         let sim = SimServer::start(SimConfig::default()).await.unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("kubeconfig");
-        sim.write_kubeconfig(&path).unwrap();
-        let options = LoadOptions {
-            kubeconfig: Some(path),
-            context: None,
-        };
-        let config = ClientConfig::load(&options, &Environment::empty()).unwrap();
+        let config = sim.client_config(&dir.path().join("kubeconfig")).unwrap();
         let client = Client::new(&config, &ClientOptions::default().with_rate(0.0, 1)).unwrap();
         let discovery = Discovery::run(&client).await.unwrap_or_default();
         let gc = GarbageCollector::new(client, GcOptions::default());

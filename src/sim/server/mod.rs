@@ -19,6 +19,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
+use crate::client::config::ClientConfig;
 use crate::sim::config::SimConfig;
 use crate::sim::faults::FaultInjector;
 use crate::sim::handlers::Context;
@@ -171,6 +172,12 @@ impl SimServer {
     /// Writes the kubeconfig to `path` (mode 0600).
     pub fn write_kubeconfig(&self, path: &Path) -> Result<(), SimError> {
         Ok(self.kubeconfig_spec().write_to(path)?)
+    }
+
+    /// Writes the kubeconfig to `path` and loads it as a user's `--kubeconfig`: the client
+    /// configuration for this server, reached through the real loading path.
+    pub fn client_config(&self, path: &Path) -> Result<ClientConfig, SimError> {
+        Ok(self.kubeconfig_spec().client_config(path)?)
     }
 
     /// Every request received, with the status it got.
