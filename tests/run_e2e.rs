@@ -117,6 +117,14 @@ async fn run_cascades_reports_serves_metrics_and_stays_within_its_rbac() {
             "no {prefix}* series in\n{text}"
         );
     }
+    // Both controllers reflect Jobs; the `controller` label keeps their series apart.
+    for controller in ["ttl-after-finished", "garbagecollector"] {
+        let lists = metrics.value(
+            "kube_gc_reflector_lists_total",
+            &[("controller", controller), ("resource", "batch/v1/jobs")],
+        );
+        assert!(lists >= Some(1.0), "{controller}: {lists:?} in\n{text}");
+    }
     let ttl_deletions = metrics.value(
         "ttl_after_finished_controller_deletions_total",
         &[("kind", "Job")],

@@ -99,7 +99,7 @@ async fn every_endpoint_answers_over_https_and_http() {
     endpoints
         .metrics
         .reflectors()
-        .add("batch/v1/jobs", reflector);
+        .add("ttl-after-finished", "batch/v1/jobs", reflector);
     queue.add("default/ready".into());
     queue.add_after("default/later".into(), Duration::from_secs(30));
     queue.add_rate_limited("default/flaky".into());

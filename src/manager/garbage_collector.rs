@@ -4,8 +4,9 @@
 //! under `--namespace`: it must see owners and dependents in every namespace (and cluster-scoped
 //! owners), so a run restricted to one namespace skips it with an info log rather than collect
 //! from a partial graph. It is ready once its workers run (its graph synced, or the initial sync
-//! timed out). With [`Endpoints`](crate::server::Endpoints) it publishes its metrics, its two
-//! queues and its graph, in Graphviz DOT, at both of upstream's debug paths.
+//! timed out). With [`Endpoints`](crate::server::Endpoints) it publishes its metrics (its
+//! monitors' reflector counters among them), its two queues and its graph, in Graphviz DOT, at
+//! both of upstream's debug paths.
 
 use std::sync::Arc;
 
@@ -65,6 +66,11 @@ fn publish(handle: &GcHandle, endpoints: &Endpoints) {
     for queue in handle.queues() {
         endpoints.queues.register(Arc::new(queue));
     }
+    let monitors = handle.clone();
+    endpoints.metrics.reflectors().add_source(
+        GARBAGE_COLLECTOR,
+        Arc::new(move || monitors.monitor_reflectors()),
+    );
     for path in GRAPH_PATHS {
         let handle = handle.clone();
         endpoints.add_debug_route_with_query(path, move |query| DebugPage {

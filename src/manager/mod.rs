@@ -376,7 +376,10 @@ fn init_ttl<K: TtlKind>(
             .register(Arc::new(controller.queue().clone()));
         if let Some(reflector) = controller.reflector_metrics() {
             let resource = format!("{}/{}", resource.api_version(), resource.plural);
-            endpoints.metrics.reflectors().add(&resource, reflector);
+            endpoints
+                .metrics
+                .reflectors()
+                .add(K::CONTROLLER, &resource, reflector);
         }
     }
     let caches = vec![controller.synced()];

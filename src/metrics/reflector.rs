@@ -2,10 +2,14 @@
 //! time.
 //!
 //! Contract: client-go no longer publishes reflector metrics, so these carry kube-gc's prefix:
-//! `kube_gc_reflector_*_total{resource}` — lists, relists, watches, stalled watches, streaming
-//! list fallbacks, backoffs, malformed events — and `kube_gc_reflector_events_total{resource,
-//! type}` by watch event type. The counters live in the reflectors (relaxed atomics); a scrape
-//! reads one snapshot per reflector, so registering costs nothing between scrapes.
+//! `kube_gc_reflector_*_total{controller, resource}` — lists, relists, watches, stalled watches,
+//! streaming list fallbacks, backoffs, malformed events — and `kube_gc_reflector_events_total`
+//! with a `type` label more. The `controller` label tells apart two reflectors of one resource
+//! (the TTL controller's informer and the garbage collector's monitor of `batch/v1/jobs`). The
+//! counters live in the reflectors (relaxed atomics); a scrape reads one snapshot per reflector,
+//! so registering costs nothing between scrapes. A controller whose reflectors come and go (the
+//! collector's monitors follow discovery) registers a *source* asked for its current set at
+//! each scrape instead.
 
 use std::sync::Arc;
 
@@ -19,8 +23,40 @@ use crate::runtime::reflector::{MetricsSnapshot, ReflectorMetrics};
 
 type Counted = fn(&MetricsSnapshot) -> u64;
 
-/// A reflector's counters and the resource it reflects.
-type Registered = (String, Arc<ReflectorMetrics>);
+/// The current reflectors of one controller, as `(resource, counters)` pairs.
+pub type ReflectorSource = Arc<dyn Fn() -> Vec<(String, Arc<ReflectorMetrics>)> + Send + Sync>;
+
+/// What one controller registered.
+#[derive(Clone)]
+enum Registered {
+    /// One reflector, for the life of the process.
+    One {
+        controller: String,
+        resource: String,
+        metrics: Arc<ReflectorMetrics>,
+    },
+    /// Whatever the source lists at scrape time.
+    Source {
+        controller: String,
+        source: ReflectorSource,
+    },
+}
+
+/// One reflector's counters as read by a scrape, with its labels.
+struct Snapshot {
+    controller: String,
+    resource: String,
+    counts: MetricsSnapshot,
+}
+
+impl Snapshot {
+    fn labels(&self) -> [(&'static str, String); 2] {
+        [
+            ("controller", self.controller.clone()),
+            ("resource", self.resource.clone()),
+        ]
+    }
+}
 
 /// `(name, help, value)` of each per-resource counter.
 const COUNTERS: [(&str, &str, Counted); 7] = [
@@ -60,23 +96,62 @@ const COUNTERS: [(&str, &str, Counted); 7] = [
 ];
 
 /// The registered reflectors; cheap to clone (clones share the list).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct ReflectorCollector {
-    reflectors: Arc<RwLock<Vec<Registered>>>,
+    registered: Arc<RwLock<Vec<Registered>>>,
+}
+
+impl std::fmt::Debug for ReflectorCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReflectorCollector")
+            .field("registered", &self.registered.read().len())
+            .finish()
+    }
 }
 
 impl ReflectorCollector {
-    /// Publishes the counters of the reflector of `resource` (e.g. `batch/v1/jobs`).
-    pub fn add(&self, resource: &str, metrics: Arc<ReflectorMetrics>) {
-        self.reflectors.write().push((resource.to_owned(), metrics));
+    /// Publishes the counters of `controller`'s reflector of `resource` (e.g. `batch/v1/jobs`).
+    pub fn add(&self, controller: &str, resource: &str, metrics: Arc<ReflectorMetrics>) {
+        self.registered.write().push(Registered::One {
+            controller: controller.to_owned(),
+            resource: resource.to_owned(),
+            metrics,
+        });
     }
 
-    fn snapshots(&self) -> Vec<(String, MetricsSnapshot)> {
-        self.reflectors
-            .read()
-            .iter()
-            .map(|(resource, metrics)| (resource.clone(), metrics.snapshot()))
-            .collect()
+    /// Publishes, at every scrape, the counters of the reflectors `source` lists then.
+    pub fn add_source(&self, controller: &str, source: ReflectorSource) {
+        self.registered.write().push(Registered::Source {
+            controller: controller.to_owned(),
+            source,
+        });
+    }
+
+    fn snapshots(&self) -> Vec<Snapshot> {
+        // Cloned out first: a source runs without the registry's lock held.
+        let registered = self.registered.read().clone();
+        let mut snapshots = Vec::new();
+        for entry in registered {
+            match entry {
+                Registered::One {
+                    controller,
+                    resource,
+                    metrics,
+                } => snapshots.push(Snapshot {
+                    controller,
+                    resource,
+                    counts: metrics.snapshot(),
+                }),
+                Registered::Source { controller, source } => {
+                    snapshots.extend(source().into_iter().map(|(resource, metrics)| Snapshot {
+                        controller: controller.clone(),
+                        resource,
+                        counts: metrics.snapshot(),
+                    }))
+                }
+            }
+        }
+        snapshots
     }
 }
 
@@ -88,9 +163,10 @@ impl Collector for ReflectorCollector {
         }
         for (name, help, value) in COUNTERS {
             let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
-            for (resource, snapshot) in &snapshots {
-                let labels = [("resource", resource.clone())];
-                ConstCounter::new(value(snapshot)).encode(family.encode_family(&labels)?)?;
+            for snapshot in &snapshots {
+                let labels = snapshot.labels();
+                ConstCounter::new(value(&snapshot.counts))
+                    .encode(family.encode_family(&labels)?)?;
             }
         }
         let mut family = encoder.encode_descriptor(
@@ -99,7 +175,8 @@ impl Collector for ReflectorCollector {
             None,
             MetricType::Counter,
         )?;
-        for (resource, s) in &snapshots {
+        for snapshot in &snapshots {
+            let s = &snapshot.counts;
             for (type_, count) in [
                 ("ADDED", s.added),
                 ("MODIFIED", s.modified),
@@ -107,7 +184,8 @@ impl Collector for ReflectorCollector {
                 ("BOOKMARK", s.bookmarks),
                 ("ERROR", s.errors),
             ] {
-                let labels = [("resource", resource.clone()), ("type", type_.to_owned())];
+                let [controller, resource] = snapshot.labels();
+                let labels = [controller, resource, ("type", type_.to_owned())];
                 ConstCounter::new(count).encode(family.encode_family(&labels)?)?;
             }
         }
@@ -125,17 +203,42 @@ mod tests {
         let metrics = Metrics::new();
         assert!(!metrics.encode().unwrap().contains("kube_gc_reflector"));
         let jobs = Arc::new(ReflectorMetrics::default());
-        metrics.reflectors().add("batch/v1/jobs", jobs.clone());
+        metrics
+            .reflectors()
+            .add("ttl-after-finished", "batch/v1/jobs", jobs.clone());
         let text = metrics.encode().unwrap();
         for line in [
             "# TYPE kube_gc_reflector_lists counter",
-            r#"kube_gc_reflector_lists_total{resource="batch/v1/jobs"} 0"#,
-            r#"kube_gc_reflector_events_total{resource="batch/v1/jobs",type="ADDED"} 0"#,
+            r#"kube_gc_reflector_lists_total{controller="ttl-after-finished",resource="batch/v1/jobs"} 0"#,
+            r#"kube_gc_reflector_events_total{controller="ttl-after-finished",resource="batch/v1/jobs",type="ADDED"} 0"#,
         ] {
             assert!(
                 text.lines().any(|l| l == line),
                 "missing {line:?} in\n{text}"
             );
         }
+    }
+
+    #[test]
+    fn a_source_is_asked_for_its_reflectors_at_every_scrape() {
+        let metrics = Metrics::new();
+        type Current = RwLock<Vec<(String, Arc<ReflectorMetrics>)>>;
+        let current: Arc<Current> = Arc::default();
+        let source = Arc::clone(&current);
+        metrics
+            .reflectors()
+            .add_source("garbagecollector", Arc::new(move || source.read().clone()));
+        assert!(!metrics
+            .encode()
+            .unwrap()
+            .contains("kube_gc_reflector_lists_total"));
+        current
+            .write()
+            .push(("v1/pods".into(), Arc::new(ReflectorMetrics::default())));
+        let line =
+            r#"kube_gc_reflector_lists_total{controller="garbagecollector",resource="v1/pods"} 0"#;
+        assert!(metrics.encode().unwrap().lines().any(|l| l == line));
+        current.write().clear();
+        assert!(!metrics.encode().unwrap().contains("v1/pods"));
     }
 }

@@ -84,14 +84,14 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::{Client, Discovery, ResourceRef};
 use crate::events::{NoopRecorder, SharedRecorder};
-use crate::runtime::reflector::ReflectorConfig;
+use crate::runtime::reflector::{ReflectorConfig, ReflectorMetrics};
 use crate::runtime::workqueue::{MetricsProvider, WorkQueue};
 use absent_owners::AbsentOwnerCache;
 use attempt_delete::Done;
 use builder::GraphEvent;
 use graph::Graph;
 use identity::Uid;
-use monitors::{Monitors, SyncState};
+use monitors::{MonitorCounters, Monitors, SyncState};
 
 pub use errors::{GcError, WorkError};
 pub use metrics::GcMetrics;
@@ -157,6 +157,7 @@ pub(crate) struct Shared {
     graph: RwLock<Graph>,
     discovery: RwLock<Arc<Discovery>>,
     sync: Arc<SyncState>,
+    monitor_counters: Arc<MonitorCounters>,
     synced_changed: Arc<Notify>,
     absent: Mutex<AbsentOwnerCache>,
     attempt_to_delete: WorkQueue<Uid>,
@@ -232,6 +233,7 @@ impl GarbageCollector {
             graph: RwLock::new(Graph::new()),
             discovery: RwLock::new(Arc::new(Discovery::default())),
             sync: Arc::new(SyncState::default()),
+            monitor_counters: Arc::new(MonitorCounters::default()),
             synced_changed: Arc::new(Notify::new()),
             absent: Mutex::new(AbsentOwnerCache::new(options.absent_owner_cache_size)),
             attempt_to_delete: queue(ATTEMPT_TO_DELETE_QUEUE),
@@ -278,6 +280,7 @@ impl GarbageCollector {
             shared.client.clone(),
             shared.graph_changes.clone(),
             Arc::clone(&shared.sync),
+            Arc::clone(&shared.monitor_counters),
             options.reflector.clone(),
         );
         refresh(&shared, &mut monitors).await;
@@ -490,6 +493,11 @@ impl GcHandle {
     /// Monitored types, with whether each is synced.
     pub fn monitored(&self) -> Vec<(identity::GroupKind, bool)> {
         self.shared.sync.snapshot()
+    }
+
+    /// The reflector counters of the monitors running now, by resource.
+    pub fn monitor_reflectors(&self) -> Vec<(String, Arc<ReflectorMetrics>)> {
+        self.shared.monitor_counters.snapshot()
     }
 
     /// Keys queued or in progress on (attempt-to-delete, attempt-to-orphan).

@@ -1,6 +1,7 @@
 //! Monitors: one metadata-only reflector per deletable resource, all feeding the graph
-//! builder's channel; and [`SyncState`], which records which types are monitored and whether
-//! their first complete list reached the graph.
+//! builder's channel; [`SyncState`], which records which types are monitored and whether
+//! their first complete list reached the graph; and [`MonitorCounters`], the running monitors'
+//! reflector counters for the metrics endpoint.
 //!
 //! Contract:
 //! - [`Monitors::sync`] makes the running set match the wanted set: new resources get a monitor,
@@ -12,7 +13,7 @@
 //!   the list arrived: a worker that sees "synced" can trust the graph for that type.
 //! - [`Monitors::stop_all`] cancels every monitor and joins its task.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
@@ -25,7 +26,7 @@ use super::identity::{GroupKind, Gvk};
 use crate::api::PartialObjectMetadata;
 use crate::client::{Api, Client, ResourceRef};
 use crate::runtime::reflector::{
-    MetadataOnly, Reflector, ReflectorConfig, ReflectorEvent, ReflectorSink,
+    MetadataOnly, Reflector, ReflectorConfig, ReflectorEvent, ReflectorMetrics, ReflectorSink,
 };
 
 /// Which types are monitored, and which of those the graph holds completely.
@@ -77,6 +78,37 @@ impl SyncState {
     }
 }
 
+/// The reflector counters of the running monitors, by resource (`group/version/plural`, or
+/// `version/plural` for the core group). An entry comes and goes with its monitor.
+#[derive(Debug, Default)]
+pub struct MonitorCounters {
+    by_resource: RwLock<BTreeMap<String, Arc<ReflectorMetrics>>>,
+}
+
+impl MonitorCounters {
+    /// The current monitors' counters, sorted by resource.
+    pub fn snapshot(&self) -> Vec<(String, Arc<ReflectorMetrics>)> {
+        self.by_resource
+            .read()
+            .iter()
+            .map(|(resource, metrics)| (resource.clone(), Arc::clone(metrics)))
+            .collect()
+    }
+
+    fn started(&self, resource: &ResourceRef, metrics: Arc<ReflectorMetrics>) {
+        self.by_resource.write().insert(label(resource), metrics);
+    }
+
+    fn stopped(&self, resource: &ResourceRef) {
+        self.by_resource.write().remove(&label(resource));
+    }
+}
+
+/// How a resource is named in metrics, as the TTL controllers' informers name theirs.
+fn label(resource: &ResourceRef) -> String {
+    format!("{}/{}", resource.api_version(), resource.plural)
+}
+
 /// Turns one reflector's events into graph events.
 struct MonitorSink {
     gvk: Arc<Gvk>,
@@ -110,6 +142,7 @@ pub struct Monitors {
     client: Client,
     graph_changes: UnboundedSender<GraphEvent>,
     sync: Arc<SyncState>,
+    counters: Arc<MonitorCounters>,
     reflector: ReflectorConfig,
     running: HashMap<ResourceRef, Monitor>,
 }
@@ -120,12 +153,14 @@ impl Monitors {
         client: Client,
         graph_changes: UnboundedSender<GraphEvent>,
         sync: Arc<SyncState>,
+        counters: Arc<MonitorCounters>,
         reflector: ReflectorConfig,
     ) -> Monitors {
         Monitors {
             client,
             graph_changes,
             sync,
+            counters,
             reflector,
             running: HashMap::new(),
         }
@@ -156,6 +191,7 @@ impl Monitors {
             if let Some(monitor) = self.running.remove(resource) {
                 tracing::info!(resource = %resource.plural, group = %resource.group, "stopping garbage collector monitor");
                 stop(monitor, &self.sync).await;
+                self.counters.stopped(resource);
             }
         }
         let mut started = 0;
@@ -182,6 +218,7 @@ impl Monitors {
         let api =
             Api::<PartialObjectMetadata>::dynamic(self.client.clone(), resource.clone(), None);
         let reflector = Reflector::new(MetadataOnly(api), self.reflector.clone());
+        self.counters.started(&resource, reflector.metrics());
         let cancel = CancellationToken::new();
         let task = tokio::spawn(reflector.run(sink, cancel.clone()));
         tracing::debug!(resource = %resource.plural, group = %resource.group, "started garbage collector monitor");
@@ -197,8 +234,9 @@ impl Monitors {
 
     /// Stops every monitor and waits for their tasks.
     pub async fn stop_all(&mut self) {
-        for (_, monitor) in self.running.drain() {
+        for (resource, monitor) in self.running.drain() {
             stop(monitor, &self.sync).await;
+            self.counters.stopped(&resource);
         }
     }
 }
@@ -209,6 +247,16 @@ async fn stop(mut monitor: Monitor, sync: &SyncState) {
         tracing::warn!(%error, "a garbage collector monitor ended abnormally");
     }
     sync.stopped(&monitor.group_kind);
+}
+
+/// Monitors dropped without [`Monitors::stop_all`] (their owner's future was cancelled) take
+/// their counters off the metrics endpoint too.
+impl Drop for Monitors {
+    fn drop(&mut self) {
+        for resource in self.running.keys() {
+            self.counters.stopped(resource);
+        }
+    }
 }
 
 /// A monitor dropped without [`stop`] (its owner's future was cancelled) still ends its task.
