@@ -12,6 +12,9 @@
 //! draws which fault depends on how the runtime interleaves the controllers' tasks, so a replay
 //! (`KUBE_GC_SOAK_SEED=n`) repeats the same workload and fault plan, not necessarily the very
 //! same interleaving.
+//!
+//! The heap figures come from the counting allocator of `memory_support`, which the soak binary
+//! installs; this module is compiled into that binary only.
 #![allow(dead_code)] // The soak test uses part of the world helpers.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -107,6 +110,10 @@ pub struct Report {
     /// The same after the last manager stopped (one more crashed in between): equal when no
     /// task leaked.
     pub tasks_after: usize,
+    /// Heap the crashed manager held (freed once it and its tasks were gone), in bytes.
+    pub manager_heap_at_crash: usize,
+    /// Heap the last manager held when it stopped, in bytes.
+    pub manager_heap_at_end: usize,
     /// Every invariant broken, in words.
     pub violations: Vec<String>,
 }
@@ -117,7 +124,7 @@ impl std::fmt::Display for Report {
             f,
             "seed {}: objects created {}, actions {:?}, requests {}, faults injected {} errors + {} 429s, \
              compactions {}, controller deletions {}, objects removed {}, panics {}, \
-             tasks alive before/after {}/{}, violations {}",
+             tasks alive before/after {}/{}, manager heap at crash/end {}/{} KiB, violations {}",
             self.seed,
             self.objects_created,
             self.actions,
@@ -130,6 +137,8 @@ impl std::fmt::Display for Report {
             self.panics,
             self.tasks_before,
             self.tasks_after,
+            self.manager_heap_at_crash >> 10,
+            self.manager_heap_at_end >> 10,
             self.violations.len()
         )
     }
@@ -167,6 +176,11 @@ impl ChangeLog {
             .extend(sim.history().into_iter().filter(|c| c.rv > last));
     }
 }
+
+/// The most heap the manager may hold at the crash or at the end. The workload's name pools keep
+/// a few hundred objects alive at any time, for which the controllers need about 2 MiB however
+/// long the run; a leak that grows with the hours crosses this.
+const MANAGER_HEAP_LIMIT: usize = 16 << 20;
 
 /// The running controller manager.
 pub struct Running {
@@ -445,9 +459,19 @@ pub async fn run(world: &World, config: &SoakConfig) -> Report {
         }
         if step == crash_at {
             // A controller crash: the manager's task dies without draining, a new one starts.
+            let heap_running = crate::memory_support::live_bytes();
             running.task.abort();
             running.shutdown.cancel();
             let _ = (&mut running.task).await;
+            let tasks = quiet_task_count(sim).await;
+            workload.report.manager_heap_at_crash =
+                heap_running.saturating_sub(crate::memory_support::live_bytes());
+            if tasks > workload.report.tasks_before {
+                workload.report.violations.push(format!(
+                    "task leak: {tasks} tasks alive after the crash, {} before the start",
+                    workload.report.tasks_before
+                ));
+            }
             running = start_manager(world).await;
         }
         tokio::time::sleep(config.step).await;
@@ -462,6 +486,7 @@ pub async fn run(world: &World, config: &SoakConfig) -> Report {
         tokio::time::sleep(Duration::from_secs(1)).await;
         log.catch_up(sim);
     }
+    let heap_running = crate::memory_support::live_bytes();
     running.shutdown.cancel();
     match tokio::time::timeout(Duration::from_secs(60), &mut running.task).await {
         Ok(Ok(Ok(()))) => {}
@@ -480,6 +505,8 @@ pub async fn run(world: &World, config: &SoakConfig) -> Report {
     }
     log.catch_up(sim);
     workload.report.tasks_after = quiet_task_count(sim).await;
+    workload.report.manager_heap_at_end =
+        heap_running.saturating_sub(crate::memory_support::live_bytes());
 
     let mut report = workload.report;
     let injected = sim.faults().injected();
@@ -490,6 +517,18 @@ pub async fn run(world: &World, config: &SoakConfig) -> Report {
     report.panics = PANICS.load(Ordering::SeqCst) - panics_before;
     if report.panics > 0 {
         report.violations.push(format!("{} panics", report.panics));
+    }
+    for (when, held) in [
+        ("at the crash", report.manager_heap_at_crash),
+        ("at the end", report.manager_heap_at_end),
+    ] {
+        if held > MANAGER_HEAP_LIMIT {
+            report.violations.push(format!(
+                "the manager held {} KiB {when}, more than the {} KiB bound",
+                held >> 10,
+                MANAGER_HEAP_LIMIT >> 10
+            ));
+        }
     }
     if report.tasks_after > report.tasks_before {
         report.violations.push(format!(
