@@ -29,6 +29,7 @@
 //!
 //! - [`queue`]: [`WorkQueue`], the async, shareable handle, and its timer task.
 //! - `state`: the synchronous state machine holding every rule above.
+//! - `key_table`: each key stored once, in a slab slot, with a hash index.
 //! - `delay_heap`: the min-heap of timers, with lazy deletion.
 //! - `in_flight`: start times of the work in progress.
 //! - [`rate_limiter`]: the [`RateLimiter`] trait and client-go's three limiters.
@@ -57,6 +58,7 @@
 
 mod delay_heap;
 mod in_flight;
+mod key_table;
 pub mod metrics;
 pub mod queue;
 pub mod rate_limiter;
