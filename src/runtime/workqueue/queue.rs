@@ -16,6 +16,7 @@
 
 use super::in_flight::UnfinishedWork;
 use super::metrics::{MetricsProvider, NoopMetricsProvider};
+use super::precise_sleep;
 use super::rate_limiter::{default_controller_rate_limiter, RateLimiter};
 use super::state::{DebugSnapshot, QueueState, Wake};
 use parking_lot::Mutex;
@@ -331,8 +332,9 @@ impl<K> Drop for Inner<K> {
     }
 }
 
-/// The timer task: releases due keys, then sleeps until the earliest timer or until a new
-/// earliest timer arrives. Stopped by abort (shut-down, or the last queue handle dropped).
+/// The timer task: releases due keys, then sleeps until the earliest timer (precisely, see
+/// `precise_sleep`) or until a new earliest timer arrives. Stopped by abort (shut-down, or the
+/// last queue handle dropped).
 async fn run_timers<K>(shared: Arc<Shared<K>>)
 where
     K: Clone + Eq + Hash,
@@ -350,7 +352,7 @@ where
         match next_ready_at {
             Some(at) => {
                 tokio::select! {
-                    () = tokio::time::sleep_until(at) => {}
+                    () = precise_sleep::sleep_until(at) => {}
                     () = timers_changed => {}
                 }
             }

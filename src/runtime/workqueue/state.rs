@@ -35,8 +35,11 @@
 //! # Parked getters
 //!
 //! The state also counts the getters parked waiting for a key that no wake-up has been sent to
-//! yet (`idle_getters`). After each change the queue wakes `min(ready keys, idle getters)` of
-//! them and no more: an add that finds every worker busy costs no wake-up at all.
+//! yet (`idle_getters`), and the keys made ready since wake-ups were last handed out
+//! (`unannounced`). After each change the queue wakes one parked getter per such key, as far as
+//! there are any, and no more: an add that finds every worker busy costs no wake-up at all, and
+//! a key is announced once, so two changes in a row do not wake two getters for one key. A woken
+//! getter that finds its key taken by a busier worker simply parks again.
 //!
 //! # Invariants (checked by the tests)
 //!
@@ -144,6 +147,7 @@ pub(super) struct QueueState<K> {
     dirty: usize,
     waiting: usize,
     idle_getters: usize,
+    unannounced: usize,
     shutting_down: bool,
     metrics: Arc<dyn QueueMetrics>,
 }
@@ -160,6 +164,7 @@ impl<K: Clone + Eq + Hash> QueueState<K> {
             dirty: 0,
             waiting: 0,
             idle_getters: 0,
+            unannounced: 0,
             shutting_down: false,
             metrics,
         }
@@ -214,6 +219,8 @@ impl<K: Clone + Eq + Hash> QueueState<K> {
         let now_ns = self.nanos(now);
         self.release_due_at(now_ns);
         let slot = self.ready.pop_front()?;
+        // The caller takes this key itself: nobody needs waking for it.
+        self.unannounced = self.unannounced.saturating_sub(1);
         let state = self
             .keys
             .get_mut(slot)
@@ -232,7 +239,8 @@ impl<K: Clone + Eq + Hash> QueueState<K> {
     /// Ends the processing of `key`; re-queues it if it became dirty meanwhile. A key that is not
     /// being processed is ignored.
     pub(super) fn done(&mut self, key: &K, now: Instant) -> Wake {
-        let (in_flight, ready) = (&mut self.in_flight, &mut self.ready);
+        let (in_flight, ready, unannounced) =
+            (&mut self.in_flight, &mut self.ready, &mut self.unannounced);
         let finished = self.keys.update(key, |slot, state| {
             let Some(started) = state.processing.take() else {
                 return (None, false);
@@ -241,6 +249,7 @@ impl<K: Clone + Eq + Hash> QueueState<K> {
             let wake = match state.pending {
                 Pending::Dirty { .. } => {
                     ready.push_back(slot);
+                    *unannounced += 1;
                     Wake::Getter
                 }
                 Pending::Waiting { .. } | Pending::Nothing => Wake::Nobody,
@@ -275,11 +284,12 @@ impl<K: Clone + Eq + Hash> QueueState<K> {
         self.idle_getters += 1;
     }
 
-    /// How many parked getters to wake now: one per ready key, as far as there are parked
-    /// getters not yet woken. They count as woken from here on.
+    /// How many parked getters to wake now: one per key made ready since the last call, as far
+    /// as there are parked getters not yet woken. They count as woken from here on.
     pub(super) fn getters_to_wake(&mut self) -> usize {
-        let wake = self.ready.len().min(self.idle_getters);
+        let wake = self.unannounced.min(self.idle_getters);
         self.idle_getters -= wake;
+        self.unannounced = 0;
         wake
     }
 
@@ -364,6 +374,7 @@ impl<K: Clone + Eq + Hash> QueueState<K> {
         }
         if idle {
             self.ready.push_back(slot);
+            self.unannounced += 1;
             Wake::Getter
         } else {
             Wake::Nobody
@@ -653,6 +664,62 @@ mod tests {
         assert_eq!(q.drain_ready(t0 + ms(25)), ["a", "b"]);
         assert_eq!(q.next_ready_at(), Some(t0 + ms(30)));
         q.check();
+    }
+
+    #[test]
+    fn pop_ready_releases_due_timers_itself() {
+        let provider = RecordingMetricsProvider::new();
+        let t0 = Instant::now();
+        let mut q = QueueState::new(provider.queue_metrics("m"), t0);
+        let _ = q.add_after("a", ms(10), t0);
+        let _ = q.add_after("b", ms(20), t0);
+        // No timer task ran: the getter finds "a" due and takes it.
+        assert_eq!(q.pop_ready(t0 + ms(15)), Some("a"));
+        assert_eq!(q.pop_ready(t0 + ms(15)), None, "\"b\" is not due yet");
+        q.check();
+        let m = provider.queue("m").expect("created above");
+        assert_eq!(
+            m.queue_durations(),
+            [0.005],
+            "queued from its ready time, not its take"
+        );
+        assert_eq!(q.pop_ready(t0 + ms(20)), Some("b"));
+        assert_eq!(q.waiting, 0);
+        q.check();
+    }
+
+    #[test]
+    fn add_after_releases_due_timers_first() {
+        let t0 = Instant::now();
+        let mut q = new_state(t0);
+        let _ = q.add_after("a", ms(10), t0);
+        let _ = q.add_after("b", ms(10), t0);
+        assert_eq!(q.ready_len(), 0);
+        // The producer's own insert brings the queue up to date with its clock.
+        assert_eq!(q.add_after("c", ms(100), t0 + ms(10)), Wake::Timer);
+        assert_eq!(q.ready_len(), 2);
+        assert_eq!(q.next_ready_at(), Some(t0 + ms(110)));
+        q.check();
+        assert_eq!(q.drain_ready(t0 + ms(10)), ["a", "b"]);
+    }
+
+    #[test]
+    fn wake_ups_go_only_to_parked_getters_one_per_ready_key() {
+        let t0 = Instant::now();
+        let mut q = new_state(t0);
+        let _ = q.add("a", t0);
+        assert_eq!(q.getters_to_wake(), 0, "nobody parked: no wake-up");
+        assert_eq!(q.pop_ready(t0), Some("a"));
+        q.park_getter();
+        q.park_getter();
+        let _ = q.add("b", t0);
+        assert_eq!(q.getters_to_wake(), 1);
+        assert_eq!(q.getters_to_wake(), 0, "a woken getter is not woken twice");
+        let _ = q.add("c", t0);
+        let _ = q.add("d", t0);
+        assert_eq!(q.getters_to_wake(), 1, "one getter left parked");
+        let _ = q.add("e", t0);
+        assert_eq!(q.getters_to_wake(), 0);
     }
 
     #[test]
