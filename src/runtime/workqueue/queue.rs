@@ -415,6 +415,35 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn each_ready_key_wakes_one_parked_getter() {
+        let queue: WorkQueue<u32> = WorkQueue::new("q");
+        let getters: Vec<_> = (0..4)
+            .map(|_| {
+                let queue = queue.clone();
+                tokio::spawn(async move { queue.get().await })
+            })
+            .collect();
+        settle().await; // all four parked
+        queue.add(1);
+        queue.add(2);
+        settle().await;
+        let finished = getters.iter().filter(|g| g.is_finished()).count();
+        assert_eq!(finished, 2, "two keys, two getters woken, two still parked");
+        // A timer released by the timer task wakes one of the two still parked.
+        queue.add_after(3, ms(5));
+        advance(ms(5)).await;
+        settle().await;
+        assert_eq!(getters.iter().filter(|g| g.is_finished()).count(), 3);
+        queue.shut_down();
+        let mut got = Vec::new();
+        for getter in getters {
+            got.extend(getter.await.ok().flatten());
+        }
+        got.sort_unstable();
+        assert_eq!(got, [1, 2, 3]);
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn ready_keys_are_still_handed_out_after_shut_down() {
         let queue = WorkQueue::new("q");
         queue.add("a");
