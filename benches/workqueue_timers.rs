@@ -3,7 +3,10 @@
 //! 1. memory per waiting item: heap bytes held by a queue with 1,000,000 pending `add_after`
 //!    timers, measured with a counting global allocator (this binary only), for `String` keys of
 //!    25 bytes and for `u64` keys;
-//! 2. delivery lateness (ready time → `get` returning the key), p50/p99/max, while a storm of
+//! 2. the cost of one `add_after` into a queue already holding 1,000,000 timers, timed over a
+//!    fixed number of inserts in a fresh queue each time: 40,000 (no container grows) and
+//!    200,000 (the slab and the heap double past 2^20 entries on the way);
+//! 3. delivery lateness (ready time → `get` returning the key), p50/p99/max, while a storm of
 //!    1,000,000 `add_after` inserts is still running and after it ended, plus the cost per insert
 //!    during the storm, and the process's CPU time over the whole storm run (what the timer
 //!    task's precise sleep costs). A key delivered *before* its ready time is counted and must
@@ -56,6 +59,29 @@ where
     drop(queue);
     settle_allocations().await;
     used as f64 / TIMERS as f64
+}
+
+/// Realistic `namespace/name` keys, 25 bytes each.
+fn string_key(i: usize) -> String {
+    format!("namespace-{:02}/job-{:07}", i % 50, i)
+}
+
+/// Microseconds per `add_after` of `inserts` fresh keys into a queue holding `TIMERS` timers.
+async fn insert_cost(inserts: usize) -> f64 {
+    let queue: WorkQueue<String> = WorkQueue::new("insert");
+    let hour = Duration::from_secs(3600);
+    for i in 0..TIMERS {
+        queue.add_after(
+            string_key(i),
+            hour + Duration::from_micros(i as u64 * 7 % 3_600_000),
+        );
+    }
+    let fresh: Vec<String> = (0..inserts).map(|i| string_key(TIMERS + i)).collect();
+    let start = std::time::Instant::now();
+    for (i, key) in fresh.into_iter().enumerate() {
+        queue.add_after(key, hour + Duration::from_micros(i as u64 * 13 % 3_600_000));
+    }
+    start.elapsed().as_secs_f64() * 1e6 / inserts as f64
 }
 
 /// Lateness samples in nanoseconds, split by whether the storm was still running at ready time.
@@ -192,10 +218,20 @@ fn main() {
         .build()
         .expect("cannot build the benchmark runtime");
     rt.block_on(async {
-        let string_bytes = memory_per_waiting_item(|i| format!("namespace-{:02}/job-{:07}", i % 50, i)).await;
+        let string_bytes = memory_per_waiting_item(string_key).await;
         println!("memory per waiting item, String keys (25 B): {string_bytes:.1} B (incl. the key's own bytes)");
         let u64_bytes = memory_per_waiting_item(|i| i as u64).await;
         println!("memory per waiting item, u64 keys:           {u64_bytes:.1} B");
+
+        for inserts in [40_000, 200_000] {
+            let mut runs = Vec::new();
+            for _ in 0..3 {
+                runs.push(insert_cost(inserts).await);
+                settle_allocations().await;
+            }
+            let runs: Vec<String> = runs.iter().map(|us| format!("{us:.3}")).collect();
+            println!("add_after into {TIMERS} pending, {inserts} inserts: {} µs per insert (3 runs)", runs.join(" / "));
+        }
 
         for producer in [Producer::Cooperative, Producer::NeverYields] {
             let cpu_before = cpu_time();
