@@ -3,9 +3,14 @@
 //! 1. memory per waiting item: heap bytes held by a queue with 1,000,000 pending `add_after`
 //!    timers, measured with a counting global allocator (this binary only), for `String` keys of
 //!    25 bytes and for `u64` keys;
-//! 2. delivery lateness (ready time → `get` returning the key), p50/p99/max, while a storm of
+//! 2. the cost of one `add_after` into a queue already holding 1,000,000 timers, timed over a
+//!    fixed number of inserts in a fresh queue each time: 40,000 (no container grows) and
+//!    200,000 (the slab and the heap double past 2^20 entries on the way);
+//! 3. delivery lateness (ready time → `get` returning the key), p50/p99/max, while a storm of
 //!    1,000,000 `add_after` inserts is still running and after it ended, plus the cost per insert
-//!    during the storm.
+//!    during the storm, and the process's CPU time over the whole storm run (what the timer
+//!    task's precise sleep costs). A key delivered *before* its ready time is counted and must
+//!    never happen.
 //!
 //! Run with `cargo bench --bench workqueue_timers`; results are discussed in
 //! `docs/performance.md`.
@@ -56,11 +61,49 @@ where
     used as f64 / TIMERS as f64
 }
 
+/// Realistic `namespace/name` keys, 25 bytes each.
+fn string_key(i: usize) -> String {
+    format!("namespace-{:02}/job-{:07}", i % 50, i)
+}
+
+/// Microseconds per `add_after` of `inserts` fresh keys into a queue holding `TIMERS` timers.
+async fn insert_cost(inserts: usize) -> f64 {
+    let queue: WorkQueue<String> = WorkQueue::new("insert");
+    let hour = Duration::from_secs(3600);
+    for i in 0..TIMERS {
+        queue.add_after(
+            string_key(i),
+            hour + Duration::from_micros(i as u64 * 7 % 3_600_000),
+        );
+    }
+    let fresh: Vec<String> = (0..inserts).map(|i| string_key(TIMERS + i)).collect();
+    let start = std::time::Instant::now();
+    for (i, key) in fresh.into_iter().enumerate() {
+        queue.add_after(key, hour + Duration::from_micros(i as u64 * 13 % 3_600_000));
+    }
+    start.elapsed().as_secs_f64() * 1e6 / inserts as f64
+}
+
 /// Lateness samples in nanoseconds, split by whether the storm was still running at ready time.
 #[derive(Default)]
 struct Lateness {
     during: Vec<u64>,
     after: Vec<u64>,
+    early: usize,
+}
+
+/// User + system CPU time of this process so far (Linux `/proc/self/stat`, 10 ms ticks).
+fn cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the parenthesised command name; utime and stime are the 12th and 13th.
+    let after_name = stat.rsplit(')').next().unwrap_or_default();
+    let ticks: u64 = after_name
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|field| field.parse::<u64>().ok())
+        .sum();
+    Duration::from_millis(ticks * 10)
 }
 
 fn percentile(sorted: &[u64], p: f64) -> Duration {
@@ -117,6 +160,7 @@ async fn lateness_under_storm(producer: Producer) -> (Lateness, Duration, usize)
                 while let Some(key) = queue.get().await {
                     let now = Instant::now();
                     let target = targets[key as usize];
+                    samples.early += usize::from(now < target);
                     let late = now.saturating_duration_since(target).as_nanos() as u64;
                     match storm_end.get() {
                         Some(end) if target >= *end => samples.after.push(late),
@@ -157,6 +201,7 @@ async fn lateness_under_storm(producer: Producer) -> (Lateness, Duration, usize)
         let samples = worker.await.expect("worker panicked");
         all.during.extend(samples.during);
         all.after.extend(samples.after);
+        all.early += samples.early;
     }
     (all, storm, missed)
 }
@@ -173,13 +218,26 @@ fn main() {
         .build()
         .expect("cannot build the benchmark runtime");
     rt.block_on(async {
-        let string_bytes = memory_per_waiting_item(|i| format!("namespace-{:02}/job-{:07}", i % 50, i)).await;
+        let string_bytes = memory_per_waiting_item(string_key).await;
         println!("memory per waiting item, String keys (25 B): {string_bytes:.1} B (incl. the key's own bytes)");
         let u64_bytes = memory_per_waiting_item(|i| i as u64).await;
         println!("memory per waiting item, u64 keys:           {u64_bytes:.1} B");
 
+        for inserts in [40_000, 200_000] {
+            let mut runs = Vec::new();
+            for _ in 0..3 {
+                runs.push(insert_cost(inserts).await);
+                settle_allocations().await;
+            }
+            let runs: Vec<String> = runs.iter().map(|us| format!("{us:.3}")).collect();
+            println!("add_after into {TIMERS} pending, {inserts} inserts: {} µs per insert (3 runs)", runs.join(" / "));
+        }
+
         for producer in [Producer::Cooperative, Producer::NeverYields] {
+            let cpu_before = cpu_time();
+            let wall = std::time::Instant::now();
             let (mut lateness, storm, missed) = lateness_under_storm(producer).await;
+            let (cpu, wall) = (cpu_time() - cpu_before, wall.elapsed());
             let inserted = TIMERS - missed;
             println!(
                 "{producer:?} storm: {inserted} add_after inserts in {storm:.3?} = {:.3} µs per insert (while 2 workers drain; {missed} skipped as already due)",
@@ -187,6 +245,11 @@ fn main() {
             );
             report("during storm", &mut lateness.during);
             report("after storm", &mut lateness.after);
+            println!(
+                "delivered before the ready time: {}; process CPU {cpu:.1?} over {wall:.1?} ({:.0} % of one core)",
+                lateness.early,
+                cpu.as_secs_f64() * 100.0 / wall.as_secs_f64()
+            );
         }
     });
 }

@@ -1,4 +1,9 @@
-//! The waiting room of the delaying queue: a binary min-heap of `(ready time, key)` timers.
+//! The waiting room of the delaying queue: a binary min-heap of timers, each a
+//! `(ready time, sequence number, key slot)` triple of 24 bytes.
+//!
+//! Times are nanoseconds since the queue's epoch (a `u64` covers 584 years) and keys are their
+//! [`SlotId`] in the key table, so a timer owns nothing: pushing one allocates nothing beyond the
+//! heap's own amortised growth, and comparing two compares integers.
 //!
 //! The heap knows nothing about which timers still matter. Each timer carries a sequence number;
 //! the queue remembers, per key, the sequence number of the one timer it still wants, and treats
@@ -10,67 +15,48 @@
 //! Timers with equal ready times pop in insertion order (the sequence number breaks the tie), so
 //! keys added with the same delay are delivered FIFO like everything else in the queue.
 
-use std::cmp::{Ordering, Reverse};
+use super::key_table::SlotId;
+use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use tokio::time::Instant;
 
-/// One scheduled delivery of `key` at `ready_at`.
-#[derive(Debug)]
-pub(super) struct Timer<K> {
-    pub(super) ready_at: Instant,
+/// One scheduled delivery of the key in `slot` at `ready_at`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct Timer {
+    // Field order is the ordering: time, then insertion.
+    /// Nanoseconds since the queue's epoch.
+    pub(super) ready_at: u64,
     pub(super) seq: u64,
-    pub(super) key: K,
+    pub(super) slot: SlotId,
 }
-
-// Timers are ordered by time, then by insertion; the key plays no part (it need not be `Ord`).
-impl<K> Ord for Timer<K> {
-    fn cmp(&self, other: &Self) -> Ordering {
-        (self.ready_at, self.seq).cmp(&(other.ready_at, other.seq))
-    }
-}
-impl<K> PartialOrd for Timer<K> {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl<K> PartialEq for Timer<K> {
-    fn eq(&self, other: &Self) -> bool {
-        self.seq == other.seq
-    }
-}
-impl<K> Eq for Timer<K> {}
 
 /// A min-heap of timers, earliest first.
-#[derive(Debug)]
-pub(super) struct DelayHeap<K> {
+#[derive(Debug, Default)]
+pub(super) struct DelayHeap {
     // `BinaryHeap` is a max-heap; `Reverse` turns it into the min-heap we need.
-    heap: BinaryHeap<Reverse<Timer<K>>>,
+    heap: BinaryHeap<Reverse<Timer>>,
     next_seq: u64,
 }
 
-impl<K> DelayHeap<K> {
-    pub(super) fn new() -> Self {
-        DelayHeap {
-            heap: BinaryHeap::new(),
-            next_seq: 0,
-        }
-    }
-
-    /// Schedules `key` at `ready_at` and returns the new timer's sequence number.
-    pub(super) fn push(&mut self, key: K, ready_at: Instant) -> u64 {
+impl DelayHeap {
+    /// Schedules `slot` at `ready_at` and returns the new timer's sequence number.
+    pub(super) fn push(&mut self, slot: SlotId, ready_at: u64) -> u64 {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.heap.push(Reverse(Timer { ready_at, seq, key }));
+        self.heap.push(Reverse(Timer {
+            ready_at,
+            seq,
+            slot,
+        }));
         seq
     }
 
     /// The earliest timer, stale or not.
-    pub(super) fn peek(&self) -> Option<&Timer<K>> {
-        self.heap.peek().map(|Reverse(timer)| timer)
+    pub(super) fn peek(&self) -> Option<Timer> {
+        self.heap.peek().map(|Reverse(timer)| *timer)
     }
 
     /// Removes and returns the earliest timer.
-    pub(super) fn pop(&mut self) -> Option<Timer<K>> {
+    pub(super) fn pop(&mut self) -> Option<Timer> {
         self.heap.pop().map(|Reverse(timer)| timer)
     }
 
@@ -80,13 +66,13 @@ impl<K> DelayHeap<K> {
     }
 
     /// Keeps only the timers `keep` approves of (O(n); used to sweep out stale timers).
-    pub(super) fn retain(&mut self, mut keep: impl FnMut(&Timer<K>) -> bool) {
+    pub(super) fn retain(&mut self, mut keep: impl FnMut(&Timer) -> bool) {
         self.heap.retain(|Reverse(timer)| keep(timer));
     }
 
     /// Every timer, in no particular order.
     #[cfg(test)]
-    pub(super) fn iter(&self) -> impl Iterator<Item = &Timer<K>> {
+    pub(super) fn iter(&self) -> impl Iterator<Item = &Timer> {
         self.heap.iter().map(|Reverse(timer)| timer)
     }
 
@@ -99,31 +85,33 @@ impl<K> DelayHeap<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn pops_earliest_first_and_ties_in_insertion_order() {
-        let t0 = Instant::now();
-        let mut heap = DelayHeap::new();
-        heap.push("late", t0 + Duration::from_secs(2));
-        heap.push("tie-1", t0 + Duration::from_secs(1));
-        heap.push("early", t0);
-        heap.push("tie-2", t0 + Duration::from_secs(1));
-        let order: Vec<&str> = std::iter::from_fn(|| heap.pop().map(|t| t.key)).collect();
-        assert_eq!(order, ["early", "tie-1", "tie-2", "late"]);
+        let mut heap = DelayHeap::default();
+        heap.push(0, 2_000); // "late"
+        heap.push(1, 1_000); // "tie-1"
+        heap.push(2, 0); // "early"
+        heap.push(3, 1_000); // "tie-2"
+        let order: Vec<SlotId> = std::iter::from_fn(|| heap.pop().map(|t| t.slot)).collect();
+        assert_eq!(order, [2, 1, 3, 0]);
     }
 
     #[test]
     fn retain_sweeps_and_sequence_numbers_stay_unique() {
-        let t0 = Instant::now();
-        let mut heap = DelayHeap::new();
-        let a = heap.push("a", t0);
-        let b = heap.push("b", t0);
+        let mut heap = DelayHeap::default();
+        let a = heap.push(0, 5);
+        let b = heap.push(1, 5);
         assert_ne!(a, b);
         heap.retain(|t| t.seq != a);
         assert_eq!(heap.len(), 1);
-        assert_eq!(heap.peek().map(|t| t.key), Some("b"));
+        assert_eq!(heap.peek().map(|t| t.slot), Some(1));
         heap.clear();
         assert!(heap.pop().is_none());
+    }
+
+    #[test]
+    fn a_timer_is_24_bytes() {
+        assert_eq!(std::mem::size_of::<Timer>(), 24);
     }
 }

@@ -12,11 +12,13 @@
 //! - **Order.** Keys are handed out first in, first out.
 //! - **Waiting.** [`WorkQueue::get`] waits for a key; after shut-down it hands out what is still
 //!   queued, then returns `None` without waiting.
-//! - **Delays.** [`WorkQueue::add_after`] puts the key in a min-heap of ready times, served by one
-//!   timer task. The *earlier* ready time always wins: a second `add_after` with a later time is
-//!   dropped, one with an earlier time replaces the first. An immediate `add` counts as the
-//!   earliest time of all, so it cancels a waiting timer, and `add_after` of a key already queued
-//!   is dropped (client-go would run such a key twice, kubernetes#112325).
+//! - **Delays.** [`WorkQueue::add_after`] puts the key in a min-heap of ready times. Due keys
+//!   are moved to the FIFO by whichever `get` or `add_after` comes first, or by the queue's one
+//!   timer task when nobody else is active. Delivery is never before the ready time. The
+//!   *earlier* ready time always wins: a second `add_after` with a later time is dropped, one with
+//!   an earlier time replaces the first. An immediate `add` counts as the earliest time of all, so
+//!   it cancels a waiting timer, and `add_after` of a key already queued is dropped (client-go
+//!   would run such a key twice, kubernetes#112325).
 //! - **Rate limiting.** [`WorkQueue::add_rate_limited`] delays the key by what its
 //!   [`RateLimiter`] says; a retry that would be dropped as a duplicate reserves nothing from the
 //!   limiter (client-go spends a token anyway, kubernetes#104554).
@@ -29,7 +31,9 @@
 //!
 //! - [`queue`]: [`WorkQueue`], the async, shareable handle, and its timer task.
 //! - `state`: the synchronous state machine holding every rule above.
+//! - `key_table`: each key stored once, in a slab slot, with a hash index.
 //! - `delay_heap`: the min-heap of timers, with lazy deletion.
+//! - `precise_sleep`: the timer task's sleep, to tens of microseconds rather than tokio's 1 ms.
 //! - `in_flight`: start times of the work in progress.
 //! - [`rate_limiter`]: the [`RateLimiter`] trait and client-go's three limiters.
 //! - [`metrics`]: the metrics hooks, a no-op and a recording provider.
@@ -57,7 +61,9 @@
 
 mod delay_heap;
 mod in_flight;
+mod key_table;
 pub mod metrics;
+mod precise_sleep;
 pub mod queue;
 pub mod rate_limiter;
 mod state;

@@ -5,15 +5,18 @@
 //!
 //! - one mutex around the state, held only for the few hash-map operations of one call and never
 //!   across an `.await`;
-//! - `get().await`: a getter that finds nothing parks on a [`Notify`]; every state change that
-//!   makes a key ready wakes one getter;
+//! - `get().await`: a getter that finds nothing parks on a [`Notify`] and is counted as parked
+//!   in the state; after each change the queue wakes one parked getter per ready key, and none
+//!   when no getter is parked (the common case when workers are busy);
 //! - the timer task: one task per queue that sleeps until the earliest waiting key is due, moves
-//!   the due keys to the ready FIFO, and sleeps again. `add_after` inserts straight into the heap
-//!   under the mutex and wakes the task only when the new timer became the earliest one;
+//!   the due keys to the ready FIFO, wakes parked getters for them, and sleeps again. `get` and
+//!   `add_after` release due keys themselves, so on a busy queue the timer task rarely has work;
+//!   `add_after` wakes it only when the new timer became the earliest one;
 //! - shut-down and drain.
 
 use super::in_flight::UnfinishedWork;
 use super::metrics::{MetricsProvider, NoopMetricsProvider};
+use super::precise_sleep;
 use super::rate_limiter::{default_controller_rate_limiter, RateLimiter};
 use super::state::{DebugSnapshot, QueueState, Wake};
 use parking_lot::Mutex;
@@ -87,7 +90,10 @@ where
             .limiter
             .unwrap_or_else(|| Arc::new(default_controller_rate_limiter()));
         let shared = Arc::new(Shared {
-            state: Mutex::new(QueueState::new(provider.queue_metrics(&self.name))),
+            state: Mutex::new(QueueState::new(
+                provider.queue_metrics(&self.name),
+                Instant::now(),
+            )),
             name: self.name,
             limiter,
             key_ready: Notify::new(),
@@ -132,20 +138,14 @@ where
     /// processed is queued again when its worker calls [`done`](Self::done); a key waiting for a
     /// timer runs now instead (its timer is cancelled). Ignored after shut-down.
     pub fn add(&self, key: K) {
-        let wake = self.shared().state.lock().add(key, Instant::now());
-        self.wake(wake);
+        self.change(|state, now| state.add(key, now));
     }
 
     /// Queues `key` once `delay` has passed. If the key is already queued, or waiting with an
     /// earlier or equal ready time, nothing changes; if it is waiting with a later one, the earlier
     /// time replaces it. A zero delay is [`add`](Self::add). Ignored after shut-down.
     pub fn add_after(&self, key: K, delay: Duration) {
-        let wake = self
-            .shared()
-            .state
-            .lock()
-            .add_after(key, delay, Instant::now());
-        self.wake(wake);
+        self.change(|state, now| state.add_after(key, delay, now));
     }
 
     /// Queues `key` after the wait its rate limiter chooses: the retry path after a failure.
@@ -154,13 +154,8 @@ where
     /// waiting with a ready time no later than the limiter would give) costs the limiter nothing:
     /// no bucket token, no failure counted.
     pub fn add_rate_limited(&self, key: K) {
-        let shared = self.shared();
-        let wake =
-            shared
-                .state
-                .lock()
-                .add_rate_limited(key, shared.limiter.as_ref(), Instant::now());
-        self.wake(wake);
+        let limiter = self.shared().limiter.as_ref();
+        self.change(|state, now| state.add_rate_limited(key, limiter, now));
     }
 
     /// Clears the rate limiter's failure history of `key` (call after a success).
@@ -185,17 +180,31 @@ where
         tokio::task::coop::consume_budget().await;
         let shared = self.shared();
         loop {
-            // Registered before looking, so a key made ready in between still wakes us.
-            let key_ready = shared.key_ready.notified();
-            {
+            // Created before looking, so that a shut-down in between still wakes us.
+            let mut key_ready = std::pin::pin!(shared.key_ready.notified());
+            let getters = {
                 let mut state = shared.state.lock();
-                if let Some(key) = state.pop_ready(Instant::now()) {
-                    return Some(key);
+                match state.pop_ready(Instant::now()) {
+                    // Taking a key may have released further due timers: wake getters for them.
+                    Some(key) => Some((key, state.getters_to_wake())),
+                    None if state.is_shutting_down() => return None,
+                    None => {
+                        // Registered as a waiter *before* being counted as parked, so every
+                        // wake-up sent for this count reaches a waiter (a wake-up sent while
+                        // nobody is registered would be stored as one permit, and two would
+                        // merge into one).
+                        key_ready.as_mut().enable();
+                        state.park_getter();
+                        None
+                    }
                 }
-                if state.is_shutting_down() {
-                    return None;
-                }
+            };
+            if let Some((key, getters)) = getters {
+                self.wake_getters(getters);
+                return Some(key);
             }
+            // If this future is dropped here, the parked count is one too high until the next
+            // wake-up: that costs one spurious wake, never a lost one.
             key_ready.await;
         }
     }
@@ -204,13 +213,13 @@ where
     /// queued again now. Keys not being processed are ignored.
     pub fn done(&self, key: &K) {
         let shared = self.shared();
-        let (wake, drained) = {
+        let (wake, getters, drained) = {
             let mut state = shared.state.lock();
             let wake = state.done(key, Instant::now());
             let drained = state.is_shutting_down() && state.in_flight_len() == 0;
-            (wake, drained)
+            (wake, state.getters_to_wake(), drained)
         };
-        self.wake(wake);
+        self.wake(wake, getters);
         if drained {
             shared.drained.notify_waiters();
         }
@@ -278,13 +287,26 @@ where
         &self.inner.shared
     }
 
-    fn wake(&self, wake: Wake) {
-        let shared = self.shared();
-        match wake {
-            Wake::Nobody => {}
-            Wake::Getter => shared.key_ready.notify_one(),
-            Wake::Timer => shared.timers_changed.notify_one(),
+    /// Applies one state change under the lock, then sends the wake-ups it calls for.
+    fn change(&self, apply: impl FnOnce(&mut QueueState<K>, Instant) -> Wake) {
+        let (wake, getters) = {
+            let mut state = self.shared().state.lock();
+            let wake = apply(&mut state, Instant::now());
+            (wake, state.getters_to_wake())
+        };
+        self.wake(wake, getters);
+    }
+
+    /// Wakes `getters` parked getters, and the timer task if the earliest timer changed.
+    fn wake(&self, wake: Wake, getters: usize) {
+        self.wake_getters(getters);
+        if wake == Wake::Timer {
+            self.shared().timers_changed.notify_one();
         }
+    }
+
+    fn wake_getters(&self, getters: usize) {
+        wake_getters(self.shared(), getters);
     }
 }
 
@@ -310,8 +332,9 @@ impl<K> Drop for Inner<K> {
     }
 }
 
-/// The timer task: releases due keys, then sleeps until the earliest timer or until a new
-/// earliest timer arrives. Stopped by abort (shut-down, or the last queue handle dropped).
+/// The timer task: releases due keys, then sleeps until the earliest timer (precisely, see
+/// `precise_sleep`) or until a new earliest timer arrives. Stopped by abort (shut-down, or the
+/// last queue handle dropped).
 async fn run_timers<K>(shared: Arc<Shared<K>>)
 where
     K: Clone + Eq + Hash,
@@ -320,23 +343,27 @@ where
         // Registered before reading the deadline, so an earlier timer added after we read it
         // still interrupts the sleep.
         let timers_changed = shared.timers_changed.notified();
-        let (released, next_ready_at) = {
+        let (getters, next_ready_at) = {
             let mut state = shared.state.lock();
-            let released = state.release_due(Instant::now());
-            (released, state.next_ready_at())
+            let _released = state.release_due(Instant::now());
+            (state.getters_to_wake(), state.next_ready_at())
         };
-        for _ in 0..released {
-            shared.key_ready.notify_one();
-        }
+        wake_getters(&shared, getters);
         match next_ready_at {
             Some(at) => {
                 tokio::select! {
-                    () = tokio::time::sleep_until(at) => {}
+                    () = precise_sleep::sleep_until(at) => {}
                     () = timers_changed => {}
                 }
             }
             None => timers_changed.await,
         }
+    }
+}
+
+fn wake_getters<K>(shared: &Shared<K>, getters: usize) {
+    for _ in 0..getters {
+        shared.key_ready.notify_one();
     }
 }
 
@@ -385,6 +412,35 @@ mod tests {
             assert_eq!(getter.await.ok().flatten(), None);
         }
         assert!(queue.is_shutting_down());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn each_ready_key_wakes_one_parked_getter() {
+        let queue: WorkQueue<u32> = WorkQueue::new("q");
+        let getters: Vec<_> = (0..4)
+            .map(|_| {
+                let queue = queue.clone();
+                tokio::spawn(async move { queue.get().await })
+            })
+            .collect();
+        settle().await; // all four parked
+        queue.add(1);
+        queue.add(2);
+        settle().await;
+        let finished = getters.iter().filter(|g| g.is_finished()).count();
+        assert_eq!(finished, 2, "two keys, two getters woken, two still parked");
+        // A timer released by the timer task wakes one of the two still parked.
+        queue.add_after(3, ms(5));
+        advance(ms(5)).await;
+        settle().await;
+        assert_eq!(getters.iter().filter(|g| g.is_finished()).count(), 3);
+        queue.shut_down();
+        let mut got = Vec::new();
+        for getter in getters {
+            got.extend(getter.await.ok().flatten());
+        }
+        got.sort_unstable();
+        assert_eq!(got, [1, 2, 3]);
     }
 
     #[tokio::test(start_paused = true)]
