@@ -8,8 +8,7 @@
 //!    200,000 (the slab and the heap double past 2^20 entries on the way);
 //! 3. delivery lateness (ready time → `get` returning the key), p50/p99/max, while a storm of
 //!    1,000,000 `add_after` inserts is still running and after it ended, plus the cost per insert
-//!    during the storm, and the process's CPU time over the whole storm run (what the timer
-//!    task's precise sleep costs). A key delivered *before* its ready time is counted and must
+//!    during the storm, and the process's CPU time over the whole storm run. A key delivered *before* its ready time is counted and must
 //!    never happen.
 //!
 //! Run with `cargo bench --bench workqueue_timers`; results are discussed in

@@ -33,7 +33,6 @@
 //! - `state`: the synchronous state machine holding every rule above.
 //! - `key_table`: each key stored once, in a slab slot, with a hash index.
 //! - `delay_heap`: the min-heap of timers, with lazy deletion.
-//! - `precise_sleep`: the timer task's sleep, to tens of microseconds rather than tokio's 1 ms.
 //! - `in_flight`: start times of the work in progress.
 //! - [`rate_limiter`]: the [`RateLimiter`] trait and client-go's three limiters.
 //! - [`metrics`]: the metrics hooks, a no-op and a recording provider.
@@ -63,7 +62,6 @@ mod delay_heap;
 mod in_flight;
 mod key_table;
 pub mod metrics;
-mod precise_sleep;
 pub mod queue;
 pub mod rate_limiter;
 mod state;

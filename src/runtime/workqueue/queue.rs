@@ -16,7 +16,6 @@
 
 use super::in_flight::UnfinishedWork;
 use super::metrics::{MetricsProvider, NoopMetricsProvider};
-use super::precise_sleep;
 use super::rate_limiter::{default_controller_rate_limiter, RateLimiter};
 use super::state::{DebugSnapshot, QueueState, Wake};
 use parking_lot::Mutex;
@@ -332,8 +331,8 @@ impl<K> Drop for Inner<K> {
     }
 }
 
-/// The timer task: releases due keys, then sleeps until the earliest timer (precisely, see
-/// `precise_sleep`) or until a new earliest timer arrives. Stopped by abort (shut-down, or the
+/// The timer task: releases due keys, then sleeps until the earliest timer or until a new
+/// earliest timer arrives. Stopped by abort (shut-down, or the
 /// last queue handle dropped).
 async fn run_timers<K>(shared: Arc<Shared<K>>)
 where
@@ -352,7 +351,7 @@ where
         match next_ready_at {
             Some(at) => {
                 tokio::select! {
-                    () = precise_sleep::sleep_until(at) => {}
+                    () = tokio::time::sleep_until(at) => {}
                     () = timers_changed => {}
                 }
             }
