@@ -8,8 +8,10 @@ use kube_gc::runtime::workqueue::WorkQueue;
 use std::time::{Duration, Instant};
 use tokio::runtime::Runtime;
 
-/// Timers already waiting when the insert cost is measured.
-const PENDING_TIMERS: usize = 1_000_000;
+#[path = "support/workqueue.rs"]
+mod support;
+
+use support::{key, queue_with_pending_timers, time_inserts};
 
 fn runtime() -> Runtime {
     // The machine has two cores: two runtime threads, like a controller on it would use.
@@ -18,11 +20,6 @@ fn runtime() -> Runtime {
         .enable_all()
         .build()
         .expect("cannot build the benchmark runtime")
-}
-
-/// Realistic `namespace/name` keys, 25 bytes each.
-fn key(i: usize) -> String {
-    format!("namespace-{:02}/job-{:07}", i % 50, i)
 }
 
 fn add_after_insert(c: &mut Criterion) {
@@ -36,22 +33,8 @@ fn add_after_insert(c: &mut Criterion) {
     group.bench_function("insert_into_1M_pending", |b| {
         b.iter_custom(|iters| {
             rt.block_on(async {
-                let queue: WorkQueue<String> = WorkQueue::new("bench");
-                let hour = Duration::from_secs(3600);
-                for i in 0..PENDING_TIMERS {
-                    queue.add_after(
-                        key(i),
-                        hour + Duration::from_micros(i as u64 * 7 % 3_600_000),
-                    );
-                }
-                let fresh: Vec<String> = (0..iters as usize)
-                    .map(|i| key(PENDING_TIMERS + i))
-                    .collect();
-                let start = Instant::now();
-                for (i, key) in fresh.into_iter().enumerate() {
-                    queue.add_after(key, hour + Duration::from_micros(i as u64 * 13 % 3_600_000));
-                }
-                start.elapsed()
+                let queue = queue_with_pending_timers();
+                time_inserts(&queue, iters as usize)
             })
         })
     });

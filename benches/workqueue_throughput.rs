@@ -20,6 +20,11 @@ use kube_gc::runtime::workqueue::WorkQueue;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+#[path = "support/workqueue.rs"]
+mod support;
+
+use support::key;
+
 /// Keys per run (client-go's reference figures used 1M unique keys).
 const CYCLE_KEYS: usize = 1_000_000;
 /// Distinct keys in the "repeated" case: each is added 1,000 times.
@@ -64,11 +69,6 @@ impl Case {
             producer,
         })
     }
-}
-
-/// Realistic `namespace/name` keys, 25 bytes each.
-fn key(i: usize) -> String {
-    format!("namespace-{:02}/job-{:07}", i % 50, i)
 }
 
 /// One run: returns cycles (adds, for repeated keys) per second.

@@ -21,6 +21,10 @@ use tokio::time::Instant;
 
 #[path = "../tests/memory_support/mod.rs"]
 mod memory_support;
+#[path = "support/workqueue.rs"]
+mod support;
+
+use support::{key, queue_with_pending_timers, time_inserts, PENDING_TIMERS};
 
 const TIMERS: usize = 1_000_000;
 
@@ -60,27 +64,10 @@ where
     used as f64 / TIMERS as f64
 }
 
-/// Realistic `namespace/name` keys, 25 bytes each.
-fn string_key(i: usize) -> String {
-    format!("namespace-{:02}/job-{:07}", i % 50, i)
-}
-
-/// Microseconds per `add_after` of `inserts` fresh keys into a queue holding `TIMERS` timers.
+/// Microseconds per `add_after` of `inserts` fresh keys into a queue holding 1M timers.
 async fn insert_cost(inserts: usize) -> f64 {
-    let queue: WorkQueue<String> = WorkQueue::new("insert");
-    let hour = Duration::from_secs(3600);
-    for i in 0..TIMERS {
-        queue.add_after(
-            string_key(i),
-            hour + Duration::from_micros(i as u64 * 7 % 3_600_000),
-        );
-    }
-    let fresh: Vec<String> = (0..inserts).map(|i| string_key(TIMERS + i)).collect();
-    let start = std::time::Instant::now();
-    for (i, key) in fresh.into_iter().enumerate() {
-        queue.add_after(key, hour + Duration::from_micros(i as u64 * 13 % 3_600_000));
-    }
-    start.elapsed().as_secs_f64() * 1e6 / inserts as f64
+    let queue = queue_with_pending_timers();
+    time_inserts(&queue, inserts).as_secs_f64() * 1e6 / inserts as f64
 }
 
 /// Lateness samples in nanoseconds, split by whether the storm was still running at ready time.
@@ -217,7 +204,7 @@ fn main() {
         .build()
         .expect("cannot build the benchmark runtime");
     rt.block_on(async {
-        let string_bytes = memory_per_waiting_item(string_key).await;
+        let string_bytes = memory_per_waiting_item(key).await;
         println!("memory per waiting item, String keys (25 B): {string_bytes:.1} B (incl. the key's own bytes)");
         let u64_bytes = memory_per_waiting_item(|i| i as u64).await;
         println!("memory per waiting item, u64 keys:           {u64_bytes:.1} B");
@@ -229,7 +216,7 @@ fn main() {
                 settle_allocations().await;
             }
             let runs: Vec<String> = runs.iter().map(|us| format!("{us:.3}")).collect();
-            println!("add_after into {TIMERS} pending, {inserts} inserts: {} µs per insert (3 runs)", runs.join(" / "));
+            println!("add_after into {PENDING_TIMERS} pending, {inserts} inserts: {} µs per insert (3 runs)", runs.join(" / "));
         }
 
         for producer in [Producer::Cooperative, Producer::NeverYields] {
