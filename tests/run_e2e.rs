@@ -289,11 +289,21 @@ async fn two_replicas_elect_one_leader_and_fail_over_when_it_is_killed() {
             .count()
     };
     assert_eq!((deletes(&dead), deletes(survivor)), (1, 1), "{writes:#?}");
+    // No overlap: every write of the dead leader arrived before it was killed, and before any
+    // write of the survivor (journal order), which all came after the kill.
+    let first_of_survivor = writes
+        .iter()
+        .find(|e| survivor.sent(e.header("user-agent")))
+        .map(|e| e.seq);
     for write in &writes {
         let agent = write.header("user-agent");
         assert!(dead.sent(agent) || survivor.sent(agent), "{write:?}");
         if dead.sent(agent) {
             assert!(write.at <= killed_at, "the dead leader wrote: {write:?}");
+            assert!(
+                first_of_survivor.is_none_or(|first| write.seq < first),
+                "the leaders overlapped: {write:?}"
+            );
         } else {
             assert!(
                 write.at > killed_at,

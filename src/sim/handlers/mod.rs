@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use chrono::{DateTime, Utc};
 use http::header::{HeaderValue, AUTHORIZATION, RETRY_AFTER};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
@@ -141,6 +142,9 @@ where
     B: hyper::body::Body,
     B::Error: std::fmt::Display,
 {
+    // Stamped now, not when the answer is known: a write the test sees take effect must not
+    // appear to have arrived after it.
+    let arrived = ctx.store.clock().now();
     let (parts, body) = request.into_parts();
     let body = match body.collect().await {
         Ok(collected) => collected.to_bytes(),
@@ -159,7 +163,7 @@ where
     let route = served_route(ctx, Route::parse(&incoming.path, ctx.store.resources()));
     let verb = classify(&incoming, &route);
     let response = respond(ctx, peer, &incoming, &route, verb).await;
-    record(ctx, &incoming, verb, response.status());
+    record(ctx, &incoming, verb, response.status(), arrived);
     response
 }
 
@@ -290,10 +294,16 @@ fn injected_failure(code: StatusCode, retry_after: Option<u64>) -> Response<Body
     response
 }
 
-fn record(ctx: &Context, incoming: &Incoming, verb: Verb, code: StatusCode) {
+fn record(
+    ctx: &Context,
+    incoming: &Incoming,
+    verb: Verb,
+    code: StatusCode,
+    arrived: DateTime<Utc>,
+) {
     ctx.journal.record(JournalEntry {
         seq: 0,
-        at: ctx.store.clock().now(),
+        at: arrived,
         verb,
         method: incoming.method.to_string(),
         path: incoming.path.clone(),
