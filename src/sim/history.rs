@@ -7,8 +7,11 @@
 //! answered with 410 Expired, as the real server does once etcd compacted or the watch cache
 //! moved on). Because each change keeps the previous object, the state of a resource at any
 //! version inside the window is the current state with the later changes undone ("MVCC-lite").
+//!
+//! [`ObjectTimelines`] turns a list of changes into each object's states by UID, for checks that
+//! judge an object as it was just before some change (the soak's and the GC tests' invariants).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -170,6 +173,47 @@ impl<'a> Rewound<'a> {
     }
 }
 
+/// One object's states in commit order: `(resourceVersion, object after the change)`, with `None`
+/// once it was removed.
+type Timeline = Vec<(u64, Option<Arc<Value>>)>;
+
+/// Every state each object had, by UID, in commit order. UIDs are never reused, so a re-created
+/// namesake has a timeline of its own.
+#[derive(Debug, Default)]
+pub struct ObjectTimelines {
+    by_uid: HashMap<String, Timeline>,
+}
+
+impl ObjectTimelines {
+    /// The timelines of every object `changes` (oldest first) touch.
+    pub fn new<'a>(changes: impl IntoIterator<Item = &'a Change>) -> ObjectTimelines {
+        let mut timelines = ObjectTimelines::default();
+        for change in changes {
+            let uid = change.object["metadata"]["uid"]
+                .as_str()
+                .unwrap_or_default();
+            let state = (change.kind != ChangeKind::Deleted).then(|| Arc::clone(&change.object));
+            timelines
+                .by_uid
+                .entry(uid.to_owned())
+                .or_default()
+                .push((change.rv, state));
+        }
+        timelines
+    }
+
+    /// The object with `uid` as it was just before the change committed at `rv`: its state
+    /// after the last earlier change, `None` if it did not exist then (or was already removed).
+    pub fn state_before(&self, uid: &str, rv: u64) -> Option<&Value> {
+        self.by_uid
+            .get(uid)?
+            .iter()
+            .rev()
+            .find(|(at, _)| *at < rv)
+            .and_then(|(_, state)| state.as_deref())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -259,5 +303,40 @@ mod tests {
             rewind(&history, &current, 6),
             vec![("a".into(), v(3)), ("c".into(), v(1))]
         );
+    }
+
+    fn with_uid(rv: u64, uid: &str, kind: ChangeKind, value: i64) -> Change {
+        Change {
+            rv,
+            at: DateTime::<Utc>::default(),
+            resource: ResourceId(0),
+            key: "ns/a".to_string(),
+            kind,
+            object: Arc::new(json!({"metadata": {"uid": uid}, "v": value})),
+            previous: None,
+        }
+    }
+
+    #[test]
+    fn timelines_give_each_uid_its_state_before_a_change() {
+        let changes = [
+            with_uid(10, "first", ChangeKind::Added, 1),
+            with_uid(12, "first", ChangeKind::Modified, 2),
+            with_uid(14, "first", ChangeKind::Deleted, 2),
+            // Re-created under the same name: another UID, another timeline.
+            with_uid(15, "second", ChangeKind::Added, 7),
+        ];
+        let timelines = ObjectTimelines::new(&changes);
+        let v = |uid, rv| timelines.state_before(uid, rv).map(|o| o["v"].clone());
+        assert_eq!(v("first", 10), None, "not there before it was added");
+        assert_eq!(v("first", 12), Some(json!(1)));
+        assert_eq!(
+            v("first", 14),
+            Some(json!(2)),
+            "as it was just before removal"
+        );
+        assert_eq!(v("first", 15), None, "removed");
+        assert_eq!(v("second", 14), None);
+        assert_eq!(v("second", 16), Some(json!(7)));
     }
 }

@@ -2,7 +2,6 @@
 //! collector, object builders, and the invariant every test checks.
 #![allow(dead_code)]
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,6 +10,7 @@ use kube_gc::controllers::garbagecollector::{GarbageCollector, GcError, GcHandle
 use kube_gc::events::CollectingRecorder;
 use kube_gc::runtime::reflector::ReflectorConfig;
 use kube_gc::sim::faults::Verb;
+use kube_gc::sim::history::{ChangeKind, ObjectTimelines};
 use kube_gc::sim::{DeleteOptions, Gvr, Propagation, SimConfig, SimServer};
 use serde_json::{json, Value};
 use tokio::task::JoinHandle;
@@ -272,17 +272,14 @@ pub fn assert_no_live_owner_deleted(sim: &SimServer) {
         .map(|e| path_object(&e.path))
         .collect();
     let history = sim.history();
-    // uid → every state it had, as (rv, state or None when removed).
-    let mut states: HashMap<String, Vec<(u64, Option<Value>)>> = HashMap::new();
     let mut requests: Vec<DeletionRequest> = Vec::new();
     for change in &history {
         let object = &*change.object;
-        let uid = object["metadata"]["uid"].as_str().unwrap_or("").to_string();
         let had_timestamp = change
             .previous
             .as_ref()
             .is_some_and(|p| !p["metadata"]["deletionTimestamp"].is_null());
-        let removed = change.kind == kube_gc::sim::history::ChangeKind::Deleted;
+        let removed = change.kind == ChangeKind::Deleted;
         let has_timestamp = !object["metadata"]["deletionTimestamp"].is_null();
         if !had_timestamp && (removed || has_timestamp) {
             requests.push(DeletionRequest {
@@ -290,17 +287,8 @@ pub fn assert_no_live_owner_deleted(sim: &SimServer) {
                 object: object.clone(),
             });
         }
-        let state = (!removed).then(|| object.clone());
-        states.entry(uid).or_default().push((change.rv, state));
     }
-    let state_before = |uid: &str, rv: u64| -> Option<&Value> {
-        states
-            .get(uid)?
-            .iter()
-            .rev()
-            .find(|(at, _)| *at < rv)
-            .and_then(|(_, s)| s.as_ref())
-    };
+    let timelines = ObjectTimelines::new(history.iter().map(|change| &**change));
     for request in &requests {
         let meta = &request.object["metadata"];
         let namespace = meta["namespace"].as_str();
@@ -310,7 +298,7 @@ pub fn assert_no_live_owner_deleted(sim: &SimServer) {
         }
         for reference in meta["ownerReferences"].as_array().into_iter().flatten() {
             let uid = reference["uid"].as_str().unwrap_or("");
-            let Some(owner) = state_before(uid, request.rv) else {
+            let Some(owner) = timelines.state_before(uid, request.rv) else {
                 continue; // Absent: a valid reason to delete.
             };
             let owner_namespace = owner["metadata"]["namespace"].as_str();

@@ -17,7 +17,7 @@
 //! installs; this module is compiled into that binary only.
 #![allow(dead_code)] // The soak test uses part of the world helpers.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Once};
 use std::time::Duration;
@@ -25,7 +25,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use kube_gc::manager::{Manager, ManagerOptions};
 use kube_gc::sim::faults::{FaultPlan, Verb};
-use kube_gc::sim::history::{Change, ChangeKind};
+use kube_gc::sim::history::{Change, ChangeKind, ObjectTimelines};
 use kube_gc::sim::{DeleteOptions, Gvr, Propagation, SimConfig, SimServer};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -621,23 +621,7 @@ fn check_deletions_justified(sim: &SimServer, log: &ChangeLog, report: &mut Repo
         })
         .collect();
     report.controller_deletions = deleted_uids.len();
-    // uid → (rv, state; None once removed), in order.
-    let mut states: HashMap<String, Vec<(u64, Option<Value>)>> = HashMap::new();
-    for change in &log.changes {
-        let removed = change.kind == ChangeKind::Deleted;
-        states
-            .entry(uid(&change.object))
-            .or_default()
-            .push((change.rv, (!removed).then(|| (*change.object).clone())));
-    }
-    let state_before = |uid: &str, rv: u64| -> Option<&Value> {
-        states
-            .get(uid)?
-            .iter()
-            .rev()
-            .find(|(at, _)| *at < rv)
-            .and_then(|(_, s)| s.as_ref())
-    };
+    let timelines = ObjectTimelines::new(log.changes.iter().map(|change| &**change));
     let mut judged = HashSet::new();
     for change in &log.changes {
         let object_uid = uid(&change.object);
@@ -685,7 +669,7 @@ fn check_deletions_justified(sim: &SimServer, log: &ChangeLog, report: &mut Repo
                 }
                 for reference in references {
                     let owner_uid = reference["uid"].as_str().unwrap_or("");
-                    let Some(owner) = state_before(owner_uid, change.rv) else {
+                    let Some(owner) = timelines.state_before(owner_uid, change.rv) else {
                         continue;
                     };
                     let foreground = being_deleted(owner)
