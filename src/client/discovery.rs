@@ -352,7 +352,7 @@ mod tests {
         let deletable: Vec<String> = discovery
             .deletable()
             .iter()
-            .map(|r| format!("{}/{}", r.api_version(), r.plural))
+            .map(|r| r.path_name())
             .collect();
         for expected in [
             "v1/pods",

@@ -52,6 +52,11 @@ impl ResourceRef {
         api_version_of(&self.group, &self.version)
     }
 
+    /// `apiVersion/plural`, e.g. `batch/v1/jobs` or `v1/pods`: how logs and metrics name it.
+    pub fn path_name(&self) -> String {
+        format!("{}/{}", self.api_version(), self.plural)
+    }
+
     /// The URL of the collection, in `namespace` or across all namespaces (`None`).
     pub fn collection_url(&self, server: &Url, namespace: Option<&str>) -> Url {
         self.url(server, namespace, None, None)

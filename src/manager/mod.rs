@@ -375,11 +375,10 @@ fn init_ttl<K: TtlKind>(
             .queues
             .register(Arc::new(controller.queue().clone()));
         if let Some(reflector) = controller.reflector_metrics() {
-            let resource = format!("{}/{}", resource.api_version(), resource.plural);
             endpoints
                 .metrics
                 .reflectors()
-                .add(K::CONTROLLER, &resource, reflector);
+                .add(K::CONTROLLER, &resource.path_name(), reflector);
         }
     }
     let caches = vec![controller.synced()];

@@ -96,17 +96,14 @@ impl MonitorCounters {
     }
 
     fn started(&self, resource: &ResourceRef, metrics: Arc<ReflectorMetrics>) {
-        self.by_resource.write().insert(label(resource), metrics);
+        self.by_resource
+            .write()
+            .insert(resource.path_name(), metrics);
     }
 
     fn stopped(&self, resource: &ResourceRef) {
-        self.by_resource.write().remove(&label(resource));
+        self.by_resource.write().remove(&resource.path_name());
     }
-}
-
-/// How a resource is named in metrics, as the TTL controllers' informers name theirs.
-fn label(resource: &ResourceRef) -> String {
-    format!("{}/{}", resource.api_version(), resource.plural)
 }
 
 /// Turns one reflector's events into graph events.
