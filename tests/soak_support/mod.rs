@@ -107,6 +107,8 @@ pub struct Report {
     pub panics: u64,
     /// Tasks alive on the runtime, connections closed, before the first manager started.
     pub tasks_before: usize,
+    /// The same once the crashed manager was gone.
+    pub tasks_after_crash: usize,
     /// The same after the last manager stopped (one more crashed in between): equal when no
     /// task leaked.
     pub tasks_after: usize,
@@ -129,7 +131,7 @@ impl std::fmt::Display for Report {
             f,
             "seed {}: objects created {}, actions {:?}, requests {}, faults injected {} errors + {} 429s, \
              compactions {}, controller deletions {}, objects removed {}, panics {}, \
-             tasks alive before/after {}/{}, manager heap at crash/end {}/{} KiB \
+             tasks alive before/after crash/at end {}/{}/{}, manager heap at crash/end {}/{} KiB \
              for {}/{} objects stored, violations {}",
             self.seed,
             self.objects_created,
@@ -142,6 +144,7 @@ impl std::fmt::Display for Report {
             self.removals,
             self.panics,
             self.tasks_before,
+            self.tasks_after_crash,
             self.tasks_after,
             self.manager_heap_at_crash >> 10,
             self.manager_heap_at_end >> 10,
@@ -484,15 +487,9 @@ pub async fn run(world: &World, config: &SoakConfig) -> Report {
             running.task.abort();
             running.shutdown.cancel();
             let _ = (&mut running.task).await;
-            let tasks = quiet_task_count(sim).await;
+            workload.report.tasks_after_crash = quiet_task_count(sim).await;
             workload.report.manager_heap_at_crash =
                 heap_running.saturating_sub(crate::memory_support::live_bytes());
-            if tasks > workload.report.tasks_before {
-                workload.report.violations.push(format!(
-                    "task leak: {tasks} tasks alive after the crash, {} before the start",
-                    workload.report.tasks_before
-                ));
-            }
             running = start_manager(world).await;
         }
         tokio::time::sleep(config.step).await;
@@ -561,11 +558,16 @@ pub async fn run(world: &World, config: &SoakConfig) -> Report {
             ));
         }
     }
-    if report.tasks_after > report.tasks_before {
-        report.violations.push(format!(
-            "task leak: {} tasks alive after the managers stopped, {} before the first started",
-            report.tasks_after, report.tasks_before
-        ));
+    for (when, tasks) in [
+        ("after the crash", report.tasks_after_crash),
+        ("after the last manager stopped", report.tasks_after),
+    ] {
+        if tasks > report.tasks_before {
+            report.violations.push(format!(
+                "task leak: {tasks} tasks alive {when}, {} before the first manager started",
+                report.tasks_before
+            ));
+        }
     }
     if sim.journal().dropped() > 0 {
         report
