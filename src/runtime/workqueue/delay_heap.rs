@@ -2,8 +2,8 @@
 //! `(ready time, sequence number, key slot)` triple of 24 bytes.
 //!
 //! Times are nanoseconds since the queue's epoch (a `u64` covers 584 years) and keys are their
-//! [`SlotId`] in the key table, so a timer owns nothing: pushing one allocates nothing beyond the
-//! heap's own amortised growth, and comparing two compares integers.
+//! [`SlotId`] in the key table, so a timer owns nothing: pushing one allocates nothing but, now
+//! and then, the heap's next chunk, and comparing two compares integers.
 //!
 //! The heap knows nothing about which timers still matter. Each timer carries a sequence number;
 //! the queue remembers, per key, the sequence number of the one timer it still wants, and treats
@@ -14,10 +14,13 @@
 //!
 //! Timers with equal ready times pop in insertion order (the sequence number breaks the tie), so
 //! keys added with the same delay are delivered FIFO like everything else in the queue.
+//!
+//! The heap is written out here (sift up, sift down) rather than taken from `std`'s `BinaryHeap`
+//! because it lives in a [`ChunkedVec`]: a `Vec` under the heap doubled in one step at a million
+//! timers, copying 24 MB with the queue's lock held; chunks grow 96 KiB at a time.
 
+use super::chunked_vec::ChunkedVec;
 use super::key_table::SlotId;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 /// One scheduled delivery of the key in `slot` at `ready_at`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -29,11 +32,11 @@ pub(super) struct Timer {
     pub(super) slot: SlotId,
 }
 
-/// A min-heap of timers, earliest first.
+/// A min-heap of timers, earliest first: every timer is no later than its two children, the
+/// children of position `i` being `2i + 1` and `2i + 2`.
 #[derive(Debug, Default)]
 pub(super) struct DelayHeap {
-    // `BinaryHeap` is a max-heap; `Reverse` turns it into the min-heap we need.
-    heap: BinaryHeap<Reverse<Timer>>,
+    timers: ChunkedVec<Timer>,
     next_seq: u64,
 }
 
@@ -42,43 +45,104 @@ impl DelayHeap {
     pub(super) fn push(&mut self, slot: SlotId, ready_at: u64) -> u64 {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.heap.push(Reverse(Timer {
+        let position = self.timers.push(Timer {
             ready_at,
             seq,
             slot,
-        }));
+        });
+        self.sift_up(position);
         seq
     }
 
     /// The earliest timer, stale or not.
     pub(super) fn peek(&self) -> Option<Timer> {
-        self.heap.peek().map(|Reverse(timer)| *timer)
+        self.timers.get(0).copied()
     }
 
     /// Removes and returns the earliest timer.
     pub(super) fn pop(&mut self) -> Option<Timer> {
-        self.heap.pop().map(|Reverse(timer)| timer)
+        let last = self.timers.pop()?;
+        if self.timers.is_empty() {
+            return Some(last);
+        }
+        // The last timer fills the hole the earliest leaves at the top, then sinks into place.
+        let earliest = std::mem::replace(&mut self.timers[0], last);
+        self.sift_down(0);
+        Some(earliest)
     }
 
     /// Timers in the heap, stale ones included.
     pub(super) fn len(&self) -> usize {
-        self.heap.len()
+        self.timers.len()
     }
 
-    /// Keeps only the timers `keep` approves of (O(n); used to sweep out stale timers).
+    /// Keeps only the timers `keep` approves of, then rebuilds the heap (O(n); used to sweep out
+    /// stale timers).
     pub(super) fn retain(&mut self, mut keep: impl FnMut(&Timer) -> bool) {
-        self.heap.retain(|Reverse(timer)| keep(timer));
+        let mut kept = 0;
+        for position in 0..self.timers.len() {
+            let timer = self.timers[position];
+            if keep(&timer) {
+                self.timers[kept] = timer;
+                kept += 1;
+            }
+        }
+        self.timers.truncate(kept);
+        // Floyd's construction: sift down every parent, the deepest first.
+        for position in (0..kept / 2).rev() {
+            self.sift_down(position);
+        }
     }
 
     /// Every timer, in no particular order.
     #[cfg(test)]
     pub(super) fn iter(&self) -> impl Iterator<Item = &Timer> {
-        self.heap.iter().map(|Reverse(timer)| timer)
+        self.timers.iter()
     }
 
-    /// Drops every timer.
+    /// Drops every timer and the room they took.
     pub(super) fn clear(&mut self) {
-        self.heap.clear();
+        self.timers.clear();
+    }
+
+    /// Moves the timer at `position` up until its parent is no later than it.
+    fn sift_up(&mut self, mut position: usize) {
+        let timer = self.timers[position];
+        while position > 0 {
+            let parent = (position - 1) / 2;
+            let above = self.timers[parent];
+            if above <= timer {
+                break;
+            }
+            self.timers[position] = above;
+            position = parent;
+        }
+        self.timers[position] = timer;
+    }
+
+    /// Moves the timer at `position` down until both its children are no earlier than it.
+    fn sift_down(&mut self, mut position: usize) {
+        let len = self.timers.len();
+        let timer = self.timers[position];
+        loop {
+            let left = 2 * position + 1;
+            if left >= len {
+                break;
+            }
+            let right = left + 1;
+            let child = if right < len && self.timers[right] < self.timers[left] {
+                right
+            } else {
+                left
+            };
+            let below = self.timers[child];
+            if timer <= below {
+                break;
+            }
+            self.timers[position] = below;
+            position = child;
+        }
+        self.timers[position] = timer;
     }
 }
 
@@ -108,6 +172,30 @@ mod tests {
         assert_eq!(heap.peek().map(|t| t.slot), Some(1));
         heap.clear();
         assert!(heap.pop().is_none());
+    }
+
+    #[test]
+    fn pops_in_order_whatever_the_pushes_and_sweeps() {
+        let mut heap = DelayHeap::default();
+        let mut expected = Vec::new();
+        // Enough timers to span several chunks; ready times scrambled, with repeats.
+        for i in 0..10_000u32 {
+            let ready_at = u64::from(i.wrapping_mul(2_654_435_761) % 5_000);
+            let seq = heap.push(i, ready_at);
+            expected.push(Timer {
+                ready_at,
+                seq,
+                slot: i,
+            });
+        }
+        heap.retain(|t| t.slot % 3 != 0);
+        expected.retain(|t| t.slot % 3 != 0);
+        for _ in 0..1_000 {
+            let _ = heap.pop();
+        }
+        expected.sort();
+        let rest: Vec<Timer> = std::iter::from_fn(|| heap.pop()).collect();
+        assert_eq!(rest, expected[1_000..]);
     }
 
     #[test]

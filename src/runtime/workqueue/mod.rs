@@ -31,7 +31,9 @@
 //!
 //! - [`queue`]: [`WorkQueue`], the async, shareable handle, and its timer task.
 //! - `state`: the synchronous state machine holding every rule above.
-//! - `key_table`: each key stored once, in a slab slot, with a hash index.
+//! - `key_table`: each key stored once, in a slab slot, with a sharded hash index.
+//! - `chunked_vec`: the growable array under the slab and the heap, which grows a chunk at a
+//!   time instead of copying everything.
 //! - `delay_heap`: the min-heap of timers, with lazy deletion.
 //! - `in_flight`: start times of the work in progress.
 //! - [`rate_limiter`]: the [`RateLimiter`] trait and client-go's three limiters.
@@ -58,6 +60,7 @@
 //! # }
 //! ```
 
+mod chunked_vec;
 mod delay_heap;
 mod in_flight;
 mod key_table;
