@@ -260,7 +260,7 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
 
 fn run_on_paused_clock(ops: Vec<Op>) -> Result<(), TestCaseError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
+        .enable_all()
         .start_paused(true)
         .build()
         .map_err(|e| TestCaseError::fail(e.to_string()))?;

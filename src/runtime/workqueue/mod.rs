@@ -35,6 +35,8 @@
 //! - `chunked_vec`: the growable array under the slab and the heap, which grows a chunk at a
 //!   time instead of copying everything.
 //! - `delay_heap`: the min-heap of timers, with lazy deletion.
+//! - `fine_timer`: the timer task's sleep, tokio's wheel for the bulk of a wait and a `timerfd`
+//!   for its last 2 ms, so keys are delivered within tens of microseconds of their time.
 //! - `in_flight`: start times of the work in progress.
 //! - [`rate_limiter`]: the [`RateLimiter`] trait and client-go's three limiters.
 //! - [`metrics`]: the metrics hooks, a no-op and a recording provider.
@@ -62,6 +64,7 @@
 
 mod chunked_vec;
 mod delay_heap;
+mod fine_timer;
 mod in_flight;
 mod key_table;
 pub mod metrics;

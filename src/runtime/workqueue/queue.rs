@@ -14,6 +14,7 @@
 //!   `add_after` wakes it only when the new timer became the earliest one;
 //! - shut-down and drain.
 
+use super::fine_timer::FineTimer;
 use super::in_flight::UnfinishedWork;
 use super::metrics::{MetricsProvider, NoopMetricsProvider};
 use super::rate_limiter::{default_controller_rate_limiter, RateLimiter};
@@ -58,6 +59,7 @@ pub struct WorkQueueBuilder<K> {
     name: String,
     limiter: Option<Arc<dyn RateLimiter<K>>>,
     metrics: Option<Arc<dyn MetricsProvider>>,
+    fine_timers: bool,
 }
 
 impl<K> WorkQueueBuilder<K>
@@ -76,11 +78,22 @@ where
         self
     }
 
+    /// Whether delayed keys are released within tens of microseconds of their ready time, using
+    /// a Linux `timerfd` through tokio's I/O driver for the last 2 ms of each wait (default: on).
+    /// Off, the queue is as punctual as tokio's timer wheel, up to about 2 ms late. Turn it off
+    /// on a runtime built without the I/O driver (`enable_io`; `#[tokio::main]`,
+    /// `#[tokio::test]` and `enable_all` include it). Without Linux it has no effect.
+    pub fn fine_timers(mut self, on: bool) -> Self {
+        self.fine_timers = on;
+        self
+    }
+
     /// Creates the queue and spawns its timer task.
     ///
     /// # Panics
     ///
-    /// Outside a Tokio runtime, like `tokio::spawn`.
+    /// Outside a Tokio runtime, like `tokio::spawn`; and with [fine timers](Self::fine_timers)
+    /// on, on Linux, if the runtime has no I/O driver (tokio's message says `enable_io`).
     pub fn build(self) -> WorkQueue<K> {
         let provider = self
             .metrics
@@ -99,7 +112,14 @@ where
             timers_changed: Notify::new(),
             drained: Notify::new(),
         });
-        let timer_task = tokio::spawn(run_timers(Arc::clone(&shared)));
+        // Made here rather than in the task, so that a runtime without an I/O driver fails
+        // loudly at the caller instead of silently killing the timer task.
+        let timer = if self.fine_timers {
+            FineTimer::new()
+        } else {
+            FineTimer::coarse()
+        };
+        let timer_task = tokio::spawn(run_timers(Arc::clone(&shared), timer));
         WorkQueue {
             inner: Arc::new(Inner { shared, timer_task }),
         }
@@ -114,7 +134,8 @@ where
     ///
     /// # Panics
     ///
-    /// Outside a Tokio runtime.
+    /// Outside a Tokio runtime, and on Linux on a runtime without its I/O driver (see
+    /// [`WorkQueueBuilder::fine_timers`]).
     pub fn new(name: impl Into<String>) -> Self {
         Self::builder(name).build()
     }
@@ -125,6 +146,7 @@ where
             name: name.into(),
             limiter: None,
             metrics: None,
+            fine_timers: true,
         }
     }
 
@@ -331,10 +353,10 @@ impl<K> Drop for Inner<K> {
     }
 }
 
-/// The timer task: releases due keys, then sleeps until the earliest timer or until a new
-/// earliest timer arrives. Stopped by abort (shut-down, or the
+/// The timer task: releases due keys, then sleeps until the earliest timer (punctually: see
+/// [`FineTimer`]) or until a new earliest timer arrives. Stopped by abort (shut-down, or the
 /// last queue handle dropped).
-async fn run_timers<K>(shared: Arc<Shared<K>>)
+async fn run_timers<K>(shared: Arc<Shared<K>>, mut timer: FineTimer)
 where
     K: Clone + Eq + Hash,
 {
@@ -351,7 +373,7 @@ where
         match next_ready_at {
             Some(at) => {
                 tokio::select! {
-                    () = tokio::time::sleep_until(at) => {}
+                    () = timer.sleep_until(at) => {}
                     () = timers_changed => {}
                 }
             }
@@ -381,6 +403,24 @@ mod tests {
         for _ in 0..10 {
             tokio::task::yield_now().await;
         }
+    }
+
+    /// A runtime with timers but no I/O driver needs the queue's fine timers off, and then
+    /// delays work on tokio's timers alone.
+    #[test]
+    fn without_fine_timers_a_runtime_without_io_still_delivers_delayed_keys() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .expect("a runtime");
+        runtime.block_on(async {
+            let queue = WorkQueue::builder("q").fine_timers(false).build();
+            let start = Instant::now();
+            queue.add_after("a", ms(30));
+            assert_eq!(queue.get().await, Some("a"));
+            assert!(start.elapsed() >= ms(30));
+        });
     }
 
     #[tokio::test(start_paused = true)]
