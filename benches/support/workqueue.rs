@@ -3,6 +3,7 @@
 #![allow(dead_code)] // Each bench binary uses part of it.
 
 use kube_gc::runtime::workqueue::WorkQueue;
+use std::ops::Range;
 use std::time::{Duration, Instant};
 
 /// Timers already waiting when the insert cost is measured.
@@ -26,13 +27,29 @@ pub fn queue_with_pending_timers() -> WorkQueue<String> {
     queue
 }
 
-/// Time taken to `add_after` `inserts` fresh keys (made before the clock starts) into `queue`.
-pub fn time_inserts(queue: &WorkQueue<String>, inserts: usize) -> Duration {
+/// Time taken to `add_after` `inserts` fresh keys, `key(first..first + inserts)` (made before
+/// the clock starts), into `queue`.
+pub fn time_inserts(queue: &WorkQueue<String>, first: usize, inserts: usize) -> Duration {
     let hour = Duration::from_secs(3600);
-    let fresh: Vec<String> = (0..inserts).map(|i| key(PENDING_TIMERS + i)).collect();
+    let fresh: Vec<String> = (first..first + inserts).map(key).collect();
     let start = Instant::now();
     for (i, key) in fresh.into_iter().enumerate() {
         queue.add_after(key, hour + Duration::from_micros(i as u64 * 13 % 3_600_000));
     }
     start.elapsed()
+}
+
+/// Takes the keys `key(keys)`, waiting in `queue`, out of it again: each is added (which cancels
+/// its timer), taken and done. Lets a benchmark insert into the same queue of a million timers
+/// sample after sample without the queue growing.
+pub async fn remove_waiting(queue: &WorkQueue<String>, keys: Range<usize>) {
+    let count = keys.len();
+    for i in keys {
+        queue.add(key(i));
+    }
+    for _ in 0..count {
+        if let Some(taken) = queue.get().await {
+            queue.done(&taken);
+        }
+    }
 }

@@ -94,8 +94,8 @@ impl FineTimer {
 #[cfg(target_os = "linux")]
 mod timerfd {
     use rustix::time::{
-        timerfd_create, timerfd_settime, Itimerspec, Timespec, TimerfdClockId, TimerfdFlags,
-        TimerfdTimerFlags,
+        timerfd_create, timerfd_settime, Itimerspec, TimerfdClockId, TimerfdFlags,
+        TimerfdTimerFlags, Timespec,
     };
     use std::io;
     use std::os::fd::OwnedFd;
@@ -187,7 +187,10 @@ mod tests {
             assert!(Instant::now() >= at, "a {wait} µs wait ended early");
             // A paused clock advances by tokio's whole-millisecond ticks.
             let late = Instant::now() - at;
-            assert!(late < Duration::from_millis(1), "a {wait} µs wait ended {late:?} late");
+            assert!(
+                late < Duration::from_millis(1),
+                "a {wait} µs wait ended {late:?} late"
+            );
         }
         assert!(start.elapsed() > Duration::from_millis(5));
     }

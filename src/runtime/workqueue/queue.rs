@@ -203,9 +203,12 @@ where
         loop {
             // Created before looking, so that a shut-down in between still wakes us.
             let mut key_ready = std::pin::pin!(shared.key_ready.notified());
+            // The clock is read before locking, to keep the time under the lock short: a timer
+            // falling due in between is released by the next call or the timer task, never lost.
+            let now = Instant::now();
             let getters = {
                 let mut state = shared.state.lock();
-                match state.pop_ready(Instant::now()) {
+                match state.pop_ready(now) {
                     // Taking a key may have released further due timers: wake getters for them.
                     Some(key) => Some((key, state.getters_to_wake())),
                     None if state.is_shutting_down() => return None,
@@ -234,9 +237,10 @@ where
     /// queued again now. Keys not being processed are ignored.
     pub fn done(&self, key: &K) {
         let shared = self.shared();
+        let now = Instant::now();
         let (wake, getters, drained) = {
             let mut state = shared.state.lock();
-            let wake = state.done(key, Instant::now());
+            let wake = state.done(key, now);
             let drained = state.is_shutting_down() && state.in_flight_len() == 0;
             (wake, state.getters_to_wake(), drained)
         };
@@ -310,9 +314,12 @@ where
 
     /// Applies one state change under the lock, then sends the wake-ups it calls for.
     fn change(&self, apply: impl FnOnce(&mut QueueState<K>, Instant) -> Wake) {
+        // Read before locking (shorter time under the lock); a delay then counts from a moment
+        // no earlier than the call, so it is never cut short.
+        let now = Instant::now();
         let (wake, getters) = {
             let mut state = self.shared().state.lock();
-            let wake = apply(&mut state, Instant::now());
+            let wake = apply(&mut state, now);
             (wake, state.getters_to_wake())
         };
         self.wake(wake, getters);
