@@ -15,6 +15,11 @@
 //! figure uses a **cooperative** producer (it spends tokio's budget on every add, so it yields
 //! every 128 adds, as an informer awaiting its watch stream does); the never-yielding producer is
 //! reported beside it, labelled, so the effect stays visible.
+//!
+//! One more case runs the cooperative producer and one worker on a runtime with a **single
+//! thread**. Producer and worker then take turns on one core, every key and the queue's state
+//! stay in that core's cache, and nothing is woken across threads: the figure is what the
+//! queue's own operations cost, with no cross-core traffic or work-stealing in it.
 
 use kube_gc::runtime::workqueue::WorkQueue;
 use std::process::Command;
@@ -40,21 +45,33 @@ enum Producer {
     NeverYields,
 }
 
-/// One benchmark case, as passed to a child process: `<keys> <workers> <producer>`.
+/// One benchmark case, as passed to a child process: `<keys> <workers> <producer> <threads>`.
 #[derive(Debug, Clone, Copy)]
 struct Case {
     repeated: bool,
     workers: usize,
     producer: Producer,
+    /// Runtime threads: 2 (the machine's cores), or 1 for the single-thread case.
+    threads: usize,
 }
 
 impl Case {
-    fn args(self) -> [String; 3] {
+    fn args(self) -> [String; 4] {
         [
             if self.repeated { "repeated" } else { "unique" }.to_string(),
             self.workers.to_string(),
             format!("{:?}", self.producer),
+            self.threads.to_string(),
         ]
+    }
+
+    fn name(self) -> String {
+        let keys = if self.repeated { "repeated" } else { "unique" };
+        let threads = if self.threads == 1 { "/1_thread" } else { "" };
+        format!(
+            "{keys}/{}_workers/{:?}{threads}",
+            self.workers, self.producer
+        )
     }
 
     fn parse(args: &[String]) -> Option<Case> {
@@ -67,6 +84,7 @@ impl Case {
             repeated: args.first()? == "repeated",
             workers: args.get(1)?.parse().ok()?,
             producer,
+            threads: args.get(3)?.parse().ok()?,
         })
     }
 }
@@ -107,8 +125,14 @@ async fn add_get_done(keys: Vec<String>, workers: usize, producer: Producer) -> 
 
 /// The child process: warm up once, measure `RUNS` times, print one rate per line.
 fn run_child(case: Case) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2) // the machine has two cores, like a controller on it
+    let mut builder = if case.threads == 1 {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut builder = tokio::runtime::Builder::new_multi_thread();
+        builder.worker_threads(case.threads); // the machine's two cores, like a controller on it
+        builder
+    };
+    let rt = builder
         .enable_all()
         .build()
         .expect("cannot build the benchmark runtime");
@@ -172,31 +196,38 @@ fn main() {
         "add → get → done, {CYCLE_KEYS} adds per run, {REPEATS} processes × {RUNS} runs; \
          median (min – max) per second"
     );
+    let mut cases = Vec::new();
     for producer in [Producer::Cooperative, Producer::NeverYields] {
         for repeated in [false, true] {
             for workers in [1, 4, 16] {
-                let case = Case {
+                cases.push(Case {
                     repeated,
                     workers,
                     producer,
-                };
-                let name = format!(
-                    "{}/{workers}_workers/{producer:?}",
-                    if repeated { "repeated" } else { "unique" }
-                );
-                if filter.is_some_and(|f| !name.contains(f.as_str())) {
-                    continue;
-                }
-                let started = Instant::now();
-                let (median, low, high) = median_and_range(run_case(case));
-                println!(
-                    "{name:<36} {:>7.0} k  ({:.0} – {:.0} k)   [{:.0?}]",
-                    median / 1e3,
-                    low / 1e3,
-                    high / 1e3,
-                    Duration::from_secs(started.elapsed().as_secs()),
-                );
+                    threads: 2,
+                });
             }
         }
+    }
+    cases.push(Case {
+        repeated: false,
+        workers: 1,
+        producer: Producer::Cooperative,
+        threads: 1,
+    });
+    for case in cases {
+        let name = case.name();
+        if filter.is_some_and(|f| !name.contains(f.as_str())) {
+            continue;
+        }
+        let started = Instant::now();
+        let (median, low, high) = median_and_range(run_case(case));
+        println!(
+            "{name:<36} {:>7.0} k  ({:.0} – {:.0} k)   [{:.0?}]",
+            median / 1e3,
+            low / 1e3,
+            high / 1e3,
+            Duration::from_secs(started.elapsed().as_secs()),
+        );
     }
 }
