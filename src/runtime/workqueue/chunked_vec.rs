@@ -53,7 +53,7 @@ impl<T> ChunkedVec<T> {
     /// Appends `value` and returns its index.
     pub(super) fn push(&mut self, value: T) -> usize {
         let index = self.len;
-        let chunk = index >> CHUNK_BITS;
+        let (chunk, _) = locate(index);
         if chunk == self.chunks.len() {
             self.chunks.push(Vec::with_capacity(CHUNK_LEN));
         }
@@ -65,23 +65,21 @@ impl<T> ChunkedVec<T> {
     /// Removes and returns the last element. The chunk it leaves keeps its room.
     pub(super) fn pop(&mut self) -> Option<T> {
         let last = self.len.checked_sub(1)?;
-        let value = self.chunks[last >> CHUNK_BITS].pop();
+        let value = self.chunks[locate(last).0].pop();
         self.len = last;
         value
     }
 
     /// The element at `index`, if there is one.
     pub(super) fn get(&self, index: usize) -> Option<&T> {
-        self.chunks
-            .get(index >> CHUNK_BITS)?
-            .get(index & (CHUNK_LEN - 1))
+        let (chunk, offset) = locate(index);
+        self.chunks.get(chunk)?.get(offset)
     }
 
     /// The element at `index`, to change.
     pub(super) fn get_mut(&mut self, index: usize) -> Option<&mut T> {
-        self.chunks
-            .get_mut(index >> CHUNK_BITS)?
-            .get_mut(index & (CHUNK_LEN - 1))
+        let (chunk, offset) = locate(index);
+        self.chunks.get_mut(chunk)?.get_mut(offset)
     }
 
     /// Shortens the array to `len` elements (no-op if it is not longer).
@@ -104,6 +102,11 @@ impl<T> ChunkedVec<T> {
     }
 }
 
+/// The chunk element `index` lives in, and its offset there.
+fn locate(index: usize) -> (usize, usize) {
+    (index >> CHUNK_BITS, index & (CHUNK_LEN - 1))
+}
+
 impl<T> Index<usize> for ChunkedVec<T> {
     type Output = T;
 
@@ -111,13 +114,15 @@ impl<T> Index<usize> for ChunkedVec<T> {
     ///
     /// If `index` is out of bounds, like a slice.
     fn index(&self, index: usize) -> &T {
-        &self.chunks[index >> CHUNK_BITS][index & (CHUNK_LEN - 1)]
+        let (chunk, offset) = locate(index);
+        &self.chunks[chunk][offset]
     }
 }
 
 impl<T> IndexMut<usize> for ChunkedVec<T> {
     fn index_mut(&mut self, index: usize) -> &mut T {
-        &mut self.chunks[index >> CHUNK_BITS][index & (CHUNK_LEN - 1)]
+        let (chunk, offset) = locate(index);
+        &mut self.chunks[chunk][offset]
     }
 }
 
