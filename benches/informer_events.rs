@@ -30,7 +30,7 @@ use kube_gc::api::{Job, List, ListMeta};
 use kube_gc::client::{Api, Error, ListParams, ResourceRef, WatchParams, WatchStream};
 use kube_gc::runtime::cache::Cacheable;
 use kube_gc::runtime::informer::{HandlerFns, SharedInformer};
-use kube_gc::runtime::reflector::{EventStream, ListWatch, ReflectorConfig};
+use kube_gc::runtime::reflector::{EventStream, ListWatch, Listed, ReflectorConfig};
 use kube_gc::sim::SimConfig;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
@@ -102,14 +102,14 @@ struct Canned<T> {
 impl<T: DeserializeOwned + Send + 'static> ListWatch for Canned<T> {
     type Object = T;
 
-    async fn list(&self, _params: &ListParams) -> Result<List<T>, Error> {
-        Ok(List {
+    async fn list(&self, _params: &ListParams) -> Result<Listed<T>, Error> {
+        Ok(Listed::from(List {
             metadata: ListMeta {
                 resource_version: Some("1".into()),
                 ..ListMeta::default()
             },
             ..List::default()
-        })
+        }))
     }
 
     async fn watch(&self, _params: &WatchParams) -> Result<EventStream<T>, Error> {

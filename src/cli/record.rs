@@ -36,7 +36,7 @@ use crate::client::{
     ApiRequest, BuildError, Client, ClientOptions, Error, ListParams, ResourceRef, WatchParams,
 };
 use crate::runtime::reflector::{
-    EventStream, ListWatch, Reflector, ReflectorConfig, ReflectorEvent, ReflectorSink,
+    EventStream, ListWatch, Listed, Reflector, ReflectorConfig, ReflectorEvent, ReflectorSink,
 };
 
 /// What replaces each value of a Secret's `data` (base64 of `redacted`, so it still decodes).
@@ -266,8 +266,9 @@ fn error_line(verb: &str, query: Value, error: &Error) -> Value {
 impl ListWatch for RecordingSource {
     type Object = Value;
 
-    async fn list(&self, params: &ListParams) -> Result<List<Value>, Error> {
+    async fn list(&self, params: &ListParams) -> Result<Listed<Value>, Error> {
         let mut all: Option<List<Value>> = None;
+        let mut pages = 0;
         let mut restarts = 0;
         let mut next = params.clone();
         loop {
@@ -279,6 +280,7 @@ impl ListWatch for RecordingSource {
                     // As the client's pager: start the list over from its first page.
                     restarts += 1;
                     all = None;
+                    pages = 0;
                     next = params.clone();
                     continue;
                 }
@@ -286,6 +288,7 @@ impl ListWatch for RecordingSource {
             };
             next.continue_token = page.next_page().map(str::to_owned);
             let done = next.continue_token.is_none();
+            pages += 1;
             match &mut all {
                 Some(all) => {
                     all.items.extend(page.items);
@@ -294,7 +297,10 @@ impl ListWatch for RecordingSource {
                 None => all = Some(page),
             }
             if done {
-                return Ok(all.unwrap_or_default());
+                return Ok(Listed {
+                    list: all.unwrap_or_default(),
+                    paged: pages > 1,
+                });
             }
         }
     }

@@ -113,20 +113,31 @@ impl<K: DeserializeOwned> Pager<K> {
 
     /// Reads every remaining page into one list, whose metadata is the last page's (the
     /// snapshot's resourceVersion, no continue token).
-    pub async fn collect(mut self) -> Result<List<K>, Error> {
+    pub async fn collect(self) -> Result<List<K>, Error> {
+        Ok(self.collect_pages().await?.0)
+    }
+
+    /// Like [`collect`](Self::collect), also telling how many pages the list's snapshot came
+    /// in (a reflector learns from it whether the server pages at all, i.e. has no watch cache).
+    pub async fn collect_pages(mut self) -> Result<(List<K>, u32), Error> {
         let mut all: Option<List<K>> = None;
+        let mut pages = 0;
         while let Some(page) = self.next_page().await {
             let page = page?;
             match &mut all {
                 Some(all) if !page.restarted => {
                     all.items.extend(page.list.items);
                     all.metadata = page.list.metadata;
+                    pages += 1;
                 }
-                _ => all = Some(page.list),
+                _ => {
+                    all = Some(page.list);
+                    pages = 1;
+                }
             }
         }
         // `next_page` yields at least one page or an error before `None`.
-        Ok(all.unwrap_or_default())
+        Ok((all.unwrap_or_default(), pages))
     }
 
     async fn fetch(&self, continue_token: Option<String>) -> Result<List<K>, Error> {

@@ -7,11 +7,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube_gc::api::List;
 use kube_gc::client::{Error, ListParams, WatchParams};
 use kube_gc::runtime::cache::Cacheable;
 use kube_gc::runtime::reflector::{
-    EventStream, ListWatch, Reflector, ReflectorConfig, ReflectorEvent, ReflectorSink,
+    EventStream, ListWatch, Listed, Reflector, ReflectorConfig, ReflectorEvent, ReflectorSink,
 };
 use parking_lot::Mutex;
 use tokio::sync::watch;
@@ -294,7 +293,7 @@ pub async fn wait_for_requests(counter: &mut watch::Receiver<usize>, n: usize) {
 impl<L: ListWatch> ListWatch for Timed<L> {
     type Object = L::Object;
 
-    async fn list(&self, params: &ListParams) -> Result<List<L::Object>, Error> {
+    async fn list(&self, params: &ListParams) -> Result<Listed<L::Object>, Error> {
         self.note(Request::List(params.clone()));
         self.inner.list(params).await
     }

@@ -11,8 +11,10 @@
 //!   the history to resume from) the sink sees another `Replaced` and computes what changed
 //!   meanwhile from the difference; nothing in between is lost or repeated, as long as the
 //!   server keeps its promise that a watch from version N delivers every change after N.
-//! - Lists are paged ([`ReflectorConfig::page_size`], 500) and ask for resourceVersions as
-//!   client-go does ([`ListFrom`]); watches ask for bookmarks and a random timeout between
+//! - Lists ask for resourceVersions as client-go does ([`ListFrom`]) and are paged
+//!   ([`ReflectorConfig::page_size`], 500) except a relist at the last synced version, which a
+//!   real API server would otherwise read from etcd at exactly that old revision
+//!   ([`state::list_limit`]); watches ask for bookmarks and a random timeout between
 //!   [`ReflectorConfig::min_watch_timeout`] and twice that (5–10 min), so that many clients do
 //!   not all reconnect at the same moment.
 //! - With [`ReflectorConfig::use_watch_list`], a list is a streaming list (WatchList,
@@ -90,8 +92,8 @@ use crate::runtime::cache::Cacheable;
 pub use backoff::{Backoff, BackoffConfig};
 pub use event::{ReflectorEvent, ReflectorSink};
 pub use metrics::{MetricsSnapshot, ReflectorMetrics};
-pub use source::{EventStream, ListWatch, MetadataOnly};
-pub use state::{ListFrom, Next, State, WatchEnd};
+pub use source::{EventStream, ListWatch, Listed, MetadataOnly};
+pub use state::{list_limit, ListFrom, Next, State, WatchEnd};
 
 /// A watch shorter than this that delivered nothing counts as a failure (client-go).
 pub const MIN_HEALTHY_WATCH: Duration = Duration::from_secs(1);
@@ -175,6 +177,7 @@ where
             backoff: Backoff::new(self.config.backoff, StdRng::from_rng(&mut rng)),
             rng,
             watch_list_supported: self.config.use_watch_list,
+            server_pages: false,
             source: self.source,
             config: self.config,
             metrics: self.metrics,
@@ -205,6 +208,9 @@ struct Run<'s, L: ListWatch, S: ?Sized> {
     rng: StdRng,
     /// WatchList is enabled and the server has not refused it.
     watch_list_supported: bool,
+    /// A list at `resourceVersion=0` came back in pages: the server has no watch cache for
+    /// this resource, so every list pages (client-go's `paginatedResult`).
+    server_pages: bool,
 }
 
 /// How following a watch stream ended.
@@ -261,12 +267,15 @@ where
         let params = ListParams {
             label_selector: self.config.label_selector.clone(),
             field_selector: self.config.field_selector.clone(),
-            limit: Some(self.config.page_size),
+            limit: state::list_limit(&from, self.config.page_size, self.server_pages),
             resource_version: from.resource_version().map(str::to_owned),
             ..ListParams::default()
         };
         let next = match self.source.list(&params).await {
-            Ok(list) => {
+            Ok(Listed { list, paged }) => {
+                if paged && from == ListFrom::AnyCached {
+                    self.server_pages = true;
+                }
                 let resource_version = list.metadata.resource_version.unwrap_or_default();
                 self.deliver_list(list.items, resource_version.clone());
                 state::after_list(&from, Ok(resource_version))

@@ -6,7 +6,8 @@
 //!   [`Pager`](crate::client::Pager) restarts the list, and drops the pages it read before), and
 //!   the list's resourceVersion in its metadata. A 410 or a 504 "too large resource version" on
 //!   the *first* page is returned as the error: only the reflector knows to retry without a
-//!   resourceVersion.
+//!   resourceVersion. It says whether the server sent it in more than one page
+//!   ([`Listed::paged`]).
 //! - [`ListWatch::watch`] opens a watch and returns its events as a stream; errors while
 //!   opening (an HTTP 410, a 429, a refused connection) are the call's error, errors later on are
 //!   items of the stream (a malformed line is a [`Error::Decode`] item, a cut connection a
@@ -25,6 +26,31 @@ use serde::de::DeserializeOwned;
 use crate::api::{List, PartialObjectMetadata, WatchEvent};
 use crate::client::{Api, Error, ListParams, WatchParams};
 
+/// A complete list, and how it came.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Listed<T> {
+    /// Every object, with the list's resourceVersion in the metadata.
+    pub list: List<T>,
+    /// The server sent it in more than one page.
+    pub paged: bool,
+}
+
+impl<T> From<List<T>> for Listed<T> {
+    /// A list that came in one response.
+    fn from(list: List<T>) -> Self {
+        Listed { list, paged: false }
+    }
+}
+
+impl<T> Listed<T> {
+    fn from_pages((list, pages): (List<T>, u32)) -> Self {
+        Listed {
+            list,
+            paged: pages > 1,
+        }
+    }
+}
+
 /// A stream of watch events, or of the errors that interrupted them.
 pub type EventStream<T> = BoxStream<'static, Result<WatchEvent<T>, Error>>;
 
@@ -37,7 +63,7 @@ pub trait ListWatch: Send + Sync + 'static {
     fn list(
         &self,
         params: &ListParams,
-    ) -> impl Future<Output = Result<List<Self::Object>, Error>> + Send;
+    ) -> impl Future<Output = Result<Listed<Self::Object>, Error>> + Send;
 
     /// A watch as `params` asks for it.
     fn watch(
@@ -49,8 +75,9 @@ pub trait ListWatch: Send + Sync + 'static {
 impl<K: DeserializeOwned + Send + 'static> ListWatch for Api<K> {
     type Object = K;
 
-    async fn list(&self, params: &ListParams) -> Result<List<K>, Error> {
-        Api::list(self, params).await
+    async fn list(&self, params: &ListParams) -> Result<Listed<K>, Error> {
+        let pages = self.pager(params.clone()).collect_pages().await?;
+        Ok(Listed::from_pages(pages))
     }
 
     async fn watch(&self, params: &WatchParams) -> Result<EventStream<K>, Error> {
@@ -66,8 +93,9 @@ pub struct MetadataOnly<K>(pub Api<K>);
 impl<K: DeserializeOwned + Send + 'static> ListWatch for MetadataOnly<K> {
     type Object = PartialObjectMetadata;
 
-    async fn list(&self, params: &ListParams) -> Result<List<PartialObjectMetadata>, Error> {
-        self.0.list_metadata(params).await
+    async fn list(&self, params: &ListParams) -> Result<Listed<PartialObjectMetadata>, Error> {
+        let pages = self.0.metadata_pager(params.clone()).collect_pages().await?;
+        Ok(Listed::from_pages(pages))
     }
 
     async fn watch(

@@ -19,7 +19,7 @@
 //!
 //! - [`State::Listing`] waits for a complete list; [`ListFrom`] says which resourceVersion it
 //!   asks for (client-go's rules: `0` the first time, the last synced version on a relist, none
-//!   at all once that one is known to be unavailable).
+//!   at all once that one is known to be unavailable), and [`list_limit`] whether it is paged.
 //! - [`State::Watching`] waits for the events of a watch from a resourceVersion. With WatchList
 //!   enabled a list is a streaming list, whose initial events end at a bookmark; following the
 //!   stream after that bookmark is watching.
@@ -55,6 +55,26 @@ impl ListFrom {
             ListFrom::LastSynced(rv) => Some(rv),
             ListFrom::Latest => None,
         }
+    }
+}
+
+/// The `limit` of a list asked `from`, for lists of `page_size`: client-go's pager rules.
+///
+/// A relist at the last synced version goes **unpaged**. The reason is the real API server's
+/// LIST table (exchanges 56–58): a LIST with a non-zero `resourceVersion`, a `limit` and no
+/// `resourceVersionMatch` is read from etcd at *exactly* that revision — after an API server
+/// restart that is the old state at the old version, and the watch from it is refused with 410
+/// again, forever. Without `limit` the same LIST is served from the watch cache as "not older
+/// than", at the current version. `0` goes to the watch cache, which ignores `limit`; no
+/// resourceVersion is a consistent read from etcd, paged.
+///
+/// `server_pages`: a list at `0` once came back in pages, so this server has no watch cache for
+/// the resource (client-go's `paginatedResult`); then every list keeps paging, since there is
+/// no cache to protect etcd from one huge read.
+pub fn list_limit(from: &ListFrom, page_size: u32, server_pages: bool) -> Option<u32> {
+    match from {
+        ListFrom::LastSynced(_) if !server_pages => None,
+        _ => Some(page_size).filter(|size| *size > 0),
     }
 }
 
@@ -224,6 +244,19 @@ mod tests {
             Some("7")
         );
         assert_eq!(ListFrom::Latest.resource_version(), None);
+    }
+
+    #[test]
+    fn a_relist_at_the_last_synced_version_is_unpaged_unless_the_server_has_no_watch_cache() {
+        let relist = ListFrom::LastSynced("1587".into());
+        // Exchanges 56 and 57: paged, it reads etcd at exactly 1587; unpaged, the present.
+        assert_eq!(list_limit(&relist, 500, false), None);
+        assert_eq!(list_limit(&ListFrom::AnyCached, 500, false), Some(500));
+        assert_eq!(list_limit(&ListFrom::Latest, 500, false), Some(500));
+        // A first list that came back in pages: no watch cache, keep paging.
+        assert_eq!(list_limit(&relist, 500, true), Some(500));
+        // Page size 0 switches paging off everywhere.
+        assert_eq!(list_limit(&ListFrom::Latest, 0, false), None);
     }
 
     #[test]

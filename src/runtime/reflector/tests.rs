@@ -38,7 +38,7 @@ enum AfterItems {
 /// and `exhausted` is notified, which ends the run.
 #[derive(Default)]
 struct Scripted {
-    lists: Mutex<VecDeque<Result<List<Value>, Error>>>,
+    lists: Mutex<VecDeque<Result<Listed<Value>, Error>>>,
     watches: Mutex<VecDeque<(Result<WatchItems, Error>, AfterItems)>>,
     calls: Arc<Mutex<Vec<(Instant, Call)>>>,
     exhausted: Arc<tokio::sync::Notify>,
@@ -46,7 +46,14 @@ struct Scripted {
 
 impl Scripted {
     fn list(self, result: Result<List<Value>, Error>) -> Self {
-        self.lists.lock().push_back(result);
+        self.lists.lock().push_back(result.map(Listed::from));
+        self
+    }
+
+    /// A list the server sent in more than one page.
+    fn paged_list(self, result: Result<List<Value>, Error>) -> Self {
+        let paged = result.map(|list| Listed { list, paged: true });
+        self.lists.lock().push_back(paged);
         self
     }
 
@@ -75,7 +82,7 @@ impl Scripted {
 impl ListWatch for Scripted {
     type Object = Value;
 
-    async fn list(&self, params: &ListParams) -> Result<List<Value>, Error> {
+    async fn list(&self, params: &ListParams) -> Result<Listed<Value>, Error> {
         self.calls
             .lock()
             .push((Instant::now(), Call::List(params.clone())));
@@ -602,3 +609,5 @@ async fn an_unanswered_watch_list_falls_back_to_list_after_the_grace() {
     let m = out.metrics;
     assert_eq!((m.stalled_watches, m.watch_list_fallbacks), (1, 1));
 }
+
+mod relist;

@@ -1,0 +1,111 @@
+//! Relisting as client-go does, pinned by the real server's answers after a restart
+//! (`fixtures/real-apiserver/exchanges/55–60`): the relist after a 410 asks for the last synced
+//! version without `limit`, so the API server serves it from its watch cache at the current
+//! version instead of reading etcd at exactly the old one.
+
+use super::*;
+
+fn list_params(call: &Call) -> &ListParams {
+    match call {
+        Call::List(p) => p,
+        other => panic!("expected a list, got {other:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_relist_after_a_410_asks_for_the_last_synced_version_without_limit() {
+    let script = Scripted::default()
+        .list(list("1587", vec![obj("before-1", "1586")]))
+        // Exchange 59: the restarted server's watch cache starts after 1587.
+        .watch(Ok(vec![expired_event()]))
+        // Exchange 57: unpaged, the relist is the present.
+        .list(list(
+            "1594",
+            vec![obj("after-1", "1594"), obj("before-1", "1586")],
+        ))
+        // Exchange 60: the watch from the relist's version works.
+        .watch(Ok(vec![Ok(WatchEvent::Added(obj("after-2", "1595")))]));
+    let out = run(script, ReflectorConfig::default()).await;
+    assert_eq!(
+        call_summary(&out.calls),
+        [
+            "list rv=0",
+            "watch rv=1587",
+            "list rv=1587",
+            "watch rv=1594",
+            "watch rv=1595"
+        ]
+    );
+    assert_eq!(list_params(&out.calls[0].1).limit, Some(500), "first list");
+    assert_eq!(list_params(&out.calls[2].1).limit, None, "relist");
+    assert_eq!(
+        list_params(&out.calls[2].1).resource_version_match,
+        None,
+        "no match: the watch cache's not-older-than"
+    );
+    assert_eq!(
+        out.sink,
+        [
+            "replaced@1587 before-1",
+            "replaced@1594 after-1,before-1",
+            "added after-2@1595"
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_consistent_list_after_an_unavailable_version_is_paged() {
+    let script = Scripted::default()
+        .list(list("5", vec![]))
+        .watch(Ok(vec![expired_event()]))
+        .list(Err(http_error(410, &[])))
+        .list(list("9", vec![]));
+    let out = run(script, ReflectorConfig::default()).await;
+    assert_eq!(
+        call_summary(&out.calls),
+        ["list rv=0", "watch rv=5", "list rv=5", "list rv=-", "watch rv=9"]
+    );
+    assert_eq!(list_params(&out.calls[2].1).limit, None);
+    assert_eq!(list_params(&out.calls[3].1).limit, Some(500));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_server_that_paged_the_first_list_keeps_being_paged() {
+    // A list at 0 that comes in pages means no watch cache: client-go keeps its page size.
+    let script = Scripted::default()
+        .paged_list(list("5", vec![obj("a", "5")]))
+        .watch(Ok(vec![expired_event()]))
+        .list(list("7", vec![]));
+    let out = run(script, ReflectorConfig::default()).await;
+    assert_eq!(
+        call_summary(&out.calls),
+        ["list rv=0", "watch rv=5", "list rv=5", "watch rv=7"]
+    );
+    assert_eq!(list_params(&out.calls[2].1).limit, Some(500));
+}
+
+#[tokio::test(start_paused = true)]
+async fn only_a_paged_list_at_zero_says_the_server_has_no_watch_cache() {
+    // A consistent read is paged by etcd whatever the cache: it says nothing about the cache.
+    let script = Scripted::default()
+        .list(list("5", vec![]))
+        .watch(Ok(vec![expired_event()]))
+        .list(Err(http_error(410, &[])))
+        .paged_list(list("9", vec![]))
+        .watch(Ok(vec![expired_event()]))
+        .list(list("11", vec![]));
+    let out = run(script, ReflectorConfig::default()).await;
+    assert_eq!(
+        call_summary(&out.calls),
+        [
+            "list rv=0",
+            "watch rv=5",
+            "list rv=5",
+            "list rv=-",
+            "watch rv=9",
+            "list rv=9",
+            "watch rv=11"
+        ]
+    );
+    assert_eq!(list_params(&out.calls[5].1).limit, None);
+}
