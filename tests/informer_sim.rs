@@ -79,7 +79,7 @@ fn background() -> DeleteOptions {
 }
 
 #[tokio::test(start_paused = true)]
-async fn handlers_follow_watch_events_and_a_relist_after_compaction() {
+async fn handlers_follow_watch_events_and_a_relist_after_a_restart() {
     // Client timeouts would fire on the paused clock while the server works.
     let harness = start_with(SimConfig::default(), unthrottled().without_timeouts()).await;
     let sim = &harness.sim;
@@ -117,13 +117,13 @@ async fn handlers_follow_watch_events_and_a_relist_after_compaction() {
         ["add default/d", "update default/a", "delete default/b"]
     );
 
-    // A gap in the watch: the connection is cut, `c` is deleted and the server forgets its
-    // history — with no `.await` in between, so the reflector sees none of it — and the
-    // reflector, unable to resume, must relist.
+    // A gap in the watch: the connection is cut, `c` is deleted and the API server restarts,
+    // its watch cache starting after the deletion — with no `.await` in between, so the
+    // reflector sees none of it — and the reflector, unable to resume, must relist.
     sim.drop_connections();
     sim.delete(&jobs(), Some("default"), "c", &background())
         .unwrap();
-    sim.compact();
+    sim.restart();
 
     // The relist finds `c` gone: its deletion was never observed, so the handler gets the last
     // state the cache knew, flagged as such.

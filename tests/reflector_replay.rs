@@ -8,7 +8,7 @@ mod reflector_support;
 use std::time::Duration;
 
 use kube_gc::api::Job;
-use kube_gc::client::{Api, Client, ClientOptions};
+use kube_gc::client::{Api, Client, ClientOptions, ResourceRef};
 use kube_gc::runtime::cache::Cacheable;
 use kube_gc::runtime::reflector::{ListWatch, MetadataOnly};
 use kube_gc::sim::kubeconfig::KubeconfigSpec;
@@ -78,6 +78,12 @@ fn jobs(client: Client) -> Api<Job> {
     Api::namespaced(client, "capture")
 }
 
+/// The ConfigMaps of exchanges 56–60.
+fn configmaps(client: Client) -> Api<serde_json::Value> {
+    let configmaps = ResourceRef::new("", "v1", "configmaps", "ConfigMap", true);
+    Api::dynamic(client, configmaps, Some("capture-relist2"))
+}
+
 #[tokio::test(start_paused = true)]
 async fn add_update_delete() {
     replay("add-update-delete.jsonl", jobs).await;
@@ -101,6 +107,11 @@ async fn a_watch_cut_and_resumed() {
 #[tokio::test(start_paused = true)]
 async fn a_410_mid_stream_relists_and_drops_what_vanished() {
     replay("relist-after-410.jsonl", jobs).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn after_a_real_restart_the_relist_is_unpaged_and_sees_the_present() {
+    replay("relist-after-restart.jsonl", configmaps).await;
 }
 
 #[tokio::test(start_paused = true)]

@@ -4,6 +4,12 @@
 //! and serves until Ctrl-C (or `--for` elapses). By default it holds a few sample objects — Jobs
 //! finished, running and without a TTL, and a Volcano Job — so that `kubectl get jobs -A` has
 //! something to show. The sim never garbage-collects anything itself.
+//!
+//! Two signals act on the running server, to try a client against what a real cluster does:
+//! `SIGHUP` restarts the API server (every watch and connection ends, the watch caches are
+//! rebuilt at the current revision, so watches from older versions get 410) and `SIGUSR1`
+//! compacts etcd's history to the current revision (exact reads and continue tokens from
+//! before get 410).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -47,6 +53,10 @@ pub struct SimArgs {
     /// Stop after this long (Go duration syntax: 30s, 5m); default: run until Ctrl-C.
     #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration)]
     pub run_for: Option<Duration>,
+
+    /// How often etcd's history is compacted (kube-apiserver's flag); 0 never compacts.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5m")]
+    pub etcd_compaction_interval: Duration,
 }
 
 /// Why `kube-gc sim` stopped with an error.
@@ -86,7 +96,10 @@ pub enum SimCommandError {
 
 /// Runs the server until Ctrl-C or `--for`.
 pub async fn run(args: SimArgs) -> Result<(), SimCommandError> {
-    let mut config = SimConfig::default().with_bind(SocketAddr::new(args.bind_address, args.port));
+    let compaction = Some(args.etcd_compaction_interval).filter(|i| !i.is_zero());
+    let mut config = SimConfig::default()
+        .with_bind(SocketAddr::new(args.bind_address, args.port))
+        .with_compaction_interval(compaction);
     if args.tls {
         config = config.with_tls();
     }
@@ -106,7 +119,7 @@ pub async fn run(args: SimArgs) -> Result<(), SimCommandError> {
     }
     print_banner(&server, &kubeconfig, args.run_for);
 
-    let outcome = wait_until_stopped(args.run_for).await;
+    let outcome = serve_until_stopped(&server, args.run_for).await;
     server.shutdown().await;
     outcome
 }
@@ -140,22 +153,45 @@ fn print_banner(server: &SimServer, kubeconfig: &Path, run_for: Option<Duration>
          controllers against it:"
     );
     println!("  kube-gc run --kubeconfig {kubeconfig} --leader-elect=false");
+    println!(
+        "kill -HUP {pid} restarts the API server (watches from older versions then get 410); \
+         kill -USR1 {pid} compacts etcd.",
+        pid = std::process::id()
+    );
     match run_for {
         Some(limit) => println!("Stopping after {limit:?} (or on Ctrl-C)."),
         None => println!("Ctrl-C stops it."),
     }
 }
 
-async fn wait_until_stopped(run_for: Option<Duration>) -> Result<(), SimCommandError> {
+/// Serves until Ctrl-C or `run_for`, restarting on SIGHUP and compacting on SIGUSR1.
+async fn serve_until_stopped(
+    server: &SimServer,
+    run_for: Option<Duration>,
+) -> Result<(), SimCommandError> {
+    use tokio::signal::unix::{signal, SignalKind};
     let deadline = async {
         match run_for {
             Some(limit) => tokio::time::sleep(limit).await,
             None => std::future::pending().await,
         }
     };
-    tokio::select! {
-        signal = tokio::signal::ctrl_c() => signal.map_err(SimCommandError::Signal),
-        () = deadline => Ok(()),
+    tokio::pin!(deadline);
+    let mut hangup = signal(SignalKind::hangup()).map_err(SimCommandError::Signal)?;
+    let mut user1 = signal(SignalKind::user_defined1()).map_err(SimCommandError::Signal)?;
+    loop {
+        tokio::select! {
+            signal = tokio::signal::ctrl_c() => return signal.map_err(SimCommandError::Signal),
+            () = &mut deadline => return Ok(()),
+            Some(()) = hangup.recv() => {
+                server.restart();
+                println!("SIGHUP: API server restarted at resourceVersion {}", server.resource_version());
+            }
+            Some(()) = user1.recv() => {
+                server.compact();
+                println!("SIGUSR1: etcd compacted to resourceVersion {}", server.resource_version());
+            }
+        }
     }
 }
 

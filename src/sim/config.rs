@@ -1,9 +1,11 @@
 //! How a simulated server is set up.
 //!
 //! Contract: [`SimConfig::default`] is a plain-HTTP server on `127.0.0.1:<random port>` serving
-//! [`default_resources`], with no authentication, no faults, a 100 000-change watch window,
-//! bookmarks every 60 s, WatchList off (like a v1.28 server) and the system clock. Each knob has a
-//! `with_*` builder method.
+//! [`default_resources`], with no authentication, no faults, a 100 000-change etcd history
+//! compacted every 5 minutes, watch caches sized like the real server's (100 to 102,400 events,
+//! keeping 75 s), lists waiting 3 s for a version the server has not reached, bookmarks every
+//! 60 s, WatchList off (like a v1.28 server) and the system clock. Each knob has a `with_*`
+//! builder method.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -12,6 +14,10 @@ use std::time::Duration;
 use crate::sim::clock::{Clock, SystemClock};
 use crate::sim::faults::FaultPlan;
 use crate::sim::resources::{default_resources, ResourceDef};
+use crate::sim::store::WatchCacheSizing;
+
+/// kube-apiserver's `--etcd-compaction-interval` default.
+pub const DEFAULT_COMPACTION_INTERVAL: Duration = Duration::from_secs(300);
 
 /// Settings of a [`crate::sim::server::SimServer`].
 #[derive(Debug, Clone)]
@@ -24,8 +30,17 @@ pub struct SimConfig {
     pub token: Option<String>,
     /// Faults to inject (none by default).
     pub fault_plan: FaultPlan,
-    /// Changes retained for watches and reads at old resourceVersions.
+    /// Changes retained for reads at old resourceVersions (etcd's history; compaction also
+    /// bounds it).
     pub history_limit: usize,
+    /// How each resource's watch cache sizes its window (watches from before it get 410).
+    pub watch_cache: WatchCacheSizing,
+    /// How often etcd's history is compacted, to the revision of the previous compaction (the
+    /// real server's compactor); `None` never compacts.
+    pub compaction_interval: Option<Duration>,
+    /// How long a list from the watch cache waits for a resourceVersion the server has not
+    /// reached before answering 504.
+    pub too_large_wait: Duration,
     /// Events a watcher may have queued before it is dropped as too slow.
     pub watch_buffer: usize,
     /// Interval between BOOKMARK events on watches that allow them.
@@ -50,6 +65,9 @@ impl Default for SimConfig {
             token: None,
             fault_plan: FaultPlan::default(),
             history_limit: 100_000,
+            watch_cache: WatchCacheSizing::default(),
+            compaction_interval: Some(DEFAULT_COMPACTION_INTERVAL),
+            too_large_wait: Duration::from_secs(3),
             watch_buffer: 10_000,
             bookmark_interval: Duration::from_secs(60),
             watch_list_enabled: false,
@@ -92,6 +110,18 @@ impl SimConfig {
     /// Keeps this many changes of history.
     pub fn with_history_limit(mut self, limit: usize) -> Self {
         self.history_limit = limit;
+        self
+    }
+
+    /// Sizes every watch cache's window so.
+    pub fn with_watch_cache(mut self, sizing: WatchCacheSizing) -> Self {
+        self.watch_cache = sizing;
+        self
+    }
+
+    /// Compacts etcd's history at this interval (`None`: never).
+    pub fn with_compaction_interval(mut self, interval: Option<Duration>) -> Self {
+        self.compaction_interval = interval;
         self
     }
 

@@ -1,11 +1,13 @@
 //! Seeded, reproducible fault injection for the simulated API server.
 //!
 //! Contract: a [`FaultPlan`] says how often each kind of request fails (and with which HTTP
-//! statuses), how often the server throttles with a 429, how much latency to add, and when to
-//! cut watch streams. A [`FaultInjector`] turns the plan into a [`FaultDecision`] per request.
-//! Decisions come from one `StdRng` seeded with the plan's seed and every decision consumes the
-//! same number of draws, so the same seed and the same sequence of [`FaultInjector::decide`]
-//! calls give the same decisions, run after run. The default plan injects nothing.
+//! statuses), how often the server throttles with a 429, how much latency to add, when to cut
+//! watch streams, and how often the API server restarts. A [`FaultInjector`] turns the plan into
+//! a [`FaultDecision`] per request. Decisions come from one `StdRng` seeded with the plan's seed
+//! and every decision consumes the same number of draws, so the same seed and the same sequence
+//! of [`FaultInjector::decide`] calls give the same decisions, run after run (restarts draw from
+//! a second generator of their own, so turning them on shifts no other decision). The default
+//! plan injects nothing.
 //!
 //! The injector only decides; the server carries the decision out (sleeps, answers with the
 //! status, ends the watch) and builds the bodies with [`super::status`].
@@ -103,6 +105,9 @@ pub struct FaultPlan {
     pub watch_cut_after_events: Option<u64>,
     /// End each watch stream after this long.
     pub watch_cut_after: Option<Duration>,
+    /// Probability in `[0, 1]` that a request finds the API server restarting: every watch and
+    /// connection ends (this request's too) and the watch caches are rebuilt.
+    pub restart_rate: f64,
 }
 
 /// A probability clamped to `[0, 1]`; NaN counts as 0.
@@ -154,6 +159,12 @@ impl FaultPlan {
         self
     }
 
+    /// With probability `rate` per request, the API server restarts as the request arrives.
+    pub fn restart(mut self, rate: f64) -> Self {
+        self.restart_rate = probability(rate);
+        self
+    }
+
     /// Watch streams end after `events` events.
     pub fn cut_watches_after_events(mut self, events: u64) -> Self {
         self.watch_cut_after_events = Some(events);
@@ -180,6 +191,8 @@ pub struct FaultDecision {
     /// Answer with this status instead of handling the request; the second member is the
     /// `Retry-After` seconds for a 429.
     pub respond: Option<(StatusCode, Option<u64>)>,
+    /// The API server restarts before the request is handled (it never is).
+    pub restart: bool,
 }
 
 /// How long a watch stream may live before the server ends it.
@@ -204,12 +217,21 @@ pub struct FaultCounts {
     pub errors_by_verb: BTreeMap<Verb, u64>,
     /// Injected responses (errors and 429s) per HTTP status.
     pub by_status: BTreeMap<u16, u64>,
+    /// Injected API server restarts.
+    pub restarts: u64,
 }
 
 struct State {
     plan: FaultPlan,
     rng: StdRng,
+    /// Draws the restarts only.
+    restart_rng: StdRng,
     counts: FaultCounts,
+}
+
+/// The restart generator's seed, apart from the main one's.
+fn restart_seed(seed: u64) -> u64 {
+    seed ^ 0x5245_5354_4152_5421
 }
 
 /// Turns a [`FaultPlan`] into per-request decisions; shared by all request handlers.
@@ -221,10 +243,12 @@ impl FaultInjector {
     /// An injector following `plan`.
     pub fn new(plan: FaultPlan) -> Self {
         let rng = StdRng::seed_from_u64(plan.seed);
+        let restart_rng = StdRng::seed_from_u64(restart_seed(plan.seed));
         FaultInjector {
             state: Mutex::new(State {
                 plan,
                 rng,
+                restart_rng,
                 counts: FaultCounts::default(),
             }),
         }
@@ -235,6 +259,7 @@ impl FaultInjector {
     pub fn set_plan(&self, plan: FaultPlan) {
         let mut state = self.state.lock();
         state.rng = StdRng::seed_from_u64(plan.seed);
+        state.restart_rng = StdRng::seed_from_u64(restart_seed(plan.seed));
         state.plan = plan;
     }
 
@@ -246,7 +271,16 @@ impl FaultInjector {
     /// Decides the fate of one request of `verb`.
     pub fn decide(&self, verb: Verb) -> FaultDecision {
         let mut guard = self.state.lock();
-        let State { plan, rng, counts } = &mut *guard;
+        let State {
+            plan,
+            rng,
+            restart_rng,
+            counts,
+        } = &mut *guard;
+        let restart = plan.restart_rate > 0.0 && restart_rng.random::<f64>() < plan.restart_rate;
+        if restart {
+            counts.restarts += 1;
+        }
         // Always four draws, whatever the plan says, so one verb's settings never shift the
         // random sequence another verb sees.
         let latency_draw: f64 = rng.random();
@@ -277,7 +311,11 @@ impl FaultInjector {
         } else {
             None
         };
-        FaultDecision { delay, respond }
+        FaultDecision {
+            delay,
+            respond,
+            restart,
+        }
     }
 
     /// How long each new watch stream may run.
@@ -455,5 +493,21 @@ mod tests {
             injector.decide(Verb::List).respond,
             Some((StatusCode::INTERNAL_SERVER_ERROR, None))
         );
+    }
+
+    #[test]
+    fn restarts_are_drawn_apart_and_shift_no_other_decision() {
+        let base = FaultPlan::new(9).fail_all(0.3, &[500, 503]).throttle(0.1, 1);
+        let plain = FaultInjector::new(base.clone());
+        let restarting = FaultInjector::new(base.restart(0.25));
+        let mut restarts = 0;
+        for verb in Verb::ALL.iter().cycle().take(400) {
+            let (a, b) = (plain.decide(*verb), restarting.decide(*verb));
+            assert_eq!((a.delay, a.respond), (b.delay, b.respond));
+            assert!(!a.restart);
+            restarts += u64::from(b.restart);
+        }
+        assert!((60..140).contains(&restarts), "{restarts} of 400 at 25 %");
+        assert_eq!(restarting.injected().restarts, restarts);
     }
 }

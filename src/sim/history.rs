@@ -1,11 +1,12 @@
 //! The bounded change log behind watches and reads at old resourceVersions.
 //!
 //! Contract: every committed write appends one [`Change`] carrying the global resourceVersion it
-//! was committed at, the object as watchers see it, and the object as it was before. The log
-//! keeps at most `limit` changes; [`History::window_start`] is the oldest resourceVersion from
-//! which the log can still replay *every* later change (a watch or list from an older version is
-//! answered with 410 Expired, as the real server does once etcd compacted or the watch cache
-//! moved on). Because each change keeps the previous object, the state of a resource at any
+//! was committed at, the object as watchers see it, and the object as it was before. This is
+//! the simulated server's etcd: the log keeps at most `limit` changes and forgets older ones when
+//! compacted; [`History::window_start`] is the oldest resourceVersion from which it can still
+//! rebuild *every* later state (an exact list or a continue token at an older version is
+//! answered with 410 Expired, as the real server does once etcd compacted). Watches are served
+//! from the per-resource watch caches instead (`store::watch_cache`). Because each change keeps the previous object, the state of a resource at any
 //! version inside the window is the current state with the later changes undone ("MVCC-lite").
 //!
 //! [`ObjectTimelines`] turns a list of changes into each object's states by UID, for checks that
@@ -89,11 +90,11 @@ impl History {
         self.changes.push_back(change);
     }
 
-    /// Forgets every change: from now on only the current resourceVersion (`now_rv`) can be
-    /// watched or listed from.
-    pub fn compact(&mut self, now_rv: u64) {
-        self.changes.clear();
-        self.window_start = now_rv;
+    /// Compacts to `rv` (etcd's compaction): states older than `rv` can no longer be read.
+    /// Compacting to a version the window already passed does nothing. The changes themselves
+    /// stay for inspection ([`History::iter`]) until the count bound drops them.
+    pub fn compact(&mut self, rv: u64) {
+        self.window_start = self.window_start.max(rv);
     }
 
     /// The oldest resourceVersion every later change is known for.
@@ -251,13 +252,26 @@ mod tests {
     }
 
     #[test]
-    fn compaction_forgets_everything() {
+    fn compaction_moves_the_window() {
         let mut history = History::new(0, 10);
         history.push(change(1, "a", ChangeKind::Added, 1, None));
         history.compact(1);
         assert!(!history.covers(0));
         assert!(history.covers(1));
-        assert_eq!(history.iter().count(), 0);
+        assert_eq!(history.iter().count(), 1, "kept for inspection");
+    }
+
+    #[test]
+    fn compaction_to_an_older_version_keeps_the_later_changes() {
+        let mut history = History::new(0, 10);
+        for rv in 1..=4 {
+            history.push(change(rv, "a", ChangeKind::Modified, rv as i64, None));
+        }
+        history.compact(2);
+        assert!(!history.covers(1));
+        assert_eq!(history.since(2).map(|c| c.rv).collect::<Vec<_>>(), [3, 4]);
+        history.compact(1);
+        assert_eq!(history.window_start(), 2, "compaction never goes back");
     }
 
     fn rewind(

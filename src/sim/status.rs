@@ -430,14 +430,22 @@ fn storage_key(gr: &GroupResource, namespace: Option<&str>, name: &str) -> Strin
 }
 
 /// 504 `Timeout` for a read at a resourceVersion newer than the server has (upstream's
-/// `NewTooLargeResourceVersionError`): the client should retry after a second.
-pub fn too_large_resource_version(requested: u64, current: u64) -> (StatusCode, Value) {
+/// `NewTooLargeResourceVersionError`): from the watch cache it asks the client to retry after a
+/// second, from etcd it asks for nothing (0).
+pub fn too_large_resource_version(
+    requested: u64,
+    current: u64,
+    retry_after_seconds: u64,
+) -> (StatusCode, Value) {
     let code = StatusCode::GATEWAY_TIMEOUT;
     let message = format!("Timeout: Too large resource version: {requested}, current: {current}");
-    let details = json!({
+    let mut details = json!({
         "causes": [{ "reason": "ResourceVersionTooLarge", "message": "Too large resource version" }],
-        "retryAfterSeconds": 1,
     });
+    // apimachinery's NewTimeoutError leaves a zero retryAfterSeconds out.
+    if retry_after_seconds > 0 {
+        details["retryAfterSeconds"] = json!(retry_after_seconds);
+    }
     (code, failure(code, "Timeout", &message, Some(details)))
 }
 
@@ -877,7 +885,7 @@ mod tests {
 
     #[test]
     fn too_large_resource_version_is_a_retryable_timeout() {
-        let (code, body) = too_large_resource_version(900, 557);
+        let (code, body) = too_large_resource_version(900, 557, 1);
         assert_eq!(code.as_u16(), 504);
         assert_eq!(
             body,
@@ -887,6 +895,9 @@ mod tests {
                 "details": {"causes": [{"reason": "ResourceVersionTooLarge",
                     "message": "Too large resource version"}], "retryAfterSeconds": 1}})
         );
+        // From etcd the retry is 0, which the Status leaves out.
+        let (_, body) = too_large_resource_version(900, 557, 0);
+        assert_eq!(body["details"].get("retryAfterSeconds"), None);
     }
 
     #[test]

@@ -103,8 +103,10 @@ pub fn store_error_status(error: &StoreError, resources: &Resources) -> (StatusC
             &status::too_old_resource_version_message(*requested, *oldest),
             None,
         ),
-        StoreError::TooLargeResourceVersion { requested, current } => {
-            status::too_large_resource_version(*requested, *current)
-        }
+        StoreError::TooLargeResourceVersion {
+            requested,
+            current,
+            retry_after_seconds,
+        } => status::too_large_resource_version(*requested, *current, *retry_after_seconds),
     }
 }

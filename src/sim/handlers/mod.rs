@@ -30,6 +30,7 @@ use serde_json::Value;
 use crate::sim::faults::{FaultInjector, Verb};
 use crate::sim::journal::{parse_query, recorded_headers, Journal, JournalEntry};
 use crate::sim::resources::{ResourceId, Resources};
+use crate::sim::server::Generations;
 use crate::sim::status;
 use crate::sim::store::Store;
 use errors::HandlerError;
@@ -48,13 +49,31 @@ pub struct Context {
     pub token: Option<String>,
     /// How often an idle watch with `allowWatchBookmarks=true` gets a BOOKMARK.
     pub bookmark_interval: Duration,
+    /// How long a list from the watch cache waits for a resourceVersion the server has not
+    /// reached before it answers 504 (the real server's 3 s).
+    pub too_large_wait: Duration,
     /// Whether `sendInitialEvents=true` (WatchList) is served.
     pub watch_list_enabled: bool,
     /// `host:port` clients reach the server at (for `/api`).
     pub server_address: String,
+    /// The connections of the current generation: cutting it drops them all, as a restart.
+    pub connections: Arc<Generations>,
     /// Resources declared but not served right now (a CRD not yet created, or deleted):
     /// left out of discovery, and requests to them answer 404.
     pub unserved: parking_lot::RwLock<std::collections::HashSet<ResourceId>>,
+}
+
+impl Context {
+    /// Restarts the API server: every watch and connection ends, every watch cache is rebuilt
+    /// at the current revision (objects and etcd's history are kept).
+    pub fn restart(&self) {
+        self.store.restart();
+        self.connections.cut();
+        tracing::info!(
+            resource_version = self.store.resource_version(),
+            "simulated API server restarted: watches and connections ended, watch caches rebuilt"
+        );
+    }
 }
 
 impl std::fmt::Debug for Context {
@@ -211,6 +230,11 @@ async fn respond(
         return response::status(status::unauthorized());
     }
     let decision = ctx.faults.decide(verb);
+    if decision.restart {
+        ctx.restart();
+        // The restart cut this request's connection: what the client sees is that.
+        return std::future::pending().await;
+    }
     if let Some(delay) = decision.delay {
         tokio::time::sleep(delay).await;
     }
@@ -228,13 +252,13 @@ async fn respond(
             response::json(StatusCode::OK, &doc)
         }
         Route::Resource(target) => {
-            let result = dispatch(ctx, incoming, target);
+            let result = dispatch(ctx, incoming, target).await;
             result.unwrap_or_else(|e| response::status(e.status(ctx.store.resources())))
         }
     }
 }
 
-fn dispatch(
+async fn dispatch(
     ctx: &Context,
     incoming: &Incoming,
     target: &Target,
@@ -249,7 +273,7 @@ fn dispatch(
     match (&incoming.method, &target.name) {
         (&Method::GET, Some(_)) => read::get(ctx, incoming, target),
         (&Method::GET, None) if incoming.is_watch() => watch::watch(ctx, incoming, target),
-        (&Method::GET, None) => read::list(ctx, incoming, target),
+        (&Method::GET, None) => read::list(ctx, incoming, target).await,
         // Objects of a namespaced resource are created through their namespace's collection.
         (&Method::POST, None) if def.namespaced && target.namespace.is_none() => {
             unsupported("create")

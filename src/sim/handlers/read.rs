@@ -18,7 +18,7 @@ use super::{Context, Incoming};
 use crate::sim::filter::ObjectFilter;
 use crate::sim::selectors::{FieldSelector, LabelSelector};
 use crate::sim::status::{self, Cause, CauseType, GroupKind};
-use crate::sim::store::ListOptions;
+use crate::sim::store::{ListOptions, ListSource};
 
 /// GET of one object.
 pub fn get(
@@ -35,7 +35,7 @@ pub fn get(
 }
 
 /// LIST of a collection.
-pub fn list(
+pub async fn list(
     ctx: &Context,
     incoming: &Incoming,
     target: &Target,
@@ -48,6 +48,12 @@ pub fn list(
         resource_version: incoming.query("resourceVersion").map(str::to_string),
         resource_version_match: incoming.query("resourceVersionMatch").map(str::to_string),
     };
+    // The watch cache waits a while for a version it has not seen yet (a client that read it
+    // from another API server); the store answers 504 if it still has not.
+    let waits_for = ListSource::of(&options)?.waits_for(ctx.store.resource_version());
+    if let Some(rv) = waits_for {
+        ctx.store.wait_for_version(rv, ctx.too_large_wait).await;
+    }
     let page = ctx.store.list(target.resource, &options)?;
     let def = ctx.store.resources().def(target.resource);
     let representation = Representation::from_accept(incoming.header(ACCEPT));

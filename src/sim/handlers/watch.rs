@@ -160,7 +160,12 @@ fn watch_start(ctx: &Context, incoming: &Incoming) -> Result<WatchStart, Handler
             let requested = parse_rv(rv)?;
             let current = ctx.store.resource_version();
             if requested > current {
-                return Err(StoreError::TooLargeResourceVersion { requested, current }.into());
+                return Err(StoreError::TooLargeResourceVersion {
+                    requested,
+                    current,
+                    retry_after_seconds: 1,
+                }
+                .into());
             }
         }
         return Ok(WatchStart::InitialEventsThenBookmark);

@@ -28,7 +28,7 @@ use crate::sim::kubeconfig::{KubeconfigError, KubeconfigSpec};
 use crate::sim::resources::Resources;
 use crate::sim::store::{Store, StoreConfig, StoreError};
 use crate::sim::tls::{self, SimTls, TlsError};
-use accept::Generations;
+pub use accept::Generations;
 
 /// Why the simulated server could not start or an in-process call failed.
 #[derive(Debug, thiserror::Error)]
@@ -69,6 +69,8 @@ pub struct SimServer {
     token: Option<String>,
     generations: Arc<Generations>,
     accept_task: Option<JoinHandle<()>>,
+    /// Compacts etcd's history every interval; ends with the server.
+    compactor: Option<JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for SimServer {
@@ -103,12 +105,17 @@ impl SimServer {
             Arc::clone(&config.clock),
             StoreConfig {
                 history_limit: config.history_limit,
+                watch_cache: config.watch_cache,
                 watch_buffer: config.watch_buffer,
                 ..StoreConfig::default()
             },
         ));
         create_namespaces(&store, &config.namespaces)?;
+        let root = CancellationToken::new();
+        let generations = Arc::new(Generations::new(root.clone()));
         let ctx = Arc::new(Context {
+            connections: Arc::clone(&generations),
+            too_large_wait: config.too_large_wait,
             store,
             journal: Arc::new(Journal::new(config.journal_capacity)),
             faults: Arc::new(FaultInjector::new(config.fault_plan.clone())),
@@ -120,7 +127,9 @@ impl SimServer {
         });
         let scheme = if tls.is_some() { "https" } else { "http" };
         let url = Url::parse(&format!("{scheme}://{addr}"))?;
-        let generations = Arc::new(Generations::new(CancellationToken::new()));
+        let compactor = config.compaction_interval.map(|interval| {
+            tokio::spawn(compactor(Arc::clone(&ctx.store), interval, root.clone()))
+        });
         let accept_task = tokio::spawn(accept::accept_loop(
             listener,
             Arc::clone(&ctx),
@@ -134,6 +143,7 @@ impl SimServer {
             token: config.token,
             generations,
             accept_task: Some(accept_task),
+            compactor,
         })
     }
 
@@ -195,18 +205,30 @@ impl SimServer {
         &self.ctx.store
     }
 
-    /// Ends every open watch and drops every open connection, like an API server restart
-    /// (history is kept; call [`SimServer::compact`] as well to lose it).
+    /// Ends every open watch and drops every open connection — a network cut, or a load
+    /// balancer moving clients — with the API server's watch caches left as they were, so
+    /// watches resume where they stopped.
     pub fn drop_connections(&self) {
         self.ctx.store.close_watches();
         self.generations.cut();
     }
 
-    /// Stops accepting, ends every watch and connection and waits for the server task.
+    /// Restarts the API server, as after a control-plane upgrade: every watch and connection
+    /// ends and every resource's watch cache is rebuilt at the current revision, so a watch
+    /// from any earlier version gets 410 (exchanges 55, 59) while objects and etcd's history
+    /// stay (exact reads work until compaction, exchange 56).
+    pub fn restart(&self) {
+        self.ctx.restart();
+    }
+
+    /// Stops accepting, ends every watch and connection and waits for the server's tasks.
     pub async fn shutdown(mut self) {
         self.stop();
+        // Both exit on cancellation; a panic in either is already reported.
         if let Some(task) = self.accept_task.take() {
-            // The accept loop exits on cancellation; a panic in it is already reported.
+            let _ = task.await;
+        }
+        if let Some(task) = self.compactor.take() {
             let _ = task.await;
         }
     }
@@ -224,6 +246,26 @@ impl Drop for SimServer {
             self.stop();
             task.abort();
         }
+        if let Some(task) = self.compactor.take() {
+            task.abort();
+        }
+    }
+}
+
+/// kube-apiserver's compactor: every `interval`, compacts etcd to the revision it saw at the
+/// previous round, so at least one interval of history stays readable.
+async fn compactor(store: Arc<Store>, interval: std::time::Duration, stop: CancellationToken) {
+    let mut seen = None;
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(interval) => {}
+        }
+        if let Some(rv) = seen {
+            store.compact_to(rv);
+            tracing::debug!(rv, "simulated etcd compacted");
+        }
+        seen = Some(store.resource_version());
     }
 }
 

@@ -75,16 +75,16 @@ pub enum StoreError {
     /// The request itself is malformed (400).
     #[error("bad request: {0}")]
     BadRequest(String),
-    /// A list at an exact resourceVersion older than the history window (410).
+    /// A list at an exact resourceVersion older than etcd's compaction point (410).
     #[error("resource version too old")]
     ListTooOld,
-    /// A continue token whose resourceVersion left the history window (410 with a fresh token).
+    /// A continue token whose resourceVersion was compacted (410 with a fresh token).
     #[error("continue token too old")]
     ContinueTooOld {
         /// A token that continues the list from the same key at the latest version.
         fresh_continue: String,
     },
-    /// A watch from a resourceVersion older than the history window (ERROR event with 410).
+    /// A watch from a resourceVersion older than the watch cache's window (ERROR event with 410).
     #[error("too old resource version: {requested} ({oldest})")]
     WatchTooOld {
         /// The requested resourceVersion.
@@ -99,5 +99,7 @@ pub enum StoreError {
         requested: u64,
         /// The current resourceVersion.
         current: u64,
+        /// `retryAfterSeconds`: 1 from the watch cache, none (0) from etcd.
+        retry_after_seconds: u64,
     },
 }

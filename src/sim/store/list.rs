@@ -1,16 +1,24 @@
-//! Listing: resourceVersion semantics, paging and continue tokens.
+//! Listing: where a LIST is served from, resourceVersion semantics, paging and continue tokens.
 //!
-//! Contract (a v1.28 server with its watch cache):
-//! - `resourceVersion` unset: the latest state, paged by `limit`.
-//! - `resourceVersion=0`: served "from the watch cache": the latest state, and `limit` is
-//!   ignored — everything comes in one response.
-//! - `resourceVersion=N` with `resourceVersionMatch=NotOlderThan` (or no match and no limit): the
-//!   latest state; N beyond the current version → 504 "Too large resource version".
-//! - `resourceVersion=N` with `Exact` (or no match but a limit): the state *at* N, rebuilt from the
-//!   history; N older than the history window → 410 Expired.
-//! - `continue`: an opaque token (base64url JSON `{"v","rv","start"}` like the real one) naming the
-//!   version of the first page and the key to resume after; pages of one list all show that
-//!   version. A token whose version left the window → 410 with a fresh token (version -1) that
+//! Contract: the LIST table of a v1.28 kube-apiserver with its watch cache, decided by
+//! [`ListSource::of`] (the rules of `cacher.go`'s `shouldDelegateList` and `etcd3/store.go`'s
+//! `GetList`; each row is tested below and the ones the captures show are pinned to them):
+//!
+//! | `resourceVersion` | `limit` | `resourceVersionMatch` | served from | what comes back |
+//! |---|---|---|---|---|
+//! | unset | any | — | etcd, consistent | the latest state, paged (14, 15) |
+//! | `0` | ignored | unset / `NotOlderThan` | watch cache | the latest state, in one response (17) |
+//! | `N` | none | unset / `NotOlderThan` | watch cache | the latest state once the cache has seen `N`; waits for it (3 s), then 504 `Too large resource version` (57) |
+//! | `N` | set | unset (legacy) | etcd at exactly `N` | the state at `N`, paged, at version `N`; 410 once compacted (56) |
+//! | `N` | set | `NotOlderThan` | etcd, latest | the latest state, paged; 504 if `N` is ahead (58) |
+//! | `N` | any | `Exact` | etcd at exactly `N` | the state at `N`; 410 once compacted (54) |
+//! | — | — | — with `continue` | etcd at the token's version | the next page; 410 with a fresh token once compacted (53) |
+//!
+//! - The waiting is the handler's (it is async; the store's lock is not):
+//!   [`ListSource::waits_for`] says for which version, [`Store::wait_for_version`] waits.
+//! - `continue`: an opaque token (base64url JSON `{"v","rv","start"}` like the real one) naming
+//!   the version of the first page and the key to resume after; pages of one list all show that
+//!   version. A token whose version was compacted → 410 with a fresh token (version -1) that
 //!   continues from the same key at the latest version; a malformed token → 400.
 //! - `remainingItemCount` is set on non-final pages unless label or field selectors are used.
 
@@ -55,6 +63,76 @@ pub struct ListPage {
     pub continue_token: Option<String>,
     /// How many more objects follow, when known.
     pub remaining_item_count: Option<u64>,
+}
+
+/// Where a real API server serves a LIST from, and at which version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListSource {
+    /// The watch cache: the latest state, unpaged, once the cache has seen `not_older_than`.
+    WatchCache {
+        /// The version the answer must not be older than (0: any).
+        not_older_than: u64,
+    },
+    /// etcd at its latest revision, paged, which must be at least `not_older_than`.
+    EtcdLatest {
+        /// The version the answer must not be older than (0: any).
+        not_older_than: u64,
+    },
+    /// etcd at exactly this revision, paged.
+    EtcdExact(u64),
+    /// etcd, the page after `start_after` of a list at the token's revision (`None`: the
+    /// latest, a token handed out after the old one was compacted).
+    EtcdContinue {
+        /// The revision of the list's first page.
+        at: Option<u64>,
+        /// The (relative) key the previous page ended with.
+        start_after: String,
+    },
+}
+
+impl ListSource {
+    /// Where the LIST `options` describe is served from (the table in the module docs).
+    pub fn of(options: &ListOptions) -> Result<ListSource, StoreError> {
+        if let Some(token) = options.continue_token.as_deref().filter(|t| !t.is_empty()) {
+            let token = decode_continue(token)?;
+            return Ok(ListSource::EtcdContinue {
+                at: u64::try_from(token.rv).ok(),
+                start_after: token.start.trim_end_matches('\0').to_string(),
+            });
+        }
+        let requested = options
+            .resource_version
+            .as_deref()
+            .filter(|rv| !rv.is_empty());
+        let Some(requested) = requested else {
+            return Ok(ListSource::EtcdLatest { not_older_than: 0 });
+        };
+        let rv: u64 = requested.parse().map_err(|_| {
+            StoreError::BadRequest(format!("invalid resource version: {requested}"))
+        })?;
+        // cacher.go: a limit sends the list to etcd, except at version 0.
+        let limited = rv != 0 && options.limit.is_some_and(|l| l > 0);
+        match options.resource_version_match.as_deref().unwrap_or("") {
+            "Exact" => Ok(ListSource::EtcdExact(rv)),
+            "NotOlderThan" if limited => Ok(ListSource::EtcdLatest { not_older_than: rv }),
+            // The legacy rule for paginated lists: exactly that revision (exchange 56).
+            "" if limited => Ok(ListSource::EtcdExact(rv)),
+            "NotOlderThan" | "" => Ok(ListSource::WatchCache { not_older_than: rv }),
+            other => Err(StoreError::BadRequest(format!(
+                "unsupported resourceVersionMatch: {other}"
+            ))),
+        }
+    }
+
+    /// The version a list from the watch cache must wait for, if it is ahead of `current`.
+    pub fn waits_for(&self, current: u64) -> Option<u64> {
+        match self {
+            ListSource::WatchCache { not_older_than } if *not_older_than > current => {
+                Some(*not_older_than)
+            }
+            _ => None,
+        }
+    }
 }
 
 /// Which version of the data a list reads, and where it starts.
@@ -145,84 +223,47 @@ impl Store {
         &self,
         options: &ListOptions,
         current: u64,
-        window_start: u64,
+        compacted: u64,
     ) -> Result<ReadPlan, StoreError> {
-        if let Some(token) = options.continue_token.as_deref().filter(|t| !t.is_empty()) {
-            let token = decode_continue(token)?;
-            let start = token.start.trim_end_matches('\0').to_string();
-            if token.rv < 0 {
-                return Ok(ReadPlan {
-                    at: None,
-                    start_after: Some(start),
-                    paged: true,
-                });
-            }
-            let rv = token.rv as u64;
-            if rv < window_start {
-                return Err(StoreError::ContinueTooOld {
-                    fresh_continue: encode_continue(-1, &start),
-                });
-            }
-            return Ok(ReadPlan {
-                at: Some(rv),
-                start_after: Some(start),
-                paged: true,
-            });
-        }
-        let requested = options
-            .resource_version
-            .as_deref()
-            .filter(|rv| !rv.is_empty());
-        let Some(requested) = requested else {
-            return Ok(ReadPlan {
-                at: None,
-                start_after: None,
-                paged: true,
-            });
-        };
-        let rv: u64 = requested.parse().map_err(|_| {
-            StoreError::BadRequest(format!("invalid resource version: {requested}"))
-        })?;
-        let exact = match options.resource_version_match.as_deref() {
-            Some("Exact") => true,
-            Some("NotOlderThan") => false,
-            Some(other) if !other.is_empty() => {
-                return Err(StoreError::BadRequest(format!(
-                    "unsupported resourceVersionMatch: {other}"
-                )))
-            }
-            // Without a match, a non-zero version with a limit is read from etcd at exactly
-            // that version; anything else is served by the watch cache.
-            _ => rv != 0 && options.limit.is_some_and(|l| l > 0),
-        };
-        if rv > current {
-            return Err(StoreError::TooLargeResourceVersion {
-                requested: rv,
-                current,
-            });
-        }
-        if rv == 0 {
-            return Ok(ReadPlan {
-                at: None,
-                start_after: None,
-                paged: false,
-            });
-        }
-        if !exact {
-            return Ok(ReadPlan {
-                at: None,
-                start_after: None,
-                paged: false,
-            });
-        }
-        if rv < window_start {
-            return Err(StoreError::ListTooOld);
-        }
-        Ok(ReadPlan {
-            at: Some(rv),
+        let latest = |paged| ReadPlan {
+            at: None,
             start_after: None,
-            paged: true,
-        })
+            paged,
+        };
+        let too_large = |requested, retry_after_seconds| StoreError::TooLargeResourceVersion {
+            requested,
+            current,
+            retry_after_seconds,
+        };
+        match ListSource::of(options)? {
+            ListSource::WatchCache { not_older_than } if not_older_than > current => {
+                Err(too_large(not_older_than, 1))
+            }
+            ListSource::WatchCache { .. } => Ok(latest(false)),
+            ListSource::EtcdLatest { not_older_than } if not_older_than > current => {
+                Err(too_large(not_older_than, 0))
+            }
+            ListSource::EtcdLatest { .. } => Ok(latest(true)),
+            // etcd would answer a future revision with an error of its own; the 504 here is
+            // the simulated server's (no capture shows the real answer).
+            ListSource::EtcdExact(rv) if rv > current => Err(too_large(rv, 0)),
+            ListSource::EtcdExact(rv) if rv < compacted => Err(StoreError::ListTooOld),
+            ListSource::EtcdExact(rv) => Ok(ReadPlan {
+                at: Some(rv),
+                start_after: None,
+                paged: true,
+            }),
+            ListSource::EtcdContinue { at, start_after } => match at {
+                Some(rv) if rv < compacted => Err(StoreError::ContinueTooOld {
+                    fresh_continue: encode_continue(-1, &start_after),
+                }),
+                at => Ok(ReadPlan {
+                    at,
+                    start_after: Some(start_after),
+                    paged: true,
+                }),
+            },
+        }
     }
 }
 

@@ -1,11 +1,14 @@
-//! The simulated server's storage: objects, the global resourceVersion, history and watchers.
+//! The simulated server's storage: objects, the global resourceVersion, history, watch caches
+//! and watchers.
 //!
 //! Contract: one [`Store`] holds every object of every served resource as JSON, keyed like etcd
 //! keys (`namespace/name`). All state sits behind one mutex that is never held across an
 //! `.await`; each write takes it once, so writes are totally ordered by a single, monotonically
 //! increasing resourceVersion, exactly as etcd revisions order a real cluster's writes. Each
-//! committed write is appended to the [`History`] and offered to every open watch while the lock
-//! is held, so a watch never misses or reorders a change. The HTTP handlers and the in-process
+//! committed write is appended to the [`History`] (the etcd side: exact reads, continue tokens,
+//! compaction), to its resource's [`WatchCache`] (the API server side: where watches start,
+//! rebuilt by [`Store::restart`]) and offered to every open watch while the lock is held, so a
+//! watch never misses or reorders a change. The HTTP handlers and the in-process
 //! API of `SimServer` both go through these methods, so they obey the same rules (uid,
 //! resourceVersion, generation, finalizers, deletion).
 //!
@@ -16,6 +19,7 @@ mod delete;
 mod error;
 mod list;
 mod server_fields;
+pub mod watch_cache;
 mod watchers;
 mod write;
 
@@ -25,11 +29,12 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use parking_lot::Mutex;
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 pub use delete::{DeleteOptions, DeleteOutcome, Propagation};
 pub use error::StoreError;
-pub use list::{ListOptions, ListPage};
+pub use list::{ListOptions, ListPage, ListSource};
+pub use watch_cache::{Sizing as WatchCacheSizing, WatchCache};
 pub use watchers::{WatchItem, WatcherId};
 pub use write::UpdateTarget;
 
@@ -43,8 +48,10 @@ use watchers::Watchers;
 /// Tuning of a [`Store`].
 #[derive(Debug, Clone)]
 pub struct StoreConfig {
-    /// Changes kept for watches and reads at old versions.
+    /// Changes kept for reads at old versions (etcd's history, also bounded by compaction).
     pub history_limit: usize,
+    /// How each resource's watch cache sizes its window of past events.
+    pub watch_cache: WatchCacheSizing,
     /// Events a watcher may have queued before it is dropped as too slow.
     pub watch_buffer: usize,
     /// Deletions remembered by [`Store::deletions`] (oldest forgotten first).
@@ -55,6 +62,7 @@ impl Default for StoreConfig {
     fn default() -> Self {
         StoreConfig {
             history_limit: 100_000,
+            watch_cache: WatchCacheSizing::default(),
             watch_buffer: 10_000,
             deletion_log_limit: 100_000,
         }
@@ -108,6 +116,10 @@ struct State {
     rv: u64,
     objects: Vec<BTreeMap<String, Arc<Value>>>,
     history: History,
+    /// One per resource, indexed by [`ResourceId`].
+    watch_caches: Vec<WatchCache>,
+    /// The latest committed resourceVersion, for reads that wait until the store reaches one.
+    version: watch::Sender<u64>,
     watchers: Watchers,
     deletions: VecDeque<DeletionRecord>,
     deletion_log_limit: usize,
@@ -135,10 +147,15 @@ impl Store {
     /// An empty store for `resources`.
     pub fn new(resources: Arc<Resources>, clock: Arc<dyn Clock>, config: StoreConfig) -> Store {
         let objects = vec![BTreeMap::new(); resources.len()];
+        let watch_caches = (0..resources.len())
+            .map(|_| WatchCache::new(config.watch_cache, 0))
+            .collect();
         let state = State {
             rv: 0,
             objects,
             history: History::new(0, config.history_limit),
+            watch_caches,
+            version: watch::Sender::new(0),
             watchers: Watchers::default(),
             deletions: VecDeque::new(),
             deletion_log_limit: config.deletion_log_limit,
@@ -177,10 +194,19 @@ impl Store {
         self.state.lock().existing(resource, &key, name)
     }
 
+    /// Waits until the store has committed `rv`, for at most `limit`; whether it did. A real
+    /// API server's watch cache waits so for a list "not older than" a version it has not seen
+    /// yet (3 s), then answers 504.
+    pub async fn wait_for_version(&self, rv: u64, limit: std::time::Duration) -> bool {
+        let mut version = self.state.lock().version.subscribe();
+        let reached = tokio::time::timeout(limit, version.wait_for(|current| *current >= rv)).await;
+        matches!(reached, Ok(Ok(_)))
+    }
+
     /// Opens a watch on `resource` for objects passing `filter`.
     ///
-    /// Fails with [`StoreError::WatchTooOld`] when `start` is a version older than the history
-    /// window.
+    /// Fails with [`StoreError::WatchTooOld`] when `start` is a version older than the window of
+    /// the resource's watch cache.
     pub fn watch(
         &self,
         resource: ResourceId,
@@ -209,16 +235,14 @@ impl Store {
                 (initial, now)
             }
             WatchStart::After(rv) => {
-                if !state.history.covers(rv) {
+                let cache = &state.watch_caches[resource.0];
+                let Some(since) = cache.since(rv) else {
                     return Err(StoreError::WatchTooOld {
                         requested: rv,
-                        oldest: state.history.window_start(),
+                        oldest: cache.window_start(),
                     });
-                }
-                let initial = state
-                    .history
-                    .since(rv)
-                    .filter(|c| c.resource == resource)
+                };
+                let initial = since
                     .filter_map(|c| filter.event_for(c))
                     .map(|(event_type, object)| WatchItem::Event { event_type, object })
                     .collect();
@@ -256,16 +280,42 @@ impl Store {
         self.state.lock().watchers.dropped_slow()
     }
 
-    /// Forgets all history: watches and exact reads from any earlier version now get 410.
-    pub fn compact(&self) {
+    /// Restarts the API server in front of the store: every watch ends and every resource's
+    /// watch cache is rebuilt at the current revision, so watches from any earlier version now
+    /// get 410 (exchanges 55, 59). Objects and etcd's history are kept: exact reads and continue
+    /// tokens still work until compaction (exchange 56).
+    pub fn restart(&self) {
         let mut state = self.state.lock();
+        state.watchers.clear();
         let rv = state.rv;
-        state.history.compact(rv);
+        for cache in &mut state.watch_caches {
+            cache.rebuild(rv);
+        }
     }
 
-    /// The oldest resourceVersion watches can still start from.
+    /// Compacts etcd's history to the current revision: exact reads and continue tokens at any
+    /// earlier version now get 410 (exchanges 53, 54). Watches are not affected: they are
+    /// served from the watch caches.
+    pub fn compact(&self) {
+        let rv = self.resource_version();
+        self.compact_to(rv);
+    }
+
+    /// Compacts etcd's history to `rv` (never backwards), as the API server's compactor does
+    /// every interval with the revision it saw the interval before.
+    pub fn compact_to(&self, rv: u64) {
+        self.state.lock().history.compact(rv);
+    }
+
+    /// The oldest resourceVersion exact reads and continue tokens can still use (etcd's
+    /// compaction point).
     pub fn oldest_resource_version(&self) -> u64 {
         self.state.lock().history.window_start()
+    }
+
+    /// The oldest resourceVersion a watch of `resource` can start from.
+    pub fn watch_window_start(&self, resource: ResourceId) -> u64 {
+        self.state.lock().watch_caches[resource.0].window_start()
     }
 
     /// The retained change log, oldest first.
@@ -378,7 +428,9 @@ impl State {
             previous,
         });
         self.watchers.dispatch(&change);
+        self.watch_caches[resource.0].push(Arc::clone(&change));
         self.history.push(change);
+        self.version.send_replace(self.rv);
         obj
     }
 }
