@@ -8,6 +8,8 @@
 //! - Two replicas: one leads; SIGKILL it and the other takes over within the lease duration
 //!   plus a retry; every write to the cluster came from the replica leading at the time.
 //! - A leader whose renewals fail logs "leaderelection lost" and exits 1.
+//! - After an API server restart, a Job that finishes and an owner deleted afterwards are still
+//!   collected (the relist is served from the restarted watch cache).
 
 mod deploy_support;
 mod run_support;
@@ -336,4 +338,102 @@ async fn a_leader_whose_renewals_fail_stops_and_exits_1() {
     assert_eq!(status.code(), Some(1), "{log}");
     assert!(log.contains("leaderelection lost"), "{log}");
     sim.shutdown().await;
+}
+
+/// The bug an API server restart caused (issue 15): afterwards the informers must still see
+/// new objects. The watch caches restart at the current revision, so every watch gets a 410 and
+/// every reflector relists; a Job that finishes after the restart is still deleted, and the
+/// dependents of an owner deleted after it are still collected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_keeps_collecting_after_the_api_server_restarts() {
+    let sim = SimServer::start(SimConfig::default())
+        .await
+        .expect("start the sim");
+    let kubeconfig = Kubeconfig::for_sim(&sim);
+    let configmaps = kube_gc::sim::Gvr::new("", "v1", "configmaps");
+    let port = free_port().to_string();
+    let replica = Replica::start(
+        "solo",
+        &kubeconfig.path(),
+        &[
+            "--secure-port=0",
+            "--bind-address=127.0.0.1",
+            "--port",
+            &port,
+            "--leader-elect=false",
+        ],
+    );
+    let address = replica.http_address().await;
+    let http = server_support::http_client(None);
+    let mut synced = false;
+    for _ in 0..600 {
+        if http_get(&http, address, "/readyz").await.0 == 200 {
+            synced = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(synced, "never ready:\n{}", replica.log());
+
+    // Writes move the revision on before the restart, as in exchanges 56-60 (1587 -> 1592):
+    // every reflector but the ConfigMaps' is then behind the restarted watch caches.
+    create_expired_job(&sim, "before-restart");
+    sim.create(
+        &configmaps,
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "unrelated", "namespace": "default"}}),
+    )
+    .expect("create");
+    sim.restart();
+    let job = create_expired_job(&sim, "after-restart");
+    let owner = sim
+        .create(
+            &configmaps,
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "owner", "namespace": "default"}}),
+        )
+        .expect("create the owner");
+    sim.create(
+        &pods(),
+        json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "dependent", "namespace": "default",
+                "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+                    "uid": owner["metadata"]["uid"]}]},
+            "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}}),
+    )
+    .expect("create the dependent");
+    // Whether the collector sees the dependent before or after its owner goes, an owner
+    // deleted after the restart must take its dependent with it.
+    sim.delete(
+        &configmaps,
+        Some("default"),
+        "owner",
+        &kube_gc::sim::DeleteOptions::propagation(kube_gc::sim::Propagation::Background),
+    )
+    .expect("delete the owner");
+
+    let job_gone = tokio::time::timeout(
+        LIMIT,
+        sim.wait_for(&jobs(), Some("default"), "after-restart", |o| o.is_none()),
+    )
+    .await;
+    assert!(
+        job_gone.is_ok(),
+        "the Job finished after the restart was not deleted (uid {}):\n{}",
+        job["metadata"]["uid"],
+        replica.log()
+    );
+    let dependent_gone = tokio::time::timeout(
+        LIMIT,
+        sim.wait_for(&pods(), Some("default"), "dependent", |o| o.is_none()),
+    )
+    .await;
+    assert!(
+        dependent_gone.is_ok(),
+        "the dependent of an owner deleted after the restart was not collected:\n{}",
+        replica.log()
+    );
+    replica.terminate();
+    let (status, _) = replica.wait();
+    assert!(status.success());
 }

@@ -55,7 +55,11 @@ async fn watch(server: &SimServer, query: &str) -> Vec<Value> {
         .send()
         .await
         .unwrap_or_else(|e| panic!("watch failed: {e}"));
-    assert_eq!(response.status().as_u16(), 200, "a 410 watch is still HTTP 200");
+    assert_eq!(
+        response.status().as_u16(),
+        200,
+        "a 410 watch is still HTTP 200"
+    );
     Lines::new(response).rest().await
 }
 
@@ -108,7 +112,11 @@ async fn limit_with_not_older_than_reads_the_present_from_etcd_like_exchange_58(
 #[tokio::test(start_paused = true)]
 async fn a_watch_from_before_the_restart_gets_the_410_of_exchange_59() {
     let (server, synced, restarted_at) = restarted().await;
-    let events = watch(&server, &format!("resourceVersion={synced}&timeoutSeconds=2")).await;
+    let events = watch(
+        &server,
+        &format!("resourceVersion={synced}&timeoutSeconds=2"),
+    )
+    .await;
     let mut expected = exchange("59-")["response"]["events"].clone();
     expected[0]["object"]["message"] = json!(format!(
         "too old resource version: {synced} ({restarted_at})"
@@ -160,14 +168,22 @@ async fn a_watch_cache_that_dropped_events_refuses_watches_from_before_them() {
     create(&server, "c");
     create(&server, "d");
     // The ring holds c and d: a watch may start from one below c.
-    let events = watch(&server, &format!("resourceVersion={first}&timeoutSeconds=1")).await;
+    let events = watch(
+        &server,
+        &format!("resourceVersion={first}&timeoutSeconds=1"),
+    )
+    .await;
     assert_eq!(events.len(), 1);
     assert_eq!(events[0]["object"]["code"], 410);
     let window = server
         .store()
         .watch_window_start(server.store().resources().lookup(&configmaps()).unwrap());
     assert_eq!(window, first + 1);
-    let events = watch(&server, &format!("resourceVersion={window}&timeoutSeconds=1")).await;
+    let events = watch(
+        &server,
+        &format!("resourceVersion={window}&timeoutSeconds=1"),
+    )
+    .await;
     assert_eq!(
         summary(&events),
         [("ADDED".into(), "c".into()), ("ADDED".into(), "d".into())]
@@ -232,12 +248,19 @@ async fn a_restart_fault_cuts_the_request_and_rebuilds_the_watch_caches() {
     create(&server, "b");
     server.faults().set_plan(FaultPlan::new(1).restart(1.0));
     let cut = client()
-        .get(url(&server, &format!("{CONFIGMAPS}?resourceVersion={before}")))
+        .get(url(
+            &server,
+            &format!("{CONFIGMAPS}?resourceVersion={before}"),
+        ))
         .send()
         .await;
     assert!(cut.is_err(), "the restart drops the connection: {cut:?}");
     assert_eq!(server.faults().injected().restarts, 1);
     server.faults().set_plan(FaultPlan::default());
-    let events = watch(&server, &format!("resourceVersion={before}&timeoutSeconds=1")).await;
+    let events = watch(
+        &server,
+        &format!("resourceVersion={before}&timeoutSeconds=1"),
+    )
+    .await;
     assert_eq!(events[0]["object"]["code"], 410);
 }

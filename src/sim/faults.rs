@@ -497,7 +497,9 @@ mod tests {
 
     #[test]
     fn restarts_are_drawn_apart_and_shift_no_other_decision() {
-        let base = FaultPlan::new(9).fail_all(0.3, &[500, 503]).throttle(0.1, 1);
+        let base = FaultPlan::new(9)
+            .fail_all(0.3, &[500, 503])
+            .throttle(0.1, 1);
         let plain = FaultInjector::new(base.clone());
         let restarting = FaultInjector::new(base.restart(0.25));
         let mut restarts = 0;

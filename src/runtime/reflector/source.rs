@@ -94,7 +94,11 @@ impl<K: DeserializeOwned + Send + 'static> ListWatch for MetadataOnly<K> {
     type Object = PartialObjectMetadata;
 
     async fn list(&self, params: &ListParams) -> Result<Listed<PartialObjectMetadata>, Error> {
-        let pages = self.0.metadata_pager(params.clone()).collect_pages().await?;
+        let pages = self
+            .0
+            .metadata_pager(params.clone())
+            .collect_pages()
+            .await?;
         Ok(Listed::from_pages(pages))
     }
 

@@ -63,7 +63,13 @@ async fn a_consistent_list_after_an_unavailable_version_is_paged() {
     let out = run(script, ReflectorConfig::default()).await;
     assert_eq!(
         call_summary(&out.calls),
-        ["list rv=0", "watch rv=5", "list rv=5", "list rv=-", "watch rv=9"]
+        [
+            "list rv=0",
+            "watch rv=5",
+            "list rv=5",
+            "list rv=-",
+            "watch rv=9"
+        ]
     );
     assert_eq!(list_params(&out.calls[2].1).limit, None);
     assert_eq!(list_params(&out.calls[3].1).limit, Some(500));
