@@ -97,7 +97,8 @@ pub struct Report {
     pub faults_errors: u64,
     /// 429s injected.
     pub faults_throttled: u64,
-    /// Forced compactions.
+    /// Forced API server restarts, each with an etcd compaction: every watch gets a 410 and
+    /// every reflector relists.
     pub compactions: u64,
     /// Objects the controllers deleted (successful DELETEs).
     pub controller_deletions: usize,
@@ -130,7 +131,7 @@ impl std::fmt::Display for Report {
         write!(
             f,
             "seed {}: objects created {}, actions {:?}, requests {}, faults injected {} errors + {} 429s, \
-             compactions {}, controller deletions {}, objects removed {}, panics {}, \
+             restarts with compaction {}, controller deletions {}, objects removed {}, panics {}, \
              tasks alive before/after crash/at end {}/{}/{}, manager heap at crash/end {}/{} KiB \
              for {}/{} objects stored, violations {}",
             self.seed,
@@ -468,13 +469,18 @@ pub async fn run(world: &World, config: &SoakConfig) -> Report {
             workload.step(world);
         }
         if workload.rng.random_bool(0.03) {
+            // An API server restart and an etcd compaction: the watch caches start at the
+            // current revision, so every watch behind it gets a 410 and relists, and an object
+            // created afterwards must still be seen (invariant 2 fails otherwise).
             log.catch_up(sim);
+            sim.restart();
             sim.compact();
             workload.report.compactions += 1;
         }
         if step == restart_at {
-            // An API server restart: every connection dropped, discovery failing for a while.
-            sim.drop_connections();
+            // An API server restart: every watch and connection ended, discovery failing for a
+            // while.
+            sim.restart();
             sim.faults()
                 .set_plan(plan.clone().fail(Verb::Discovery, 1.0, &[503]));
             tokio::time::sleep(Duration::from_secs(5)).await;
