@@ -642,3 +642,34 @@ async fn largest_watch_list_line(client: &Client) -> usize {
     }
     longest
 }
+
+/// An informer that cannot see changes says so: with every watch refused, after twice the
+/// backoff cap (60 s) its reflector is stuck — the gauge counts the time, the collector names
+/// it for `/readyz` — and once watches work again it recovers.
+#[tokio::test(start_paused = true)]
+async fn a_reflector_whose_watches_all_fail_is_reported_stuck_then_recovered() {
+    let h = server(SimConfig::default()).await;
+    seed(&h.sim, &jobs(), job("a", "x"));
+    h.sim
+        .faults()
+        .set_plan(FaultPlan::new(3).fail(Verb::Watch, 1.0, &[503]));
+    let running = spawn(jobs_in_a(&h.client), config());
+    let collector = kube_gc::metrics::ReflectorCollector::default();
+    collector.add(
+        "ttl-after-finished",
+        "batch/v1/jobs",
+        running.metrics.clone(),
+    );
+    tokio::time::sleep(Duration::from_secs(50)).await;
+    assert!(collector.stuck().is_empty(), "not yet: 50 s");
+    tokio::time::sleep(Duration::from_secs(40)).await;
+    assert_eq!(collector.stuck(), ["ttl-after-finished batch/v1/jobs"]);
+    assert!(running.metrics.since_last_sync() >= Duration::from_secs(60));
+
+    h.sim.faults().set_plan(FaultPlan::default());
+    // The next retry is at most two backoff caps away; once its watch holds, it is in sync.
+    tokio::time::sleep(Duration::from_secs(65)).await;
+    assert!(collector.stuck().is_empty());
+    assert_eq!(running.metrics.since_last_sync(), Duration::ZERO);
+    running.stop().await;
+}

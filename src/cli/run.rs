@@ -297,14 +297,25 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
 }
 
 /// `/readyz`'s checks: the controllers are ready (caches synced, the garbage collector's
-/// workers running) and, when electing, the leadership state is known. A follower runs no
-/// controllers, so for it only the election counts: a follower that is never ready would stall
-/// every rolling update of a two-replica Deployment.
+/// workers running), no informer is stuck (named in the failure), and, when electing, the
+/// leadership state is known. A follower runs no controllers, so for it only the election
+/// counts: a follower that is never ready would stall every rolling update of a two-replica
+/// Deployment.
 fn add_readiness(
     endpoints: &Endpoints,
     controllers: Readiness,
     leadership: Option<LeadershipWatch>,
 ) {
+    let reflectors = endpoints.metrics.reflectors().clone();
+    endpoints.readiness.add_with_reason("informers", move || {
+        let stuck = reflectors.stuck();
+        (!stuck.is_empty()).then(|| {
+            format!(
+                "no list and watch has worked for over twice the backoff cap: {}",
+                stuck.join(", ")
+            )
+        })
+    });
     match leadership {
         None => endpoints
             .readiness

@@ -10,6 +10,10 @@
 //! so registering costs nothing between scrapes. A controller whose reflectors come and go (the
 //! collector's monitors follow discovery) registers a *source* asked for its current set at
 //! each scrape instead.
+//!
+//! One gauge per reflector, `kube_gc_reflector_seconds_since_last_sync`: 0 while its watch
+//! works, else how long since it last did. [`ReflectorCollector::stuck`] names the reflectors
+//! past their limit (twice the backoff cap), for `/readyz`.
 
 use std::sync::Arc;
 
@@ -17,6 +21,7 @@ use parking_lot::RwLock;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 
 use crate::runtime::reflector::{MetricsSnapshot, ReflectorMetrics};
@@ -47,6 +52,20 @@ struct Snapshot {
     controller: String,
     resource: String,
     counts: MetricsSnapshot,
+    since_last_sync: f64,
+    stuck: bool,
+}
+
+impl Snapshot {
+    fn of(controller: String, resource: String, metrics: &ReflectorMetrics) -> Snapshot {
+        Snapshot {
+            controller,
+            resource,
+            counts: metrics.snapshot(),
+            since_last_sync: metrics.since_last_sync().as_secs_f64(),
+            stuck: metrics.is_stuck(),
+        }
+    }
 }
 
 impl Snapshot {
@@ -137,21 +156,25 @@ impl ReflectorCollector {
                     controller,
                     resource,
                     metrics,
-                } => snapshots.push(Snapshot {
-                    controller,
-                    resource,
-                    counts: metrics.snapshot(),
-                }),
+                } => snapshots.push(Snapshot::of(controller, resource, &metrics)),
                 Registered::Source { controller, source } => {
-                    snapshots.extend(source().into_iter().map(|(resource, metrics)| Snapshot {
-                        controller: controller.clone(),
-                        resource,
-                        counts: metrics.snapshot(),
+                    snapshots.extend(source().into_iter().map(|(resource, metrics)| {
+                        Snapshot::of(controller.clone(), resource, &metrics)
                     }))
                 }
             }
         }
         snapshots
+    }
+
+    /// The reflectors that have had no working list+watch for longer than they may, as
+    /// `controller resource`: they cannot see changes.
+    pub fn stuck(&self) -> Vec<String> {
+        self.snapshots()
+            .into_iter()
+            .filter(|s| s.stuck)
+            .map(|s| format!("{} {}", s.controller, s.resource))
+            .collect()
     }
 }
 
@@ -168,6 +191,16 @@ impl Collector for ReflectorCollector {
                 ConstCounter::new(value(&snapshot.counts))
                     .encode(family.encode_family(&labels)?)?;
             }
+        }
+        let mut family = encoder.encode_descriptor(
+            "kube_gc_reflector_seconds_since_last_sync",
+            "Seconds since the reflector last had a working watch (0 while it has one)",
+            None,
+            MetricType::Gauge,
+        )?;
+        for snapshot in &snapshots {
+            ConstGauge::new(snapshot.since_last_sync)
+                .encode(family.encode_family(&snapshot.labels())?)?;
         }
         let mut family = encoder.encode_descriptor(
             "kube_gc_reflector_events",
@@ -211,6 +244,7 @@ mod tests {
             "# TYPE kube_gc_reflector_lists counter",
             r#"kube_gc_reflector_lists_total{controller="ttl-after-finished",resource="batch/v1/jobs"} 0"#,
             r#"kube_gc_reflector_events_total{controller="ttl-after-finished",resource="batch/v1/jobs",type="ADDED"} 0"#,
+            "# TYPE kube_gc_reflector_seconds_since_last_sync gauge",
         ] {
             assert!(
                 text.lines().any(|l| l == line),

@@ -4,7 +4,9 @@
 //! process stops answering and is restarted by its liveness probe). `/readyz` answers `ok` only
 //! when every registered check passes — kube-gc registers "informers synced" and, when electing,
 //! "leadership state known" — and otherwise 500 with one `[-]name failed` line per failing check,
-//! the layout of the Kubernetes health endpoints (`?verbose` lists passing checks too).
+//! the layout of the Kubernetes health endpoints (`?verbose` lists passing checks too). A check
+//! may give the reason it fails (the informers that cannot see changes, by name), printed in
+//! place of `reason withheld`: nothing secret, and what an operator needs first.
 
 use std::sync::Arc;
 
@@ -12,7 +14,8 @@ use parking_lot::RwLock;
 
 use crate::leaderelection::LeadershipWatch;
 
-type Check = Arc<dyn Fn() -> bool + Send + Sync>;
+/// A check: `None` when it passes, else why it fails (empty: no reason given).
+type Check = Arc<dyn Fn() -> Option<String> + Send + Sync>;
 
 /// The readiness checks; cheap to clone (clones share the list).
 #[derive(Clone, Default)]
@@ -32,6 +35,8 @@ impl std::fmt::Debug for Readiness {
 pub struct Report {
     /// `(name, passed)` in registration order.
     pub checks: Vec<(String, bool)>,
+    /// Why each failing check that says so fails, by name.
+    pub reasons: std::collections::BTreeMap<String, String>,
 }
 
 impl Report {
@@ -50,7 +55,8 @@ impl Report {
             if *passed && verbose {
                 body.push_str(&format!("[+]{name} ok\n"));
             } else if !passed {
-                body.push_str(&format!("[-]{name} failed: reason withheld\n"));
+                let reason = self.reasons.get(name).map_or("reason withheld", |r| r);
+                body.push_str(&format!("[-]{name} failed: {reason}\n"));
             }
         }
         if self.ready() {
@@ -70,6 +76,15 @@ impl Readiness {
 
     /// Adds a check called `name` (e.g. `informer-sync`).
     pub fn add(&self, name: &str, check: impl Fn() -> bool + Send + Sync + 'static) {
+        self.add_with_reason(name, move || (!check()).then(String::new));
+    }
+
+    /// Adds a check called `name` that says why it fails: `None` passes, `Some(reason)` fails.
+    pub fn add_with_reason(
+        &self,
+        name: &str,
+        check: impl Fn() -> Option<String> + Send + Sync + 'static,
+    ) {
         self.checks.write().push((name.to_owned(), Arc::new(check)));
     }
 
@@ -81,15 +96,18 @@ impl Readiness {
     /// Runs every check.
     pub fn report(&self) -> Report {
         let checks = self.checks.read().clone();
-        Report {
-            checks: checks
-                .into_iter()
-                .map(|(name, check)| {
-                    let passed = check();
-                    (name, passed)
-                })
-                .collect(),
+        let mut report = Report {
+            checks: Vec::with_capacity(checks.len()),
+            reasons: Default::default(),
+        };
+        for (name, check) in checks {
+            let failure = check();
+            if let Some(reason) = failure.as_ref().filter(|r| !r.is_empty()) {
+                report.reasons.insert(name.clone(), reason.clone());
+            }
+            report.checks.push((name, failure.is_none()));
         }
+        report
     }
 }
 
@@ -118,6 +136,22 @@ mod tests {
         assert_eq!(
             report.body("readyz", true),
             "[+]informer-sync ok\n[+]ping ok\nreadyz check passed\n"
+        );
+    }
+
+    #[test]
+    fn a_failing_check_may_say_why() {
+        let readiness = Readiness::new();
+        readiness.add_with_reason("informers", || {
+            Some("garbagecollector v1/pods cannot see changes".to_owned())
+        });
+        readiness.add("quiet", || false);
+        let report = readiness.report();
+        assert!(!report.ready());
+        assert_eq!(
+            report.body("readyz", false),
+            "[-]informers failed: garbagecollector v1/pods cannot see changes\n\
+             [-]quiet failed: reason withheld\nreadyz check failed\n"
         );
     }
 }

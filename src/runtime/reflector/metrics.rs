@@ -4,13 +4,70 @@
 //! no lock) and [`ReflectorMetrics::snapshot`] reads them all at once into plain numbers. The
 //! counters are shared behind an `Arc`, so an exporter can keep reading them while the
 //! reflector runs.
+//!
+//! Beside the counters, [`SyncHealth`]: when the reflector last had a working list+watch.
+//! It is in sync while a watch it opened has lasted a second (or delivered an event), and each
+//! such moment is its last sync; a reflector whose watches keep failing — the 410 loop of an
+//! API server restart, a server gone — is *stuck* once its last sync is older than twice its
+//! backoff cap (60 s), which the runtime reports as a Warning, a gauge and a failing `/readyz`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
+use parking_lot::Mutex;
+use tokio::time::Instant;
+
+use super::MIN_HEALTHY_WATCH;
 use crate::api::EventType;
 
+/// When a reflector last had a working list+watch (tokio time, so tests run it paused).
+#[derive(Debug)]
+pub struct SyncHealth {
+    /// Start-up, or the last moment a watch was known to work.
+    last_synced: Instant,
+    /// When the watch now open was opened.
+    watching_since: Option<Instant>,
+    /// How long without a sync makes the reflector stuck.
+    stuck_after: Duration,
+    /// Whether it was reported stuck and has not recovered since.
+    reported_stuck: bool,
+}
+
+/// A change of a reflector's stuck state, to be logged once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StuckChange {
+    /// It has had no working list+watch for this long.
+    BecameStuck(Duration),
+    /// It works again.
+    Recovered,
+}
+
+impl SyncHealth {
+    fn new(now: Instant) -> SyncHealth {
+        SyncHealth {
+            last_synced: now,
+            watching_since: None,
+            stuck_after: Duration::from_secs(60),
+            reported_stuck: false,
+        }
+    }
+
+    /// How long since the reflector last had a working watch (zero while it has one).
+    pub fn since_last_sync(&self, now: Instant) -> Duration {
+        match self.watching_since {
+            Some(opened) if now.duration_since(opened) >= MIN_HEALTHY_WATCH => Duration::ZERO,
+            _ => now.duration_since(self.last_synced),
+        }
+    }
+
+    /// Whether it has gone without a working watch for longer than it may.
+    pub fn is_stuck(&self, now: Instant) -> bool {
+        self.since_last_sync(now) > self.stuck_after
+    }
+}
+
 /// Live counters of one reflector.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ReflectorMetrics {
     lists: AtomicU64,
     relists: AtomicU64,
@@ -25,6 +82,28 @@ pub struct ReflectorMetrics {
     deleted: AtomicU64,
     bookmarks: AtomicU64,
     errors: AtomicU64,
+    health: Mutex<SyncHealth>,
+}
+
+impl Default for ReflectorMetrics {
+    fn default() -> Self {
+        ReflectorMetrics {
+            lists: AtomicU64::default(),
+            relists: AtomicU64::default(),
+            watch_lists: AtomicU64::default(),
+            watch_list_fallbacks: AtomicU64::default(),
+            watches: AtomicU64::default(),
+            stalled_watches: AtomicU64::default(),
+            backoffs: AtomicU64::default(),
+            malformed_events: AtomicU64::default(),
+            added: AtomicU64::default(),
+            modified: AtomicU64::default(),
+            deleted: AtomicU64::default(),
+            bookmarks: AtomicU64::default(),
+            errors: AtomicU64::default(),
+            health: Mutex::new(SyncHealth::new(Instant::now())),
+        }
+    }
 }
 
 /// The counters at one moment.
@@ -79,6 +158,59 @@ impl ReflectorMetrics {
         }
     }
 
+    /// How long since the reflector last had a working watch (zero while it has one).
+    pub fn since_last_sync(&self) -> Duration {
+        self.health.lock().since_last_sync(Instant::now())
+    }
+
+    /// Whether it has had no working list+watch for longer than twice its backoff cap.
+    pub fn is_stuck(&self) -> bool {
+        self.health.lock().is_stuck(Instant::now())
+    }
+
+    pub(super) fn set_stuck_after(&self, after: Duration) {
+        self.health.lock().stuck_after = after;
+    }
+
+    /// A watch stream was opened.
+    pub(super) fn watch_opened(&self) {
+        self.health.lock().watching_since = Some(Instant::now());
+    }
+
+    /// A watch delivered an event (not an error): it works.
+    pub(super) fn watch_worked(&self) {
+        self.health.lock().last_synced = Instant::now();
+    }
+
+    /// The open watch ended; if it had lasted long enough, it worked until now.
+    pub(super) fn watch_ended(&self) {
+        let now = Instant::now();
+        let mut health = self.health.lock();
+        if health
+            .watching_since
+            .take()
+            .is_some_and(|opened| now.duration_since(opened) >= MIN_HEALTHY_WATCH)
+        {
+            health.last_synced = now;
+        }
+    }
+
+    /// Whether the stuck state changed since the last call: each change is reported once.
+    pub(super) fn stuck_change(&self) -> Option<StuckChange> {
+        let now = Instant::now();
+        let mut health = self.health.lock();
+        let stuck = health.is_stuck(now);
+        if stuck == health.reported_stuck {
+            return None;
+        }
+        health.reported_stuck = stuck;
+        Some(if stuck {
+            StuckChange::BecameStuck(health.since_last_sync(now))
+        } else {
+            StuckChange::Recovered
+        })
+    }
+
     pub(super) fn listed(&self) {
         if bump(&self.lists) > 0 {
             bump(&self.relists);
@@ -128,6 +260,45 @@ fn bump(counter: &AtomicU64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_reflector_whose_watches_keep_failing_is_stuck_after_the_limit_and_says_so_once() {
+        let m = ReflectorMetrics::default();
+        m.set_stuck_after(Duration::from_secs(60));
+        // A watch refused at once (the 410 loop): opened and ended within the second.
+        for _ in 0..3 {
+            m.watch_opened();
+            m.watch_ended();
+            tokio::time::advance(Duration::from_secs(25)).await;
+        }
+        assert!(m.is_stuck());
+        assert_eq!(m.since_last_sync(), Duration::from_secs(75));
+        assert_eq!(
+            m.stuck_change(),
+            Some(StuckChange::BecameStuck(Duration::from_secs(75)))
+        );
+        assert_eq!(m.stuck_change(), None, "reported once");
+        // A watch that holds for a second is a sync, even with no event.
+        m.watch_opened();
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert_eq!(m.since_last_sync(), Duration::ZERO);
+        assert_eq!(m.stuck_change(), Some(StuckChange::Recovered));
+        m.watch_ended();
+        tokio::time::advance(Duration::from_secs(30)).await;
+        assert_eq!(m.since_last_sync(), Duration::from_secs(30));
+        assert!(!m.is_stuck());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_event_is_a_sync_even_on_a_short_watch() {
+        let m = ReflectorMetrics::default();
+        tokio::time::advance(Duration::from_secs(50)).await;
+        m.watch_opened();
+        m.watch_worked();
+        m.watch_ended();
+        tokio::time::advance(Duration::from_secs(20)).await;
+        assert_eq!(m.since_last_sync(), Duration::from_secs(20));
+    }
 
     #[test]
     fn only_lists_after_the_first_are_relists() {

@@ -151,10 +151,14 @@ where
 {
     /// A reflector over `source`.
     pub fn new(source: L, config: ReflectorConfig) -> Self {
+        let metrics = Arc::new(ReflectorMetrics::default());
+        // client-go's reflector gives up nothing; but one that has not synced for two backoff
+        // caps is not going to on its own, and an operator must hear of it.
+        metrics.set_stuck_after(config.backoff.cap * 2);
         Reflector {
             source,
             config,
-            metrics: Arc::default(),
+            metrics,
         }
     }
 
@@ -186,6 +190,7 @@ where
         let mut state = State::Listing {
             from: ListFrom::AnyCached,
         };
+        let resource = run.source.describe();
         loop {
             tracing::trace!(?state, "reflector state");
             state = tokio::select! {
@@ -193,6 +198,7 @@ where
                 () = cancel.cancelled() => return,
                 next = run.step(state) => next,
             };
+            report_stuck(&run.metrics, &resource);
         }
     }
 }
@@ -321,7 +327,10 @@ where
         let deadline = self.stall_deadline(started, &params);
         let (objects, resource_version) = self.initial_events(&mut stream, deadline).await?;
         self.deliver_list(objects, resource_version.clone());
+        self.metrics.watch_opened();
+        self.metrics.watch_worked();
         let followed = self.follow(stream, resource_version, deadline).await;
+        self.metrics.watch_ended();
         // The initial events arrived, so this watch was not a "very short" one.
         Some(state::after_watch(
             followed.resource_version,
@@ -378,7 +387,9 @@ where
         let next = match opened {
             Ok(stream) => {
                 let deadline = self.stall_deadline(started, &params);
+                self.metrics.watch_opened();
                 let followed = self.follow(stream, resource_version, deadline).await;
+                self.metrics.watch_ended();
                 let healthy = followed.events > 0 || started.elapsed() >= MIN_HEALTHY_WATCH;
                 state::after_watch(followed.resource_version, followed.end, healthy)
             }
@@ -485,6 +496,7 @@ where
                 }
             };
             events += 1;
+            self.metrics.watch_worked();
             if let Some(rv) = resource_version_of(&delivered).filter(|rv| !rv.is_empty()) {
                 rv.clone_into(&mut resource_version);
             }
@@ -495,6 +507,24 @@ where
             end,
             events,
         }
+    }
+}
+
+/// Says once, at default verbosity, that the reflector became stuck (it cannot see changes) or
+/// recovered.
+fn report_stuck(metrics: &ReflectorMetrics, resource: &str) {
+    match metrics.stuck_change() {
+        Some(metrics::StuckChange::BecameStuck(for_how_long)) => tracing::warn!(
+            resource,
+            seconds_without_sync = for_how_long.as_secs(),
+            "informer is not seeing changes: no list and watch has worked for {}s; \
+             /readyz fails until it does",
+            for_how_long.as_secs()
+        ),
+        Some(metrics::StuckChange::Recovered) => {
+            tracing::info!(resource, "informer is watching again")
+        }
+        None => {}
     }
 }
 

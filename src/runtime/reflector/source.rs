@@ -70,6 +70,11 @@ pub trait ListWatch: Send + Sync + 'static {
         &self,
         params: &WatchParams,
     ) -> impl Future<Output = Result<EventStream<Self::Object>, Error>> + Send;
+
+    /// What is listed and watched, for the logs (e.g. `batch/v1/jobs`).
+    fn describe(&self) -> String {
+        String::new()
+    }
 }
 
 impl<K: DeserializeOwned + Send + 'static> ListWatch for Api<K> {
@@ -82,6 +87,10 @@ impl<K: DeserializeOwned + Send + 'static> ListWatch for Api<K> {
 
     async fn watch(&self, params: &WatchParams) -> Result<EventStream<K>, Error> {
         Ok(Api::watch(self, params).await?.boxed())
+    }
+
+    fn describe(&self) -> String {
+        self.resource().path_name()
     }
 }
 
@@ -107,5 +116,9 @@ impl<K: DeserializeOwned + Send + 'static> ListWatch for MetadataOnly<K> {
         params: &WatchParams,
     ) -> Result<EventStream<PartialObjectMetadata>, Error> {
         Ok(self.0.watch_metadata(params).await?.boxed())
+    }
+
+    fn describe(&self) -> String {
+        self.0.resource().path_name()
     }
 }
