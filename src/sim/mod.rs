@@ -10,8 +10,8 @@
 //!   configured by [`config`]'s `SimConfig`.
 //! - [`handlers`]: one HTTP request → one store operation → one response (router, discovery,
 //!   watch streaming, Status bodies for errors).
-//! - [`store`]: objects, the global resourceVersion, history, watchers; the rules of writes and
-//!   deletions.
+//! - [`store`]: objects, the global resourceVersion, etcd's history, the watch caches, watchers;
+//!   the rules of writes and deletions and the LIST table.
 //! - Building blocks: [`resources`] (what is served), [`history`] (the change log),
 //!   [`filter`] (selectors applied to objects), [`object`] (metadata access), [`validation`],
 //!   [`clock`].
@@ -49,10 +49,13 @@
 //! - Pods are deleted like any other object (no graceful deletion period), namespaces are removed
 //!   at once without deleting their contents, and core/v1 and events.k8s.io/v1 Events are two
 //!   separate stores.
-//! - One history window (a count of changes) for all resources, where a real server has a watch
-//!   cache per resource bounded by count and time, and etcd compaction for lists.
-//! - A read at a resourceVersion the server has not reached is answered at once with the 504 a
-//!   real server gives after waiting for it (3 s).
+//! - Like the real server, watches are served from a watch cache per resource (sized by the
+//!   real rule, rebuilt by [`SimServer::restart`]) and exact reads and continue tokens from etcd's
+//!   history (compacted every 5 minutes by default); the LIST table is the real one
+//!   (`store::list`). Its history is also bounded by a count, for memory.
+//! - A list from the watch cache at a resourceVersion the server has not reached waits for it
+//!   (3 s) like the real server; an exact read at such a version answers 504 at once, where etcd
+//!   would answer with an error of its own (no capture shows which).
 //! - BOOKMARKs come every `bookmark_interval` on watches that allow them; a real v1.28 server is
 //!   less regular (exchange 23).
 //! - Authentication is a single bearer token or any client certificate signed by the server's CA;
