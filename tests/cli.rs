@@ -203,3 +203,70 @@ fn kubectl_talks_tls_with_a_token_and_foreground_deletion_keeps_the_job() {
     let shown = text(&out.stdout);
     assert!(shown.starts_with("foregroundDeletion 20"), "{shown}");
 }
+
+/// `kube-gc sim` restarts its API server on SIGHUP (a watch from before then gets the 410 of
+/// exchange 55) and compacts etcd on SIGUSR1, saying so on its output.
+#[tokio::test]
+async fn sim_restarts_on_sighup_and_compacts_on_sigusr1() {
+    struct KillOnDrop(Child);
+    impl Drop for KillOnDrop {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut child = KillOnDrop(
+        kube_gc()
+            .args(["sim", "--empty", "--kubeconfig-out"])
+            .arg(dir.path().join("kubeconfig"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start kube-gc sim"),
+    );
+    let mut lines = BufReader::new(child.0.stdout.take().expect("piped stdout")).lines();
+    let mut server = None;
+    for line in lines.by_ref().map_while(Result::ok) {
+        if let Some(url) = line.strip_prefix("kube-gc simulated API server listening on ") {
+            server = Some(url.to_owned());
+        }
+        if line.starts_with("Ctrl-C stops it") {
+            break;
+        }
+    }
+    let server = server.expect("the banner names the server's URL");
+    let signal = |name: &str| {
+        let sent = Command::new("kill")
+            .args([name, &child.0.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(sent.success());
+    };
+    signal("-HUP");
+    let said = lines.next().and_then(Result::ok).unwrap_or_default();
+    assert!(
+        said.starts_with("SIGHUP: API server restarted at resourceVersion"),
+        "{said}"
+    );
+    // Three namespaces were created before the restart: a watch from 1 is too old now.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let watch = reqwest::Client::new()
+        .get(format!(
+            "{server}/api/v1/namespaces?watch=1&resourceVersion=1&timeoutSeconds=1"
+        ))
+        .send()
+        .await
+        .expect("watch");
+    assert_eq!(watch.status(), 200);
+    let event: serde_json::Value =
+        serde_json::from_str(&watch.text().await.expect("body")).expect("one JSON event");
+    assert_eq!(event["type"], "ERROR");
+    assert_eq!(
+        (&event["object"]["code"], &event["object"]["reason"]),
+        (&serde_json::json!(410), &serde_json::json!("Expired"))
+    );
+    signal("-USR1");
+    let said = lines.next().and_then(Result::ok).unwrap_or_default();
+    assert!(said.starts_with("SIGUSR1: etcd compacted"), "{said}");
+}

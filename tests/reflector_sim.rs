@@ -673,3 +673,62 @@ async fn a_reflector_whose_watches_all_fail_is_reported_stuck_then_recovered() {
     assert_eq!(running.metrics.since_last_sync(), Duration::ZERO);
     running.stop().await;
 }
+
+/// Issue 15's bug, at the reflector: the API server restarts in the middle of a watch, after
+/// writes the reflector did not see moved the revision on (as in exchanges 56-60); objects
+/// created after the restart must reach the cache after exactly one relist, and the relist
+/// must not go back in time.
+#[tokio::test(start_paused = true)]
+async fn objects_created_after_a_restart_mid_watch_are_seen_after_one_relist() {
+    let h = server(SimConfig::default()).await;
+    seed(&h.sim, &jobs(), job("a", "before"));
+    let running = spawn(jobs_in_a(&h.client), config());
+    running
+        .sink
+        .wait_until("the initial list", |m| m.objects.len() == 1)
+        .await;
+    wait_for_watches(&h.sim, 1).await;
+    let synced = h.sim.resource_version();
+    // Writes to another namespace: the server's revision moves, this reflector's does not.
+    seed(&h.sim, &jobs(), job("b", "elsewhere-1"));
+    seed(&h.sim, &jobs(), job("b", "elsewhere-2"));
+    h.sim.restart();
+    let restarted_at = h.sim.resource_version();
+    assert!(restarted_at > synced);
+    seed(&h.sim, &jobs(), job("a", "after-1"));
+    seed(&h.sim, &jobs(), job("a", "after-2"));
+
+    running
+        .sink
+        .wait_until("the objects created after the restart", |m| {
+            m.objects.len() == 3
+        })
+        .await;
+    assert_eq!(running.sink.read(|m| m.versions()), server_state(&h.sim));
+    let m = running.metrics.snapshot();
+    assert_eq!((m.relists, m.errors), (1, 1), "one 410, one relist");
+    // The relist asked for the last synced version, unpaged, and got the present.
+    let relist = h
+        .sim
+        .journal()
+        .entries_for_path_prefix(JOBS_IN_A)
+        .into_iter()
+        .filter(|e| e.query_value("watch").is_none())
+        .nth(1)
+        .expect("a relist");
+    assert_eq!(
+        relist.query_value("resourceVersion"),
+        Some(synced.to_string().as_str())
+    );
+    assert_eq!(relist.query_value("limit"), None);
+    // And it then watches on from a version at or after the restart: no 410 loop.
+    seed(&h.sim, &jobs(), job("a", "after-3"));
+    running
+        .sink
+        .wait_until("an object created while watching again", |m| {
+            m.objects.len() == 4
+        })
+        .await;
+    assert_eq!(running.metrics.snapshot().relists, 1);
+    running.stop().await;
+}

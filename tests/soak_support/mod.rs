@@ -24,6 +24,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use kube_gc::manager::{Manager, ManagerOptions};
+use kube_gc::metrics::Metrics;
+use kube_gc::server::Endpoints;
 use kube_gc::sim::faults::{FaultPlan, Verb};
 use kube_gc::sim::history::{Change, ChangeKind, ObjectTimelines};
 use kube_gc::sim::{DeleteOptions, Gvr, Propagation, SimConfig, SimServer};
@@ -100,6 +102,8 @@ pub struct Report {
     /// Forced API server restarts, each with an etcd compaction: every watch gets a 410 and
     /// every reflector relists.
     pub compactions: u64,
+    /// The most relists any one reflector made (invariant 3 bounds it by the restarts).
+    pub max_relists: u64,
     /// Objects the controllers deleted (successful DELETEs).
     pub controller_deletions: usize,
     /// Objects that left storage, by anyone.
@@ -131,7 +135,7 @@ impl std::fmt::Display for Report {
         write!(
             f,
             "seed {}: objects created {}, actions {:?}, requests {}, faults injected {} errors + {} 429s, \
-             restarts with compaction {}, controller deletions {}, objects removed {}, panics {}, \
+             restarts with compaction {}, most relists of one informer {}, controller deletions {}, objects removed {}, panics {}, \
              tasks alive before/after crash/at end {}/{}/{}, manager heap at crash/end {}/{} KiB \
              for {}/{} objects stored, violations {}",
             self.seed,
@@ -141,6 +145,7 @@ impl std::fmt::Display for Report {
             self.faults_errors,
             self.faults_throttled,
             self.compactions,
+            self.max_relists,
             self.controller_deletions,
             self.removals,
             self.panics,
@@ -210,6 +215,48 @@ fn stored_objects(sim: &SimServer) -> usize {
 pub struct Running {
     pub shutdown: CancellationToken,
     pub task: JoinHandle<Result<(), kube_gc::manager::ControllerFailed>>,
+    /// Its metrics, as `/metrics` would serve them.
+    pub metrics: Metrics,
+    /// API server restarts since it started.
+    pub restarts: u64,
+}
+
+impl Running {
+    /// Crashes the manager: its task dies without draining, and its metrics go with it (held
+    /// on, they would keep the crashed manager's queues, and their timer tasks, alive). Whether
+    /// the task was aborted (rather than already finished).
+    pub async fn crash(&mut self) -> bool {
+        self.metrics = Metrics::new();
+        self.task.abort();
+        self.shutdown.cancel();
+        (&mut self.task).await.is_err()
+    }
+}
+
+/// Invariant 3: no informer went blind. Every relist follows a 410, and the soak's only 410s
+/// come from API server restarts (injected errors are 5xx and 429s, which re-watch): after a
+/// restart each reflector relists once — unpaged, from the watch cache — and watches on. So
+/// no reflector of a manager relisted more often than the server restarted in its lifetime;
+/// one that did looped on 410s, seeing nothing created after a restart.
+fn check_no_informer_went_blind(running: &Running, when: &str, report: &mut Report) {
+    let text = running.metrics.encode().unwrap_or_default();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("kube_gc_reflector_relists_total{") else {
+            continue;
+        };
+        let Some((labels, value)) = rest.rsplit_once("} ") else {
+            continue;
+        };
+        let relists = value.trim().parse::<f64>().unwrap_or(0.0) as u64;
+        report.max_relists = report.max_relists.max(relists);
+        if relists > running.restarts {
+            report.violations.push(format!(
+                "informer {{{labels}}} relisted {relists} times over {} API server restarts {when}: \
+                 it lost sight of the server",
+                running.restarts
+            ));
+        }
+    }
 }
 
 /// Tasks alive on this runtime once every connection to the server is closed and the count has
@@ -236,13 +283,20 @@ pub async fn quiet_task_count(sim: &SimServer) -> usize {
 /// Starts a manager, retrying while discovery (which may be failing) does not answer.
 pub async fn start_manager(world: &World) -> Running {
     loop {
+        let endpoints = Endpoints::new(Metrics::new(), false);
         let manager = Manager::new(world.harness.client.clone(), ManagerOptions::default())
-            .clock(Arc::clone(&world.clock));
+            .clock(Arc::clone(&world.clock))
+            .publish_to(&endpoints);
         match manager.start().await {
             Ok(set) => {
                 let shutdown = CancellationToken::new();
                 let task = tokio::spawn(set.run(shutdown.clone()));
-                return Running { shutdown, task };
+                return Running {
+                    shutdown,
+                    task,
+                    metrics: endpoints.metrics,
+                    restarts: 0,
+                };
             }
             Err(_) => tokio::time::sleep(Duration::from_secs(1)).await,
         }
@@ -476,11 +530,13 @@ pub async fn run(world: &World, config: &SoakConfig) -> Report {
             sim.restart();
             sim.compact();
             workload.report.compactions += 1;
+            running.restarts += 1;
         }
         if step == restart_at {
             // An API server restart: every watch and connection ended, discovery failing for a
             // while.
             sim.restart();
+            running.restarts += 1;
             sim.faults()
                 .set_plan(plan.clone().fail(Verb::Discovery, 1.0, &[503]));
             tokio::time::sleep(Duration::from_secs(5)).await;
@@ -490,9 +546,8 @@ pub async fn run(world: &World, config: &SoakConfig) -> Report {
             // A controller crash: the manager's task dies without draining, a new one starts.
             let heap_running = crate::memory_support::live_bytes();
             workload.report.objects_at_crash = stored_objects(sim);
-            running.task.abort();
-            running.shutdown.cancel();
-            let _ = (&mut running.task).await;
+            check_no_informer_went_blind(&running, "before the crash", &mut workload.report);
+            running.crash().await;
             workload.report.tasks_after_crash = quiet_task_count(sim).await;
             workload.report.manager_heap_at_crash =
                 heap_running.saturating_sub(crate::memory_support::live_bytes());
@@ -512,6 +567,7 @@ pub async fn run(world: &World, config: &SoakConfig) -> Report {
     }
     let heap_running = crate::memory_support::live_bytes();
     workload.report.objects_at_end = stored_objects(sim);
+    check_no_informer_went_blind(&running, "after the crash", &mut workload.report);
     running.shutdown.cancel();
     match tokio::time::timeout(Duration::from_secs(60), &mut running.task).await {
         Ok(Ok(Ok(()))) => {}
