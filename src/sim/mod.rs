@@ -53,9 +53,8 @@
 //!   real rule, rebuilt by [`SimServer::restart`]) and exact reads and continue tokens from etcd's
 //!   history (compacted every 5 minutes by default); the LIST table is the real one
 //!   (`store::list`). Its history is also bounded by a count, for memory.
-//! - A list from the watch cache at a resourceVersion the server has not reached waits for it
-//!   (3 s) like the real server; an exact read at such a version answers 504 at once, where etcd
-//!   would answer with an error of its own (no capture shows which).
+//! - The cache's waiting (3 s for a version it has not seen) is on tokio's clock, so tests on
+//!   the paused clock do not wait in real time.
 //! - BOOKMARKs come every `bookmark_interval` on watches that allow them; a real v1.28 server is
 //!   less regular (exchange 23).
 //! - Authentication is a single bearer token or any client certificate signed by the server's CA;

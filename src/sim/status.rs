@@ -574,6 +574,22 @@ pub fn internal_error(message: &str) -> (StatusCode, Value) {
     (code, failure(code, "InternalError", &text, Some(details)))
 }
 
+/// etcd's refusal of a read at a revision it has not reached, passed through by the API server
+/// untranslated: 500 with etcd's message and no reason (exchange 63).
+pub fn etcd_future_revision() -> (StatusCode, Value) {
+    let code = StatusCode::INTERNAL_SERVER_ERROR;
+    let mut body = failure(
+        code,
+        "",
+        "etcdserver: mvcc: required revision is a future revision",
+        None,
+    );
+    if let Value::Object(map) = &mut body {
+        map.remove("reason");
+    }
+    (code, body)
+}
+
 /// 503 `ServiceUnavailable` with the given message.
 pub fn service_unavailable(message: &str) -> (StatusCode, Value) {
     let code = StatusCode::SERVICE_UNAVAILABLE;

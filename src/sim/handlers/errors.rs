@@ -92,6 +92,7 @@ pub fn store_error_status(error: &StoreError, resources: &Resources) -> (StatusC
             status::invalid(&gk, name, errors)
         }
         StoreError::BadRequest(message) => status::bad_request(message),
+        StoreError::FutureRevision => status::etcd_future_revision(),
         StoreError::ListTooOld => {
             status::gone_expired(status::LIST_RESOURCE_VERSION_EXPIRED_MESSAGE, None)
         }

@@ -92,6 +92,10 @@ pub enum StoreError {
         /// The oldest resourceVersion still covered.
         oldest: u64,
     },
+    /// An exact read (from etcd) at a revision the store has not reached: etcd's own error,
+    /// a 500 (exchange 63).
+    #[error("etcdserver: mvcc: required revision is a future revision")]
+    FutureRevision,
     /// A read at a resourceVersion the store has not reached (504 Timeout).
     #[error("too large resource version: {requested}, current: {current}")]
     TooLargeResourceVersion {

@@ -8,10 +8,10 @@
 //! |---|---|---|---|---|
 //! | unset | any | — | etcd, consistent | the latest state, paged (14, 15) |
 //! | `0` | ignored | unset / `NotOlderThan` | watch cache | the latest state, in one response (17) |
-//! | `N` | none | unset / `NotOlderThan` | watch cache | the latest state once the cache has seen `N`; waits for it (3 s), then 504 `Too large resource version` (57) |
-//! | `N` | set | unset (legacy) | etcd at exactly `N` | the state at `N`, paged, at version `N`; 410 once compacted (56) |
-//! | `N` | set | `NotOlderThan` | etcd, latest | the latest state, paged; 504 if `N` is ahead (58) |
-//! | `N` | any | `Exact` | etcd at exactly `N` | the state at `N`; 410 once compacted (54) |
+//! | `N` | none | unset / `NotOlderThan` | watch cache | the latest state once the cache has seen `N`; waits for it (3 s), then 504 `Too large resource version`, retry after 1 s (57, 61) |
+//! | `N` | set | unset (legacy) | etcd at exactly `N` | the state at `N`, paged, at version `N`; 410 once compacted; 500 from etcd if `N` is ahead (56, 63) |
+//! | `N` | set | `NotOlderThan` | etcd, latest | the latest state, paged; 504 with no retry hint if `N` is ahead (58, 62) |
+//! | `N` | any | `Exact` | etcd at exactly `N` | the state at `N`; 410 once compacted, 500 if ahead (54, 63) |
 //! | — | — | — with `continue` | etcd at the token's version | the next page; 410 with a fresh token once compacted (53) |
 //!
 //! - The waiting is the handler's (it is async; the store's lock is not):
@@ -244,9 +244,8 @@ impl Store {
                 Err(too_large(not_older_than, 0))
             }
             ListSource::EtcdLatest { .. } => Ok(latest(true)),
-            // etcd would answer a future revision with an error of its own; the 504 here is
-            // the simulated server's (no capture shows the real answer).
-            ListSource::EtcdExact(rv) if rv > current => Err(too_large(rv, 0)),
+            // etcd's own error, untranslated (exchange 63).
+            ListSource::EtcdExact(rv) if rv > current => Err(StoreError::FutureRevision),
             ListSource::EtcdExact(rv) if rv < compacted => Err(StoreError::ListTooOld),
             ListSource::EtcdExact(rv) => Ok(ReadPlan {
                 at: Some(rv),
