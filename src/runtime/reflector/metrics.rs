@@ -195,6 +195,11 @@ impl ReflectorMetrics {
         }
     }
 
+    /// Whether it was reported stuck and has not been reported recovered since.
+    pub(super) fn reported_stuck(&self) -> bool {
+        self.health.lock().reported_stuck
+    }
+
     /// Whether the stuck state changed since the last call: each change is reported once.
     pub(super) fn stuck_change(&self) -> Option<StuckChange> {
         let now = Instant::now();

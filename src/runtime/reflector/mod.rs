@@ -182,6 +182,7 @@ where
             rng,
             watch_list_supported: self.config.use_watch_list,
             server_pages: false,
+            resource: self.source.describe(),
             source: self.source,
             config: self.config,
             metrics: self.metrics,
@@ -190,7 +191,6 @@ where
         let mut state = State::Listing {
             from: ListFrom::AnyCached,
         };
-        let resource = run.source.describe();
         loop {
             tracing::trace!(?state, "reflector state");
             state = tokio::select! {
@@ -198,7 +198,7 @@ where
                 () = cancel.cancelled() => return,
                 next = run.step(state) => next,
             };
-            report_stuck(&run.metrics, &resource);
+            run.report_stuck();
         }
     }
 }
@@ -217,6 +217,8 @@ struct Run<'s, L: ListWatch, S: ?Sized> {
     /// A list at `resourceVersion=0` came back in pages: the server has no watch cache for
     /// this resource, so every list pages (client-go's `paginatedResult`).
     server_pages: bool,
+    /// What is reflected, for the logs.
+    resource: String,
 }
 
 /// How following a watch stream ended.
@@ -244,6 +246,11 @@ where
                 *then
             }
         }
+    }
+
+    /// Logs a change of the stuck state, naming the resource.
+    fn report_stuck(&self) {
+        report_stuck(&self.metrics, &self.resource);
     }
 
     /// Turns a decision into a state, drawing the delay of a backoff.
@@ -461,8 +468,23 @@ where
         deadline: Instant,
     ) -> Followed {
         let mut events = 0;
+        // A stuck reflector says it recovered as soon as this watch proves to work (an event,
+        // or a second without an error), not when the watch ends minutes later.
+        let mut recovery_check = self
+            .metrics
+            .reported_stuck()
+            .then(|| Instant::now() + MIN_HEALTHY_WATCH);
         let end = loop {
-            let Ok(next) = tokio::time::timeout_at(deadline, stream.next()).await else {
+            let next = tokio::select! {
+                biased;
+                next = tokio::time::timeout_at(deadline, stream.next()) => next,
+                () = sleep_until_some(recovery_check) => {
+                    recovery_check = None;
+                    self.report_stuck();
+                    continue;
+                }
+            };
+            let Ok(next) = next else {
                 self.stalled(events);
                 break WatchEnd::Closed;
             };
@@ -497,6 +519,9 @@ where
             };
             events += 1;
             self.metrics.watch_worked();
+            if recovery_check.take().is_some() {
+                self.report_stuck();
+            }
             if let Some(rv) = resource_version_of(&delivered).filter(|rv| !rv.is_empty()) {
                 rv.clone_into(&mut resource_version);
             }
@@ -507,6 +532,14 @@ where
             end,
             events,
         }
+    }
+}
+
+/// Sleeps until `at`; forever if there is no `at`.
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 

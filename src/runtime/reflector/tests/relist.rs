@@ -115,3 +115,40 @@ async fn only_a_paged_list_at_zero_says_the_server_has_no_watch_cache() {
     );
     assert_eq!(list_params(&out.calls[5].1).limit, None);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_stuck_reflector_reports_recovery_once_its_watch_holds_not_when_it_ends() {
+    let mut script = Scripted::default().list(list("5", vec![]));
+    // Twelve refused watches: 230–461 s of backoff (bases 0.8 s doubling to 30 s, each delay
+    // within [base, 2 × base)), well past the 60 s limit.
+    for _ in 0..12 {
+        script = script.watch(Err(http_error(503, &[])));
+    }
+    // Then a watch that works and stays open (its stall deadline is 330 s or more after it
+    // opens, so past 560 s).
+    let script = script.stalled_watch(vec![]);
+    let reflector = Reflector::new(
+        script,
+        ReflectorConfig {
+            seed: Some(1),
+            ..ReflectorConfig::default()
+        },
+    );
+    let metrics = reflector.metrics();
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn(reflector.run(Arc::new(Recorder::default()), cancel.clone()));
+    // Reported at the first step that ends past 60 s: by 60 s plus one longest delay.
+    tokio::time::sleep(Duration::from_secs(200)).await;
+    assert!(
+        metrics.is_stuck() && metrics.reported_stuck(),
+        "stuck by 200 s"
+    );
+    tokio::time::sleep(Duration::from_secs(280)).await;
+    assert!(!metrics.is_stuck());
+    assert!(
+        !metrics.reported_stuck(),
+        "the recovery is reported while the watch is still open"
+    );
+    cancel.cancel();
+    task.await.unwrap();
+}
