@@ -102,7 +102,7 @@ pub struct Report {
     /// Forced API server restarts, each with an etcd compaction: every watch gets a 410 and
     /// every reflector relists.
     pub compactions: u64,
-    /// The most relists any one reflector made (invariant 3 bounds it by the restarts).
+    /// The most relists any one reflector made (invariant 5 bounds it by the restarts).
     pub max_relists: u64,
     /// Objects the controllers deleted (successful DELETEs).
     pub controller_deletions: usize,
@@ -233,7 +233,7 @@ impl Running {
     }
 }
 
-/// Invariant 3: no informer went blind. Every relist follows a 410, and the soak's only 410s
+/// Invariant 5 (docs/reliability.md): no informer went blind. Every relist follows a 410, and the soak's only 410s
 /// come from API server restarts (injected errors are 5xx and 429s, which re-watch): after a
 /// restart each reflector relists once — unpaged, from the watch cache — and watches on. So
 /// no reflector of a manager relisted more often than the server restarted in its lifetime;
