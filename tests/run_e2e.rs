@@ -94,14 +94,7 @@ async fn run_cascades_reports_serves_metrics_and_stays_within_its_rbac() {
     assert!(sim.get(&jobs(), Some("default"), "when").is_ok());
 
     let http = server_support::http_client(None);
-    let mut readyz = (0, String::new(), String::new());
-    for _ in 0..100 {
-        readyz = http_get(&http, address, "/readyz").await;
-        if readyz.0 == 200 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let readyz = poll_readyz(&http, address, Duration::from_secs(5)).await;
     assert_eq!((readyz.0, readyz.2.as_str()), (200, "ok"), "{readyz:?}");
 
     let (status, _, text) = http_get(&http, address, "/metrics").await;
@@ -365,15 +358,8 @@ async fn run_keeps_collecting_after_the_api_server_restarts() {
     );
     let address = replica.http_address().await;
     let http = server_support::http_client(None);
-    let mut synced = false;
-    for _ in 0..600 {
-        if http_get(&http, address, "/readyz").await.0 == 200 {
-            synced = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(synced, "never ready:\n{}", replica.log());
+    let readyz = poll_readyz(&http, address, Duration::from_secs(30)).await;
+    assert_eq!(readyz.0, 200, "never ready: {readyz:?}\n{}", replica.log());
 
     // Writes move the revision on before the restart, as in exchanges 56-60 (1587 -> 1592):
     // every reflector but the ConfigMaps' is then behind the restarted watch caches.

@@ -218,6 +218,22 @@ pub fn free_port() -> u16 {
         .expect("a free port")
 }
 
+/// Polls `/readyz` every 50 ms until it answers 200 or `limit` passes; its last answer.
+pub async fn poll_readyz(
+    client: &reqwest::Client,
+    address: SocketAddr,
+    limit: Duration,
+) -> (u16, String, String) {
+    let start = Instant::now();
+    loop {
+        let readyz = http_get(client, address, "/readyz").await;
+        if readyz.0 == 200 || start.elapsed() >= limit {
+            return readyz;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// `GET http://address/path` with `client`: status, content type, body.
 pub async fn http_get(
     client: &reqwest::Client,

@@ -54,28 +54,6 @@ async fn a_relist_after_a_410_asks_for_the_last_synced_version_without_limit() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_consistent_list_after_an_unavailable_version_is_paged() {
-    let script = Scripted::default()
-        .list(list("5", vec![]))
-        .watch(Ok(vec![expired_event()]))
-        .list(Err(http_error(410, &[])))
-        .list(list("9", vec![]));
-    let out = run(script, ReflectorConfig::default()).await;
-    assert_eq!(
-        call_summary(&out.calls),
-        [
-            "list rv=0",
-            "watch rv=5",
-            "list rv=5",
-            "list rv=-",
-            "watch rv=9"
-        ]
-    );
-    assert_eq!(list_params(&out.calls[2].1).limit, None);
-    assert_eq!(list_params(&out.calls[3].1).limit, Some(500));
-}
-
-#[tokio::test(start_paused = true)]
 async fn a_server_that_paged_the_first_list_keeps_being_paged() {
     // A list at 0 that comes in pages means no watch cache: client-go keeps its page size.
     let script = Scripted::default()
@@ -91,8 +69,9 @@ async fn a_server_that_paged_the_first_list_keeps_being_paged() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn only_a_paged_list_at_zero_says_the_server_has_no_watch_cache() {
-    // A consistent read is paged by etcd whatever the cache: it says nothing about the cache.
+async fn a_consistent_list_is_paged_but_only_a_paged_list_at_zero_means_no_watch_cache() {
+    // The relist's version is unavailable, so a consistent list follows, paged; etcd pages it
+    // whatever the cache, so it says nothing about the cache and the next relist is unpaged.
     let script = Scripted::default()
         .list(list("5", vec![]))
         .watch(Ok(vec![expired_event()]))
@@ -113,6 +92,8 @@ async fn only_a_paged_list_at_zero_says_the_server_has_no_watch_cache() {
             "watch rv=11"
         ]
     );
+    assert_eq!(list_params(&out.calls[2].1).limit, None);
+    assert_eq!(list_params(&out.calls[3].1).limit, Some(500));
     assert_eq!(list_params(&out.calls[5].1).limit, None);
 }
 
