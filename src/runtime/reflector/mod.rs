@@ -334,10 +334,8 @@ where
         let deadline = self.stall_deadline(started, &params);
         let (objects, resource_version) = self.initial_events(&mut stream, deadline).await?;
         self.deliver_list(objects, resource_version.clone());
-        self.metrics.watch_opened();
         self.metrics.watch_worked();
         let followed = self.follow(stream, resource_version, deadline).await;
-        self.metrics.watch_ended();
         // The initial events arrived, so this watch was not a "very short" one.
         Some(state::after_watch(
             followed.resource_version,
@@ -394,9 +392,7 @@ where
         let next = match opened {
             Ok(stream) => {
                 let deadline = self.stall_deadline(started, &params);
-                self.metrics.watch_opened();
                 let followed = self.follow(stream, resource_version, deadline).await;
-                self.metrics.watch_ended();
                 let healthy = followed.events > 0 || started.elapsed() >= MIN_HEALTHY_WATCH;
                 state::after_watch(followed.resource_version, followed.end, healthy)
             }
@@ -468,6 +464,7 @@ where
         deadline: Instant,
     ) -> Followed {
         let mut events = 0;
+        self.metrics.watch_opened();
         // A stuck reflector says it recovered as soon as this watch proves to work (an event,
         // or a second without an error), not when the watch ends minutes later.
         let mut recovery_check = self
@@ -527,6 +524,7 @@ where
             }
             self.sink.apply(delivered);
         };
+        self.metrics.watch_ended();
         Followed {
             resource_version,
             end,
