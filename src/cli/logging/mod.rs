@@ -1,7 +1,10 @@
 //! Log output for the `kube-gc` binary.
 //!
 //! Verbosity follows klog's `-v` convention (0–1 info, 2–4 debug, 5+ trace) so operators can
-//! reuse their habits; `RUST_LOG`, when set, overrides it with tracing's filter syntax.
+//! reuse their habits. `-v` is about kube-gc's own messages: the HTTP and TLS libraries under
+//! the client (hyper, h2, rustls, reqwest) stay at warnings whatever `-v` says, so `-v=5` shows
+//! kube-gc's traces instead of HTTP/2 frames. `RUST_LOG`, when set, overrides all of it with
+//! tracing's filter syntax (e.g. `RUST_LOG=debug,h2=trace`).
 //! Lines are klog's text format by default; `--logging-format json` switches to
 //! component-base's JSON lines (`ts`, `caller`, `msg`, `v`, `err`). See [`format`].
 
@@ -39,16 +42,39 @@ pub struct LoggingArgs {
     pub logging_format: LogFormat,
 }
 
+/// The libraries whose logs `-v` does not raise: they log per frame and per connection.
+const TRANSPORT_CRATES: [&str; 6] = [
+    "hyper",
+    "hyper_util",
+    "h2",
+    "rustls",
+    "tokio_rustls",
+    "reqwest",
+];
+
+/// The filter for klog verbosity `verbosity`: kube-gc (and anything else) at its level, the
+/// transport libraries at most at `warn`.
+fn directives(verbosity: u8, quiet_by_default: bool) -> String {
+    let level = match verbosity {
+        0 if quiet_by_default => "warn",
+        0..=1 => "info",
+        2..=4 => "debug",
+        _ => "trace",
+    };
+    let mut directives = level.to_owned();
+    if level != "warn" {
+        for name in TRANSPORT_CRATES {
+            directives.push_str(&format!(",{name}=warn"));
+        }
+    }
+    directives
+}
+
 impl LoggingArgs {
     /// The tracing filter for this verbosity, unless `RUST_LOG` provides one.
     fn filter(&self, quiet_by_default: bool) -> EnvFilter {
-        let level = match self.verbosity {
-            0 if quiet_by_default => "warn",
-            0..=1 => "info",
-            2..=4 => "debug",
-            _ => "trace",
-        };
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level))
+        EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| EnvFilter::new(directives(self.verbosity, quiet_by_default)))
     }
 
     /// Installs the subscriber for the whole process. Called once, by [`crate::cli::main`].
@@ -71,5 +97,33 @@ impl LoggingArgs {
             LogFormat::Text => builder.event_format(KlogText).try_init(),
             LogFormat::Json => builder.event_format(ComponentJson).try_init(),
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verbosity_raises_kube_gc_but_not_the_transport_libraries() {
+        assert_eq!(directives(0, true), "warn");
+        let info = directives(0, false);
+        assert!(
+            info.starts_with("info,") && info.contains(",h2=warn"),
+            "{info}"
+        );
+        let trace = directives(5, false);
+        assert!(trace.starts_with("trace,"), "{trace}");
+        for name in TRANSPORT_CRATES {
+            assert!(
+                trace.contains(&format!(",{name}=warn")),
+                "{name} in {trace}"
+            );
+        }
+        // Every directive parses as tracing's filter syntax.
+        for verbosity in 0..=9 {
+            let text = directives(verbosity, false);
+            assert!(EnvFilter::try_new(&text).is_ok(), "{text}");
+        }
     }
 }
