@@ -115,3 +115,55 @@ async fn the_default_rate_is_20_per_second_with_bursts_of_30() {
     // 30 free, then 20 more at 20 per second.
     assert_eq!(started.elapsed(), Duration::from_secs(1));
 }
+
+/// Issue 16: each component's client has a bucket of its own. With the informers' bucket
+/// drained (a hundred requests queued behind it), a request of the leader election's client,
+/// and of the garbage collector's (at twice the rate), goes out at once; each sends its own
+/// `User-Agent`.
+#[tokio::test(start_paused = true)]
+async fn components_have_buckets_of_their_own_and_say_who_they_are() {
+    let h = harness().await;
+    let informers = h.client.for_component("metadata-informers", 1.0);
+    let election = h.client.for_component("leader-election", 1.0);
+    let collector = h.client.for_component("garbagecollector", 2.0);
+    let started = Instant::now();
+    // Drain the informers' bucket: 100 requests at 10/s, burst 5, is 9.5 s of waiting.
+    for _ in 0..100 {
+        let _ = informers.throttle().acquire().await;
+    }
+    assert_eq!(started.elapsed(), expected(100));
+    let queued = tokio::spawn({
+        let api: Api<Job> = Api::namespaced(informers.clone(), "default");
+        async move { api.get("j").await.map(|_| Instant::now()) }
+    });
+    let sent_at = Instant::now();
+    let api: Api<Job> = Api::namespaced(election.clone(), "default");
+    api.get("j").await.unwrap();
+    assert_eq!(
+        sent_at.elapsed(),
+        Duration::ZERO,
+        "not behind the informers"
+    );
+    // Twice the rate and burst: ten requests fit in the garbage collector's burst.
+    let api: Api<Job> = Api::namespaced(collector.clone(), "default");
+    for _ in 0..10 {
+        api.get("j").await.unwrap();
+    }
+    assert_eq!(sent_at.elapsed(), Duration::ZERO, "2 × burst");
+    // The informers' own request still waits its turn.
+    let informer_sent = queued.await.unwrap().unwrap();
+    assert_eq!(informer_sent - sent_at, Duration::from_millis(100));
+
+    let agents: Vec<String> = h
+        .sim
+        .journal()
+        .entries()
+        .iter()
+        .filter_map(|e| e.header("user-agent").map(str::to_owned))
+        .collect();
+    let base = h.client.user_agent().to_owned();
+    for component in ["leader-election", "garbagecollector", "metadata-informers"] {
+        let agent = format!("{base}/{component}");
+        assert!(agents.contains(&agent), "{agent} in {agents:?}");
+    }
+}

@@ -94,3 +94,50 @@ async fn a_namespace_restricts_what_is_watched_and_deleted() {
     shutdown.cancel();
     running.await.unwrap().unwrap();
 }
+
+/// Issue 16: one token bucket per controller, one for the informers and one for the garbage
+/// collector's monitors. At 1 request/s and burst 1 for every client, the collector's dozens
+/// of monitors need over a minute of their own bucket to start; an expired Job is deleted in
+/// the first seconds all the same, through the TTL controller's informer and client.
+#[tokio::test(start_paused = true)]
+async fn a_ttl_deletion_never_waits_behind_the_collectors_monitors() {
+    let world = world().await;
+    create_job(world.sim(), "expired", Some(0), Some(world.now()));
+    let dir = tempfile::tempdir().unwrap();
+    let slow = client_support::unthrottled()
+        .without_timeouts()
+        .with_rate(1.0, 1);
+    let client = client_support::client_for(world.sim(), &dir, &slow);
+    let set = Manager::new(client, ManagerOptions::default())
+        .clock(Arc::clone(&world.clock))
+        .start()
+        .await
+        .unwrap();
+    let served = world.sim().store().resources().len();
+    let shutdown = CancellationToken::new();
+    let started = tokio::time::Instant::now();
+    let running = tokio::spawn(set.run(shutdown.clone()));
+    wait_deleted(world.sim(), &jobs(), "expired").await;
+    let took = started.elapsed();
+    assert!(took <= std::time::Duration::from_secs(3), "{took:?}");
+    let monitor_requests = world
+        .sim()
+        .journal()
+        .entries()
+        .iter()
+        .filter(|e| {
+            e.header("user-agent")
+                .is_some_and(|a| a.ends_with("/metadata-informers"))
+        })
+        .count();
+    assert!(
+        monitor_requests < served,
+        "the monitors were still starting ({monitor_requests} requests for {served} resources)"
+    );
+    let deletions: Vec<_> = world.sim().journal().deletes();
+    assert!(deletions.iter().all(|e| e
+        .header("user-agent")
+        .is_some_and(|a| a.ends_with("/ttl-after-finished"))));
+    shutdown.cancel();
+    running.await.unwrap().unwrap();
+}

@@ -269,7 +269,8 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
         component: COMPONENT.to_owned(),
         instance: identity,
     };
-    let (recorder, events) = ApiEventRecorder::start(client.clone(), reporter, services.clone());
+    let events_client = client.for_component("events", 1.0);
+    let (recorder, events) = ApiEventRecorder::start(events_client, reporter, services.clone());
 
     let controllers = Manager::new(client.clone(), options)
         .recorder(recorder.shared())
@@ -339,7 +340,9 @@ async fn run_elected(
     shutdown: &CancellationToken,
     grace: Duration,
 ) -> Result<(), RunError> {
-    let elector = LeaderElector::new(client, config)?;
+    // Its own token bucket: a renewal never waits behind the controllers' requests, and a
+    // leader that cannot renew in time loses the Lease.
+    let elector = LeaderElector::new(client.for_component("leader-election", 1.0), config)?;
     let mut leadership = elector.subscribe();
     add_readiness(endpoints, controllers.readiness(), Some(leadership.clone()));
     let stop_election = CancellationToken::new();

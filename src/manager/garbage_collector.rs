@@ -43,9 +43,12 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<Option<ManagedCont
         recorder: Arc::clone(context.recorder),
         queue_metrics: context.queue_metrics.cloned(),
         reflector: options.reflector.clone(),
+        monitor_client: Some(context.metadata_informers.clone()),
         ..GcOptions::default()
     };
-    let collector = GarbageCollector::new(context.client.clone(), gc_options);
+    // Twice the rate, as upstream's: each deletion takes two calls.
+    let client = context.client.for_component(GARBAGE_COLLECTOR, 2.0);
+    let collector = GarbageCollector::new(client, gc_options);
     let handle = collector.handle();
     if let Some(endpoints) = context.endpoints {
         publish(&handle, endpoints);

@@ -53,6 +53,11 @@ use crate::server::Endpoints;
 
 /// `--concurrent-gc-syncs`'s default, as kube-controller-manager.
 pub const DEFAULT_GC_WORKERS: usize = 20;
+/// The `User-Agent` suffix (and rate limiter) of the typed informers' lists and watches.
+pub const SHARED_INFORMERS: &str = "shared-informers";
+/// The `User-Agent` suffix (and rate limiter) of the metadata-only informers (the garbage
+/// collector's monitors).
+pub const METADATA_INFORMERS: &str = "metadata-informers";
 /// `--gc-discovery-period`'s default.
 pub const DEFAULT_GC_DISCOVERY_PERIOD: Duration = Duration::from_secs(30);
 /// `--gc-initial-sync-timeout`'s default, as kube-controller-manager since v1.32.
@@ -104,8 +109,13 @@ impl Default for ManagerOptions {
 /// Everything an init function may use to build its controller.
 #[derive(Clone)]
 pub struct ControllerContext<'a> {
-    /// The API client.
+    /// The API client; each controller takes its own from it ([`Client::for_component`]).
     pub client: &'a Client,
+    /// The client typed informers list and watch through (`shared-informers`).
+    pub informers: &'a Client,
+    /// The client metadata-only informers (the garbage collector's monitors) list and watch
+    /// through (`metadata-informers`).
+    pub metadata_informers: &'a Client,
     /// What the server serves.
     pub discovery: &'a Discovery,
     /// The command line's decisions.
@@ -238,8 +248,14 @@ impl Manager {
     /// [`ManagerError::Discovery`] or [`ManagerError::Init`].
     pub async fn start(self) -> Result<ControllerSet, ManagerError> {
         let discovery = discover_patiently(&self.client).await?;
+        // One token bucket per client, as kube-controller-manager has: informers' lists and
+        // watches never delay a controller's deletions, nor one controller another's.
+        let informers = self.client.for_component(SHARED_INFORMERS, 1.0);
+        let metadata_informers = self.client.for_component(METADATA_INFORMERS, 1.0);
         let context = ControllerContext {
             client: &self.client,
+            informers: &informers,
+            metadata_informers: &metadata_informers,
             discovery: &discovery,
             options: &self.options,
             clock: &self.clock,
@@ -364,7 +380,9 @@ fn init_ttl<K: TtlKind>(
         fresh_read: options.fresh_read,
         reflector: options.reflector.clone(),
     };
-    let controller = TtlController::<K>::builder(context.client.clone(), ttl_options)
+    let client = context.client.for_component(K::CONTROLLER, 1.0);
+    let controller = TtlController::<K>::builder(client, ttl_options)
+        .informer_client(context.informers.clone())
         .clock(Arc::clone(context.clock))
         .metrics(Arc::clone(context.ttl_metrics))
         .queue_metrics(context.queue_metrics.cloned())

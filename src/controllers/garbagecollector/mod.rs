@@ -124,6 +124,10 @@ pub struct GcOptions {
     pub queue_metrics: Option<Arc<dyn MetricsProvider>>,
     /// How the monitors list and watch.
     pub reflector: ReflectorConfig,
+    /// The client the monitors list and watch through (kube-controller-manager's
+    /// `metadata-informers`), so that starting dozens of monitors never delays a deletion;
+    /// `None`: the collector's own client.
+    pub monitor_client: Option<Client>,
 }
 
 impl Default for GcOptions {
@@ -137,6 +141,7 @@ impl Default for GcOptions {
             recorder: Arc::new(NoopRecorder),
             queue_metrics: None,
             reflector: ReflectorConfig::default(),
+            monitor_client: None,
         }
     }
 }
@@ -276,8 +281,12 @@ impl GarbageCollector {
         // If this future is dropped mid-run (its task aborted), the builder must stop with it:
         // it holds `shared`, and with it the queues' timer tasks.
         let _stop_builder_on_drop = builder_stop.clone().drop_guard();
+        let monitor_client = options
+            .monitor_client
+            .clone()
+            .unwrap_or_else(|| shared.client.clone());
         let mut monitors = Monitors::new(
-            shared.client.clone(),
+            monitor_client,
             shared.graph_changes.clone(),
             Arc::clone(&shared.sync),
             Arc::clone(&shared.monitor_counters),

@@ -36,6 +36,7 @@ pub struct TtlController<K: TtlKind> {
 /// Configures a [`TtlController`]: what it shares with the rest of the process.
 pub struct TtlControllerBuilder<K: TtlKind> {
     client: Client,
+    informer_client: Option<Client>,
     options: TtlOptions,
     clock: SharedClock,
     metrics: Arc<TtlMetrics>,
@@ -63,6 +64,14 @@ impl<K: TtlKind> TtlControllerBuilder<K> {
         self
     }
 
+    /// The client the informer lists and watches through (kube-controller-manager's
+    /// `shared-informers`); the controller's own client then carries only its reads and
+    /// deletions (default: the controller's client for both).
+    pub fn informer_client(mut self, client: Client) -> Self {
+        self.informer_client = Some(client);
+        self
+    }
+
     /// Where Warning events go (default: dropped).
     pub fn recorder(mut self, recorder: SharedRecorder) -> Self {
         self.recorder = recorder;
@@ -82,8 +91,12 @@ impl<K: TtlKind> TtlControllerBuilder<K> {
             self.options.namespace.as_deref(),
         );
         let informer_name = format!("{}.{}", resource.plural, resource.group);
+        let informer_api = match self.informer_client {
+            Some(client) => Api::dynamic(client, resource, self.options.namespace.as_deref()),
+            None => api.clone(),
+        };
         let informer = SharedInformer::builder(informer_name, Store::new())
-            .reflector(Reflector::new(api.clone(), self.options.reflector.clone()))
+            .reflector(Reflector::new(informer_api, self.options.reflector.clone()))
             .build();
 
         let mut queue = WorkQueue::builder(K::QUEUE);
@@ -131,6 +144,7 @@ impl<K: TtlKind> TtlController<K> {
     pub fn builder(client: Client, options: TtlOptions) -> TtlControllerBuilder<K> {
         TtlControllerBuilder {
             client,
+            informer_client: None,
             options,
             clock: Arc::new(SystemClock),
             metrics: Arc::new(TtlMetrics::new()),
