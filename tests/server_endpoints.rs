@@ -200,14 +200,28 @@ async fn rest_client_metrics_count_real_requests() {
     let (_, _, body) = get(&http_client(None), format!("{}/metrics", running.http)).await;
     let parsed = parse(&body).unwrap_or_else(|e| panic!("{e}\n{body}"));
     let host = format!("127.0.0.1:{}", sim.url().port().unwrap());
-    let ok = [("code", "200"), ("method", "GET"), ("host", host.as_str())];
-    let not_found = [("code", "404"), ("method", "GET"), ("host", host.as_str())];
+    let ok = [
+        ("code", "200"),
+        ("method", "GET"),
+        ("host", host.as_str()),
+        ("client", "kube-gc"),
+    ];
+    let not_found = [
+        ("code", "404"),
+        ("method", "GET"),
+        ("host", host.as_str()),
+        ("client", "kube-gc"),
+    ];
     assert_eq!(parsed.value("rest_client_requests_total", &ok), Some(2.0));
     assert_eq!(
         parsed.value("rest_client_requests_total", &not_found),
         Some(1.0)
     );
-    let latency = [("verb", "GET"), ("host", host.as_str())];
+    let latency = [
+        ("verb", "GET"),
+        ("host", host.as_str()),
+        ("client", "kube-gc"),
+    ];
     assert_eq!(
         parsed.value("rest_client_request_duration_seconds_count", &latency),
         Some(3.0)
@@ -250,7 +264,12 @@ async fn every_retry_is_a_separate_attempt() {
         .is_too_many_requests());
     let parsed = parse(&metrics.encode().unwrap()).unwrap();
     let host = format!("127.0.0.1:{}", sim.url().port().unwrap());
-    let throttled = [("code", "429"), ("method", "GET"), ("host", host.as_str())];
+    let throttled = [
+        ("code", "429"),
+        ("method", "GET"),
+        ("host", host.as_str()),
+        ("client", "kube-gc"),
+    ];
     // The first attempt and ten retries after Retry-After.
     assert_eq!(
         parsed.value("rest_client_requests_total", &throttled),

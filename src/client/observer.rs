@@ -5,7 +5,10 @@
 //! Contract: [`RequestObserver::observe`] is called exactly once per attempt — retries are
 //! separate attempts — after the throttle wait, when the response headers arrived or the
 //! transport failed. `elapsed` covers that span only (not the throttle wait, not the body of a
-//! watch). It runs on the request path: keep it cheap and never block.
+//! watch); [`RequestObserver::waited`] reports the throttle wait of the same attempt, just
+//! before it is sent. Both name the client that made the attempt (its component, see
+//! [`Client::for_component`](super::Client::for_component)). They run on the request path:
+//! keep them cheap and never block.
 
 use std::fmt;
 use std::sync::Arc;
@@ -23,10 +26,30 @@ pub enum AttemptResult {
     TransportError,
 }
 
+/// One HTTP attempt, as an observer is told of it.
+#[derive(Clone, Copy, Debug)]
+pub struct Attempt<'a> {
+    /// The client that made it: its component (`ttl-after-finished`, `shared-informers`…), or
+    /// [`BASE_CLIENT`].
+    pub client: &'a str,
+    /// The HTTP method.
+    pub method: &'a Method,
+    /// The URL.
+    pub url: &'a Url,
+}
+
+/// The name of a client that is no component's: the one built from the options.
+pub const BASE_CLIENT: &str = "kube-gc";
+
 /// Told about every HTTP attempt.
 pub trait RequestObserver: Send + Sync {
-    /// One attempt of `method` to `url` ended with `result` after `elapsed`.
-    fn observe(&self, method: &Method, url: &Url, result: AttemptResult, elapsed: Duration);
+    /// `attempt` ended with `result` after `elapsed`.
+    fn observe(&self, attempt: Attempt<'_>, result: AttemptResult, elapsed: Duration);
+
+    /// `attempt` waited `waited` for its client's rate limiter (zero when a token was there).
+    fn waited(&self, attempt: Attempt<'_>, waited: Duration) {
+        let _ = (attempt, waited);
+    }
 }
 
 /// An optional shared observer, as [`ClientOptions`](super::ClientOptions) holds it. Two slots

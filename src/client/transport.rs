@@ -41,7 +41,7 @@ use super::config::auth::Auth;
 use super::config::tls::crypto_provider;
 use super::config::ClientConfig;
 use super::error::{ApiError, Error};
-use super::observer::{AttemptResult, ObserverSlot};
+use super::observer::{Attempt, AttemptResult, ObserverSlot, BASE_CLIENT};
 use super::options::{BuildError, ClientOptions};
 use super::request::{ApiRequest, ResponseKind};
 use super::retry::{RetryPolicy, Step};
@@ -78,6 +78,8 @@ struct Inner {
     user_agent: String,
     /// This client's own `User-Agent`, when it is a component's ([`Client::for_component`]).
     component_agent: Option<http::HeaderValue>,
+    /// The component, or [`BASE_CLIENT`]: the `client` label of its metrics.
+    component: String,
     request_timeout: Option<Duration>,
     default_namespace: String,
     /// Told about every attempt (metrics).
@@ -107,6 +109,7 @@ impl Client {
                 rate: (options.qps, options.burst),
                 user_agent: options.user_agent.clone(),
                 component_agent: None,
+                component: BASE_CLIENT.to_owned(),
                 request_timeout: options.request_timeout,
                 default_namespace: config.default_namespace.clone(),
                 observer: options.request_observer.clone(),
@@ -140,6 +143,7 @@ impl Client {
                 // A component name is ours and plain text; an unusable one keeps the default.
                 component_agent: http::HeaderValue::from_str(&agent).ok(),
                 user_agent: agent,
+                component: component.to_owned(),
                 request_timeout: inner.request_timeout,
                 default_namespace: inner.default_namespace.clone(),
                 observer: inner.observer.clone(),
@@ -217,7 +221,15 @@ impl Client {
     /// One attempt: wait for a token, add the credentials and send.
     async fn send_once(&self, request: &ApiRequest) -> Result<reqwest::Response, Error> {
         let inner = &self.inner;
-        inner.throttle.acquire().await;
+        let attempt = Attempt {
+            client: &inner.component,
+            method: &request.method,
+            url: &request.url,
+        };
+        let waited = inner.throttle.acquire().await;
+        if let Some(observer) = &inner.observer.0 {
+            observer.waited(attempt, waited);
+        }
         let url = match &inner.sni_route {
             Some(route) => route.url_for(&request.url),
             None => request.url.clone(),
@@ -250,13 +262,15 @@ impl Client {
         }
         let started = tokio::time::Instant::now();
         let response = builder.send().await;
+        let result = match &response {
+            Ok(response) => AttemptResult::Status(response.status().as_u16()),
+            Err(_) => AttemptResult::TransportError,
+        };
+        let elapsed = started.elapsed();
         if let Some(observer) = &inner.observer.0 {
-            let result = match &response {
-                Ok(response) => AttemptResult::Status(response.status().as_u16()),
-                Err(_) => AttemptResult::TransportError,
-            };
-            observer.observe(&request.method, &request.url, result, started.elapsed());
+            observer.observe(attempt, result, elapsed);
         }
+        log_attempt(attempt, result, elapsed, waited);
         Ok(response?)
     }
 
@@ -291,6 +305,34 @@ fn is_proxied(config: &ClientConfig) -> bool {
         Err(_) => true,
     }
 }
+
+/// client-go's `-v=6` request line (`GET https://… 200 OK in 3 milliseconds`), at TRACE on
+/// the target [`REQUEST_LOG_TARGET`], which `kube-gc -v=6` turns on; the rate limiter's wait
+/// is added when there was one.
+fn log_attempt(attempt: Attempt<'_>, result: AttemptResult, elapsed: Duration, waited: Duration) {
+    let status = match result {
+        AttemptResult::Status(code) => {
+            let reason = http::StatusCode::from_u16(code)
+                .ok()
+                .and_then(|s| s.canonical_reason())
+                .unwrap_or("");
+            format!("{code} {reason}")
+        }
+        AttemptResult::TransportError => "(no response)".to_owned(),
+    };
+    let millis = elapsed.as_millis();
+    if waited.is_zero() {
+        tracing::trace!(target: REQUEST_LOG_TARGET, client = attempt.client,
+            "{} {} {status} in {millis} milliseconds", attempt.method, attempt.url);
+    } else {
+        tracing::trace!(target: REQUEST_LOG_TARGET, client = attempt.client,
+            rate_limiter_wait_ms = waited.as_millis() as u64,
+            "{} {} {status} in {millis} milliseconds", attempt.method, attempt.url);
+    }
+}
+
+/// The tracing target of the per-request log lines.
+pub const REQUEST_LOG_TARGET: &str = "kube_gc::requests";
 
 /// The reqwest client: TLS from the configuration, pool and timeouts from the options, the
 /// `tls-server-name` route if there is one.

@@ -3,8 +3,10 @@
 //! Verbosity follows klog's `-v` convention (0–1 info, 2–4 debug, 5+ trace) so operators can
 //! reuse their habits. `-v` is about kube-gc's own messages: the HTTP and TLS libraries under
 //! the client (hyper, h2, rustls, reqwest) stay at warnings whatever `-v` says, so `-v=5` shows
-//! kube-gc's traces instead of HTTP/2 frames. `RUST_LOG`, when set, overrides all of it with
-//! tracing's filter syntax (e.g. `RUST_LOG=debug,h2=trace`).
+//! kube-gc's traces instead of HTTP/2 frames. From `-v=6` on, each request is logged as
+//! client-go logs it (`GET https://… 200 OK in 3 milliseconds`, with the rate limiter's wait
+//! when there was one). `RUST_LOG`, when set, overrides all of it with tracing's filter syntax
+//! (e.g. `RUST_LOG=debug,h2=trace`).
 //! Lines are klog's text format by default; `--logging-format json` switches to
 //! component-base's JSON lines (`ts`, `caller`, `msg`, `v`, `err`). See [`format`].
 
@@ -67,6 +69,10 @@ fn directives(verbosity: u8, quiet_by_default: bool) -> String {
             directives.push_str(&format!(",{name}=warn"));
         }
     }
+    // client-go logs each request at -v=6; -v=5 is trace without them.
+    if verbosity == 5 {
+        directives.push_str(&format!(",{}=off", crate::client::REQUEST_LOG_TARGET));
+    }
     directives
 }
 
@@ -120,6 +126,8 @@ mod tests {
                 "{name} in {trace}"
             );
         }
+        assert!(directives(5, false).ends_with(",kube_gc::requests=off"));
+        assert!(!directives(6, false).contains("kube_gc::requests"));
         // Every directive parses as tracing's filter syntax.
         for verbosity in 0..=9 {
             let text = directives(verbosity, false);
