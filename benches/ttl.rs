@@ -7,7 +7,13 @@
 //!    default 20 QPS / burst 30 (efficiency against the N / QPS limit).
 //! 2. **Staggered**: Jobs expiring at twenty different seconds; deletion latency after expiry,
 //!    p50 / p99 / max, unthrottled; and twenty Jobs, one per second (`single`).
-//! 3. **Memory**: heap held by the controller (informer cache of projections, queue with one
+//! 3. **Managed** (issue 16): the whole manager at kube-controller-manager's default 20 QPS /
+//!    burst 30, against a server serving 45 resource types, twenty Jobs expiring one per
+//!    second from the first second after start; deletion latency after expiry p50 / p99 / max,
+//!    with every controller (`all`: the garbage collector starts a monitor per resource
+//!    meanwhile) beside the TTL controller alone (`ttl-only`). Each client has its own token
+//!    bucket, so the monitors' lists and watches must not delay a deletion.
+//! 4. **Memory**: heap held by the controller (informer cache of projections, queue with one
 //!    timer per Job) with N finished Jobs cached, all waiting for a one-day TTL; counted with a
 //!    counting allocator as the growth of live bytes when the controller starts (the simulated
 //!    server's own objects are already allocated before, and are not counted).
@@ -15,7 +21,7 @@
 //! Sizes (environment): `TTL_BENCH_JOBS` (backlog, unthrottled; 10000),
 //! `TTL_BENCH_THROTTLED_JOBS` (backlog at 20 QPS; 2000 — 10000 takes ≈ 500 s),
 //! `TTL_BENCH_STAGGERED_JOBS` (2000), `TTL_BENCH_MEMORY_JOBS` (100000);
-//! `TTL_BENCH_ONLY=backlog,throttled,staggered,single,memory` picks parts (`single`: twenty
+//! `TTL_BENCH_ONLY=backlog,throttled,staggered,single,managed,memory` picks parts (`single`: twenty
 //! Jobs, one per expiry second, so each deletion's latency is its own).
 //!
 //! Run with `cargo bench --bench ttl`; results are discussed in `docs/performance.md`.
@@ -27,6 +33,7 @@ use chrono::{DateTime, Utc};
 use kube_gc::client::{Client, ClientOptions};
 use kube_gc::clock::SystemClock;
 use kube_gc::controllers::ttl::{BatchJob, FreshRead, TtlController, TtlMetrics, TtlOptions};
+use kube_gc::manager::{ControllerSelection, Manager, ManagerOptions};
 use kube_gc::sim::{Gvr, SimConfig, SimServer};
 use serde_json::json;
 use tokio::time::Instant;
@@ -240,6 +247,105 @@ async fn staggered(n: usize) {
     sim.shutdown().await;
 }
 
+/// The default resources plus custom ones, to `total` resource types.
+fn many_resources(total: usize) -> Vec<kube_gc::sim::resources::ResourceDef> {
+    let mut resources = kube_gc::sim::resources::default_resources();
+    let mut i = 0;
+    while resources.len() < total {
+        i += 1;
+        resources.push(kube_gc::sim::resources::ResourceDef::new(
+            "bench.example.com",
+            "v1",
+            &format!("widgets{i}"),
+            &format!("Widget{i}"),
+        ));
+    }
+    resources
+}
+
+/// Part 3: the manager with `controllers`, Jobs expiring one per second from the first second.
+async fn managed(controllers: &str) {
+    const JOBS: usize = 20;
+    let resources = many_resources(45);
+    let served = resources.len();
+    let config = SimConfig::default()
+        .with_resources(resources)
+        .with_journal_capacity(100_000);
+    let sim = match SimServer::start(config).await {
+        Ok(sim) => sim,
+        Err(e) => panic!("start the sim: {e}"),
+    };
+    // Finished in the current whole second with TTL 2..=21: each expires in its own second,
+    // the first one 1–2 s after start.
+    let finished = whole_seconds(Utc::now());
+    let ttl_of = |i: usize| 2 + i32::try_from(i).unwrap_or(0);
+    for i in 0..JOBS {
+        create_finished_job(&sim, &format!("job-{i:06}"), ttl_of(i), finished);
+    }
+    let dir = match tempfile::tempdir() {
+        Ok(dir) => dir,
+        Err(e) => panic!("temp dir: {e}"),
+    };
+    let options = ClientOptions::default().with_rate(20.0, 30);
+    let client = sim
+        .client_config(&dir.path().join("kubeconfig"))
+        .map_err(|e| e.to_string())
+        .and_then(|c| Client::new(&c, &options).map_err(|e| e.to_string()));
+    let client = match client {
+        Ok(client) => client,
+        Err(e) => panic!("client: {e}"),
+    };
+    let selection = match ControllerSelection::parse(&[controllers]) {
+        Ok(selection) => selection,
+        Err(e) => panic!("controllers: {e}"),
+    };
+    let manager_options = ManagerOptions {
+        controllers: selection,
+        ..ManagerOptions::default()
+    };
+    let shutdown = CancellationToken::new();
+    let run = tokio::spawn(Manager::new(client, manager_options).run(shutdown.clone()));
+    // Accepted DELETEs (Foreground: without the garbage collector the Jobs stay, marked).
+    until(|| {
+        sim.journal()
+            .deletes()
+            .iter()
+            .filter(|e| e.status == 200 && e.path.starts_with(JOB_PATH))
+            .count()
+            >= JOBS
+    })
+    .await;
+    shutdown.cancel();
+    if let Ok(Err(e)) = run.await {
+        eprintln!("manager: {e}");
+    }
+    let mut latencies: Vec<f64> = sim
+        .journal()
+        .deletes()
+        .iter()
+        .filter(|e| e.status == 200)
+        .filter_map(|e| {
+            let name = e.path.strip_prefix(JOB_PATH)?;
+            let i: usize = name.strip_prefix("job-")?.parse().ok()?;
+            let expiry = finished + chrono::Duration::seconds(i64::from(ttl_of(i)));
+            Some((e.at - expiry).num_microseconds()? as f64 / 1000.0)
+        })
+        .collect();
+    latencies.sort_by(f64::total_cmp);
+    let at = |p: f64| latencies[((latencies.len() - 1) as f64 * p).round() as usize];
+    let monitors = sim
+        .journal()
+        .entries()
+        .iter()
+        .filter(|e| e.header("user-agent").is_some_and(|a| a.ends_with("/metadata-informers")))
+        .count();
+    println!(
+        "managed --controllers={controllers}, 20 QPS / burst 30 per client, {served} resource types, {JOBS} Jobs expiring one per second from 1-2 s after start: deletion after expiry p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms; {monitors} monitor requests meanwhile",
+        at(0.5), at(0.99), at(1.0)
+    );
+    sim.shutdown().await;
+}
+
 async fn settle() {
     loop {
         let before = memory_support::live_bytes();
@@ -301,6 +407,10 @@ fn main() {
         if wanted("single") {
             // One Job per expiry second: the latency of a deletion that waits for no other.
             staggered(20).await;
+        }
+        if wanted("managed") {
+            managed("ttl-after-finished").await;
+            managed("*").await;
         }
         if wanted("memory") {
             memory(env_usize("TTL_BENCH_MEMORY_JOBS", 100_000)).await;
