@@ -211,6 +211,29 @@ async fn backlog(n: usize, qps: f64, burst: u32, fresh_read: FreshRead) {
     sim.shutdown().await;
 }
 
+/// Milliseconds from each `job-<i>`'s expiry (`finished + ttl_of(i)`) to its accepted DELETE,
+/// sorted.
+fn deletion_latencies(
+    sim: &SimServer,
+    finished: DateTime<Utc>,
+    ttl_of: impl Fn(usize) -> i32,
+) -> Vec<f64> {
+    let mut latencies: Vec<f64> = sim
+        .journal()
+        .deletes()
+        .iter()
+        .filter(|e| e.status == 200)
+        .filter_map(|e| {
+            let name = e.path.strip_prefix(JOB_PATH)?;
+            let i: usize = name.strip_prefix("job-")?.parse().ok()?;
+            let expiry = finished + chrono::Duration::seconds(i64::from(ttl_of(i)));
+            Some((e.at - expiry).num_microseconds()? as f64 / 1000.0)
+        })
+        .collect();
+    latencies.sort_by(f64::total_cmp);
+    latencies
+}
+
 /// `n` Jobs whose expiries fall on `SECONDS` different whole seconds (finish times have
 /// one-second resolution, so Jobs expiring in the same second expire at the same instant, in
 /// upstream as here). With `n == SECONDS` each deletion is alone: its latency. With more, the
@@ -225,19 +248,7 @@ async fn staggered(n: usize) {
     let metrics = Arc::clone(&started.metrics);
     until(|| metrics.deletions("Job") as usize >= n).await;
     started.stop().await;
-    let mut latencies: Vec<f64> = sim
-        .journal()
-        .deletes()
-        .iter()
-        .filter(|e| e.status == 200)
-        .filter_map(|e| {
-            let name = e.path.strip_prefix(JOB_PATH)?;
-            let i: usize = name.strip_prefix("job-")?.parse().ok()?;
-            let expiry = finished + chrono::Duration::seconds(i64::from(ttl_of(i)));
-            Some((e.at - expiry).num_microseconds()? as f64 / 1000.0)
-        })
-        .collect();
-    latencies.sort_by(f64::total_cmp);
+    let latencies = deletion_latencies(&sim, finished, ttl_of);
     let at = |p: f64| latencies[((latencies.len() - 1) as f64 * p).round() as usize];
     let early = latencies.iter().filter(|l| **l < 0.0).count();
     println!(
@@ -319,25 +330,16 @@ async fn managed(controllers: &str) {
     if let Ok(Err(e)) = run.await {
         eprintln!("manager: {e}");
     }
-    let mut latencies: Vec<f64> = sim
-        .journal()
-        .deletes()
-        .iter()
-        .filter(|e| e.status == 200)
-        .filter_map(|e| {
-            let name = e.path.strip_prefix(JOB_PATH)?;
-            let i: usize = name.strip_prefix("job-")?.parse().ok()?;
-            let expiry = finished + chrono::Duration::seconds(i64::from(ttl_of(i)));
-            Some((e.at - expiry).num_microseconds()? as f64 / 1000.0)
-        })
-        .collect();
-    latencies.sort_by(f64::total_cmp);
+    let latencies = deletion_latencies(&sim, finished, ttl_of);
     let at = |p: f64| latencies[((latencies.len() - 1) as f64 * p).round() as usize];
     let monitors = sim
         .journal()
         .entries()
         .iter()
-        .filter(|e| e.header("user-agent").is_some_and(|a| a.ends_with("/metadata-informers")))
+        .filter(|e| {
+            e.header("user-agent")
+                .is_some_and(|a| a.ends_with("/metadata-informers"))
+        })
         .count();
     println!(
         "managed --controllers={controllers}, 20 QPS / burst 30 per client, {served} resource types, {JOBS} Jobs expiring one per second from 1-2 s after start: deletion after expiry p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms; {monitors} monitor requests meanwhile",
