@@ -13,7 +13,9 @@
 //! Environment (defaults in brackets): `GC_BENCH_DEPENDENTS` [10000], `GC_BENCH_OWNERS` [100],
 //! `GC_BENCH_QPS` [`0,40`]: client QPS values to run the cascades at, `0` meaning unthrottled
 //! (kube-controller-manager runs its collector's client at twice `--kube-api-qps`, so 40 is the
-//! upstream default), burst 1.5 × QPS; `GC_BENCH_GRAPH` [100000]: objects in the graph phase.
+//! upstream default, and kube-gc's manager does the same: the client is built here as the
+//! manager builds it, `--kube-api-qps` at half and `Client::for_component(…, 2.0)`), burst
+//! 1.5 × QPS; `GC_BENCH_GRAPH` [100000]: objects in the graph phase.
 //!
 //! Run with `cargo bench --bench gc`; results are in `docs/performance.md`.
 
@@ -184,8 +186,12 @@ async fn cascade(policy: Propagation, owners: usize, dependents: usize, qps: f64
         .client_config(&dir.path().join("kubeconfig"))
         .unwrap_or_else(|e| panic!("kubeconfig: {e}"));
     let burst = ((qps * 1.5) as u32).max(1);
-    let client = Client::new(&config, &ClientOptions::default().with_rate(qps, burst))
-        .unwrap_or_else(|e| panic!("client: {e}"));
+    // Built as the manager builds the collector's client: `--kube-api-qps` / `--kube-api-burst`
+    // at half the collector's rate, doubled by `for_component` (QPS 40 is `--kube-api-qps 20`).
+    let flags = ClientOptions::default().with_rate(qps / 2.0, burst / 2);
+    let client = Client::new(&config, &flags)
+        .unwrap_or_else(|e| panic!("client: {e}"))
+        .for_component("garbagecollector", 2.0);
 
     for o in 0..owners {
         let rs = sim
