@@ -120,24 +120,13 @@ async fn a_ttl_deletion_never_waits_behind_the_collectors_monitors() {
     wait_deleted(world.sim(), &jobs(), "expired").await;
     let took = started.elapsed();
     assert!(took <= std::time::Duration::from_secs(3), "{took:?}");
-    let monitor_requests = world
-        .sim()
-        .journal()
-        .entries()
-        .iter()
-        .filter(|e| {
-            e.header("user-agent")
-                .is_some_and(|a| a.ends_with("/metadata-informers"))
-        })
-        .count();
+    let monitor_requests = world.sim().journal().count_sent_by("metadata-informers");
     assert!(
         monitor_requests < served,
         "the monitors were still starting ({monitor_requests} requests for {served} resources)"
     );
     let deletions: Vec<_> = world.sim().journal().deletes();
-    assert!(deletions.iter().all(|e| e
-        .header("user-agent")
-        .is_some_and(|a| a.ends_with("/ttl-after-finished"))));
+    assert!(deletions.iter().all(|e| e.sent_by("ttl-after-finished")));
     shutdown.cancel();
     running.await.unwrap().unwrap();
 }

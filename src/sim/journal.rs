@@ -62,6 +62,16 @@ impl JournalEntry {
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
     }
+
+    /// Whether the request came from kube-gc's client for `component` (its `User-Agent` ends
+    /// in `/component`, see `Client::for_component`).
+    pub fn sent_by(&self, component: &str) -> bool {
+        self.header("user-agent").is_some_and(|agent| {
+            agent
+                .strip_suffix(component)
+                .is_some_and(|rest| rest.ends_with('/'))
+        })
+    }
 }
 
 /// Decodes a URL query string (`a=1&b=x%20y`) into pairs, in order.
@@ -137,6 +147,14 @@ impl Journal {
         }
         inner.entries.push_back(entry);
         inner.last_seq
+    }
+
+    /// How many kept requests came from kube-gc's client for `component`.
+    pub fn count_sent_by(&self, component: &str) -> usize {
+        self.entries()
+            .iter()
+            .filter(|e| e.sent_by(component))
+            .count()
     }
 
     /// Every kept entry, oldest first.
