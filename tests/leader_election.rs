@@ -6,12 +6,15 @@ mod ops_support;
 
 use std::time::Duration;
 
+use kube_gc::api::Job;
+use kube_gc::client::{Api, Client};
 use kube_gc::leaderelection::{Leadership, Outcome};
 use kube_gc::sim::faults::{FaultPlan, Verb};
 use ops_support::{
     wait_until, Candidate, Cluster, StallingProxy, Timeline, LEASE_DURATION, MAX_ACQUIRE_WAIT,
     RENEW_DEADLINE, RETRY_PERIOD,
 };
+use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 /// Starts `a` and `b` and waits until one of them leads; returns them leader first.
@@ -206,4 +209,79 @@ async fn aborting_the_elector_cancels_the_leading_token() {
     a.kill().await;
     assert!(token.is_cancelled());
     assert!(!leadership.current().is_leader());
+}
+
+/// Keeps `client`'s token bucket empty: `callers` tasks each sending GETs back to back, as the
+/// garbage collector's monitors do when they all retry their watches at once.
+fn exhaust(client: &Client, callers: usize) -> JoinSet<()> {
+    let mut tasks = JoinSet::new();
+    for _ in 0..callers {
+        let api: Api<Job> = Api::namespaced(client.clone(), "default");
+        tasks.spawn(async move {
+            loop {
+                let _ = api.get_opt("absent").await;
+            }
+        });
+    }
+    tasks
+}
+
+/// Successful renewals (PUTs of the Lease) sent with `agent`.
+fn renewals_by(cluster: &Cluster, agent: &str) -> usize {
+    cluster
+        .sim
+        .journal()
+        .by_verb(Verb::Update)
+        .iter()
+        .filter(|e| e.status < 300 && e.header("user-agent") == Some(agent))
+        .count()
+}
+
+/// Issue 16: with the informers' limiter exhausted, the leader still renews on time, because
+/// leader election has a bucket of its own (as in kube-controller-manager). The same elector on
+/// the informers' client loses the Lease: the test would catch a shared bucket.
+#[tokio::test(start_paused = true)]
+async fn renewals_go_out_while_the_informers_limiter_is_exhausted() {
+    // 1 request/s, burst 1: twenty waiting callers put each new request 20 s back.
+    let (qps, burst, callers) = (1.0, 1, 20);
+
+    let cluster = Cluster::start().await;
+    let timeline = Timeline::default();
+    let base = cluster.throttled_client("a", qps, burst);
+    let informers = base.for_component("metadata-informers", 1.0);
+    let a = Candidate::start("a", base.for_component("leader-election", 1.0), &timeline);
+    wait_until(MAX_ACQUIRE_WAIT, || a.is_leader()).await;
+    let started = Instant::now();
+    let mut hammer = exhaust(&informers, callers);
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert!(a.is_leader(), "lost the lease behind the informers");
+    // A renewal every retry period (2 s) on its own bucket of 1/s: about 30 in the minute.
+    let renewals = renewals_by(&cluster, "a/leader-election");
+    assert!((28..=31).contains(&renewals), "{renewals} renewals");
+    // And the informers' bucket was empty all along: about one GET a second got out.
+    let informer_gets = cluster.sim.journal().count_sent_by("metadata-informers");
+    let elapsed = started.elapsed().as_secs() as usize;
+    assert!(
+        informer_gets <= elapsed + 2,
+        "{informer_gets} GETs in {elapsed} s"
+    );
+    assert!(informer_gets >= elapsed - 2, "the hammer did not run");
+    hammer.abort_all();
+    a.kill().await;
+
+    // The control: the same elector sharing the informers' bucket misses its renew deadline.
+    let cluster = Cluster::start().await;
+    let timeline = Timeline::default();
+    let shared = cluster
+        .throttled_client("b", qps, burst)
+        .for_component("metadata-informers", 1.0);
+    let b = Candidate::start("b", shared.clone(), &timeline);
+    wait_until(MAX_ACQUIRE_WAIT, || b.is_leader()).await;
+    let mut hammer = exhaust(&shared, callers);
+    let mut leadership = b.leadership.clone();
+    let token = leadership.leading().await.unwrap();
+    let lost = tokio::time::timeout(Duration::from_secs(60), token.cancelled()).await;
+    assert!(lost.is_ok(), "a shared bucket should have cost the lease");
+    assert_eq!(b.outcome().await, Outcome::Lost);
+    hammer.abort_all();
 }

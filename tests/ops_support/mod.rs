@@ -73,6 +73,18 @@ impl Cluster {
         Client::new(&self.config(server), &options).unwrap()
     }
 
+    /// A client like [`Cluster::client`] but throttled at `qps` / `burst`, as `--kube-api-qps` /
+    /// `--kube-api-burst` would; its components get buckets of their own from it.
+    pub fn throttled_client(&self, name: &str, qps: f64, burst: u32) -> Client {
+        let options = ClientOptions {
+            user_agent: name.to_owned(),
+            ..ClientOptions::default()
+                .with_rate(qps, burst)
+                .without_timeouts()
+        };
+        Client::new(&self.config(None), &options).unwrap()
+    }
+
     /// The Lease's spec as the server holds it.
     pub fn lease_spec(&self) -> serde_json::Value {
         let leases = kube_gc::sim::Gvr::new("coordination.k8s.io", "v1", "leases");
