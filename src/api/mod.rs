@@ -20,6 +20,7 @@
 //! | `watch.rs` | [`WatchEvent`], [`Bookmark`] |
 //! | `status.rs` | [`Status`], [`StatusReason`], [`StatusDetails`], [`StatusCause`] |
 //! | `delete.rs` | [`DeleteOptions`], [`PropagationPolicy`], [`Preconditions`] |
+//! | `selector.rs` | [`LabelSelector`] and how it matches labels |
 //! | `metadata_only.rs` | [`PartialObjectMetadata`], [`PartialObjectMetadataList`] |
 //! | `job.rs` | batch/v1 [`Job`] (read-only projection) |
 //! | `volcano.rs` | Volcano [`VolcanoJob`] (read-only projection) |
@@ -37,6 +38,7 @@ mod meta;
 mod metadata_only;
 mod owner;
 mod resource;
+mod selector;
 mod status;
 mod time;
 mod volcano;
@@ -54,6 +56,7 @@ pub use metadata_only::{
 };
 pub use owner::OwnerReference;
 pub use resource::{api_version_of, HasMetadata, Resource};
+pub use selector::{LabelSelector, LabelSelectorRequirement, SelectorError};
 pub use status::{
     Status, StatusCause, StatusDetails, StatusReason, CAUSE_RESOURCE_VERSION_TOO_LARGE,
 };

@@ -1,0 +1,23 @@
+//! Retention policies (issue 17): TTL-after-finished, TTL-since-creation and history limits for
+//! any kind that finishes, declared once for a namespace (`RetentionPolicy`) or a cluster
+//! (`ClusterRetentionPolicy`). `docs/retention.md` explains the fields and presets.
+//!
+//! The decisions are pure functions, each in a file of its own with its tests; the engine
+//! around them only moves data:
+//!
+//! | file | what it holds |
+//! |---|---|
+//! | `policy/spec.rs` | the CRDs' wire types |
+//! | `policy/compile.rs` | a policy checked and compiled, or the field at fault |
+//! | `cel.rs` | [`CelExpr`]: compiled CEL, evaluated per object |
+//! | `path.rs` | dotted field paths into an object's JSON |
+//! | `rule.rs` | finish rules: has it finished, how, and when |
+//! | `preset/` | the presets: Pods, Jobs, Volcano, Argo, Tekton, Kubeflow, Spark, Ray |
+
+pub mod cel;
+pub mod path;
+pub mod policy;
+pub mod preset;
+pub mod rule;
+
+pub use cel::{CelCompileError, CelEvalError, CelExpr};

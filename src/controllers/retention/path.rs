@@ -1,0 +1,1 @@
+//! Dotted field paths into an object's JSON (being written).

@@ -1,0 +1,8 @@
+//! Retention policies as users write them ([`spec`]) and as the engine applies them.
+
+pub mod spec;
+
+pub use spec::{
+    CelFinishedSpec, Condition, ConditionSpec, FieldSpec, FinishTimeSpec, FinishedSpec,
+    GroupBySpec, ResourceSpec, RetentionPolicyObject, RetentionPolicySpec, RetentionPolicyStatus,
+};

@@ -1,0 +1,1 @@
+//! Finish rules (being written).
