@@ -21,3 +21,24 @@ pub mod preset;
 pub mod rule;
 
 pub use cel::{CelCompileError, CelEvalError, CelExpr};
+
+/// A policy field that cannot be applied, named by its path in the object
+/// (`spec.finished.field.path`): what `Ready=False` and the Warning Event say.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct FieldError {
+    /// The field's path, from the object's root.
+    pub field: String,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+impl FieldError {
+    /// `field`: `message`.
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        FieldError {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
