@@ -12,13 +12,21 @@
 //! | `cel.rs` | [`CelExpr`]: compiled CEL, evaluated per object |
 //! | `path.rs` | dotted field paths into an object's JSON |
 //! | `rule.rs` | finish rules: has it finished, how, and when |
+//! | `ttl.rs` | the TTL an object gets: policy, own field or annotation; Go durations |
+//! | `judge.rs` | keep, wait or expired for one object — pure |
+//! | `history.rs` | history limits: which finished objects of a group are kept |
+//! | `precedence.rs` | which policy governs an object when several apply |
 //! | `preset/` | the presets: Pods, Jobs, Volcano, Argo, Tekton, Kubeflow, Spark, Ray |
 
 pub mod cel;
+pub mod history;
+pub mod judge;
 pub mod path;
 pub mod policy;
+pub mod precedence;
 pub mod preset;
 pub mod rule;
+pub mod ttl;
 
 pub use cel::{CelCompileError, CelEvalError, CelExpr};
 
