@@ -2,7 +2,7 @@
 //!
 //! Contract: `/healthz` and `/livez` answer `ok` while the process serves at all (a wedged
 //! process stops answering and is restarted by its liveness probe). `/readyz` answers `ok` only
-//! when every registered check passes — kube-gc registers "informers synced" and, when electing,
+//! when every registered check passes, and fails (`startup`) while none is registered yet — kube-gc registers "informers synced" and, when electing,
 //! "leadership state known" — and otherwise 500 with one `[-]name failed` line per failing check,
 //! the layout of the Kubernetes health endpoints (`?verbose` lists passing checks too). A check
 //! may give the reason it fails (the informers that cannot see changes, by name), printed in
@@ -93,13 +93,21 @@ impl Readiness {
         self.add("leader-election", move || leadership.current().is_known());
     }
 
-    /// Runs every check.
+    /// Runs every check. With none registered yet the process is still starting (reading
+    /// discovery, building its controllers): that is a failing `startup` check, never `ok`.
     pub fn report(&self) -> Report {
         let checks = self.checks.read().clone();
         let mut report = Report {
-            checks: Vec::with_capacity(checks.len()),
+            checks: Vec::with_capacity(checks.len().max(1)),
             reasons: Default::default(),
         };
+        if checks.is_empty() {
+            report.checks.push(("startup".to_owned(), false));
+            report.reasons.insert(
+                "startup".to_owned(),
+                "starting: the controllers and their checks are not set up yet".to_owned(),
+            );
+        }
         for (name, check) in checks {
             let failure = check();
             if let Some(reason) = failure.as_ref().filter(|r| !r.is_empty()) {
@@ -119,7 +127,12 @@ mod tests {
     #[test]
     fn ready_only_when_every_check_passes() {
         let readiness = Readiness::new();
-        assert!(readiness.report().ready());
+        let starting = readiness.report();
+        assert!(!starting.ready(), "no checks yet is not ready");
+        assert_eq!(
+            starting.body("readyz", false),
+            "[-]startup failed: starting: the controllers and their checks are not set up yet\nreadyz check failed\n"
+        );
         let synced = Arc::new(AtomicBool::new(false));
         let flag = synced.clone();
         readiness.add("informer-sync", move || flag.load(Ordering::Relaxed));
