@@ -10,13 +10,13 @@
 //! | `policy/spec.rs` | the CRDs' wire types |
 //! | `policy/compile.rs` | a policy checked and compiled, or the field at fault |
 //! | `cel.rs` | [`CelExpr`]: compiled CEL, evaluated per object |
-//! | `path.rs` | dotted field paths into an object's JSON |
-//! | `rule.rs` | finish rules: has it finished, how, and when |
+//! | `path.rs` | [`FieldPath`](path::FieldPath): dotted (and bracketed) paths into an object's JSON |
+//! | `rule.rs` | finish rules: has it finished, how, and when; own TTLs (`rule/from_spec.rs`: from a policy) |
+//! | `preset/` | the presets, a file per family: Pods and Jobs, Volcano, Argo, Tekton, Kubeflow, Spark, Ray |
 //! | `ttl.rs` | the TTL an object gets: policy, own field or annotation; Go durations |
 //! | `judge.rs` | keep, wait or expired for one object — pure |
 //! | `history.rs` | history limits: which finished objects of a group are kept |
 //! | `precedence.rs` | which policy governs an object when several apply |
-//! | `preset/` | the presets: Pods, Jobs, Volcano, Argo, Tekton, Kubeflow, Spark, Ray |
 
 pub mod cel;
 pub mod history;

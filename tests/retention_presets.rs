@@ -1,0 +1,130 @@
+//! Replays `fixtures/retention/presets/<preset>/*.json` against the presets: each fixture is
+//! an object shaped as its project's API object and what the preset must make of it (whether,
+//! how and when it finished; its own TTL). Every preset must have fixtures, and every fixture
+//! directory must name a preset.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use serde_json::Value;
+
+use kube_gc::api::Time;
+use kube_gc::controllers::retention::preset::{named, NAMES};
+use kube_gc::controllers::retention::rule::{own_ttl, Finished, Outcome};
+
+#[derive(Deserialize)]
+struct Fixture {
+    object: Value,
+    expect: Expect,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Expect {
+    finished: Option<ExpectFinished>,
+    own_ttl_seconds: Option<i64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExpectFinished {
+    outcome: String,
+    at: Option<String>,
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/retention/presets")
+}
+
+/// Later than every fixture's times: only CEL reads `now`, and no preset's CEL does.
+fn now() -> DateTime<Utc> {
+    Time::parse("2026-12-01T00:00:00Z").unwrap().0
+}
+
+fn expected(expect: &ExpectFinished) -> Finished {
+    Finished {
+        outcome: Outcome::parse(&expect.outcome).expect("outcome is Succeeded or Failed"),
+        at: expect.at.as_deref().map(|t| Time::parse(t).unwrap().0),
+    }
+}
+
+fn fixtures(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn every_fixture_is_judged_as_expected() {
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for name in NAMES {
+        let preset = named(name).unwrap();
+        for file in fixtures(&root().join(name)) {
+            let text = fs::read_to_string(&file).unwrap();
+            let fixture: Fixture =
+                serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            let finished = preset.finish.evaluate(&fixture.object, now());
+            let want = fixture.expect.finished.as_ref().map(expected);
+            if finished != Ok(want) {
+                failures.push(format!(
+                    "{}: finished {finished:?}, want {want:?}",
+                    file.display()
+                ));
+            }
+            let outcome = want.map(|f| f.outcome);
+            let ttl = own_ttl(&preset.own_ttl, &fixture.object, outcome);
+            if ttl != Ok(fixture.expect.own_ttl_seconds) {
+                failures.push(format!(
+                    "{}: own TTL {ttl:?}, want {:?}",
+                    file.display(),
+                    fixture.expect.own_ttl_seconds
+                ));
+            }
+            checked += 1;
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(checked >= 4 * NAMES.len(), "only {checked} fixtures");
+}
+
+#[test]
+fn every_preset_has_at_least_four_fixtures_covering_running_and_both_outcomes() {
+    for name in NAMES {
+        let dir = root().join(name);
+        let files = fixtures(&dir);
+        assert!(files.len() >= 4, "{name}: {} fixtures", files.len());
+        let outcomes: Vec<Option<String>> = files
+            .iter()
+            .map(|f| {
+                let fixture: Fixture =
+                    serde_json::from_str(&fs::read_to_string(f).unwrap()).unwrap();
+                fixture.expect.finished.map(|e| e.outcome)
+            })
+            .collect();
+        for want in [
+            None,
+            Some("Succeeded".to_owned()),
+            Some("Failed".to_owned()),
+        ] {
+            assert!(outcomes.contains(&want), "{name}: no fixture with {want:?}");
+        }
+    }
+}
+
+#[test]
+fn every_fixture_directory_names_a_preset() {
+    for entry in fs::read_dir(root()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(NAMES.contains(&name.as_str()), "{name} is not a preset");
+        }
+    }
+}
