@@ -12,6 +12,11 @@
 //! first, and then the object is decoded straight from the input with no intermediate copy; if
 //! another writer puts `object` first, it is buffered as a `serde_json::Value` and decoded when
 //! `type` arrives — correct for any key order, fast for the real one.
+//!
+//! [`WatchEvent::from_slice_with`] decodes a line whose `T` is made by a function of the
+//! object's text rather than by `Deserialize` (the client's item decoders): the line is parsed
+//! once with the object kept as borrowed raw text (any key order), and only the object of an
+//! `ADDED`, `MODIFIED` or `DELETED` event goes to that function.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -20,6 +25,7 @@ use std::marker::PhantomData;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::ser::{SerializeStruct, Serializer};
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 
 use super::defaults::null_as_default;
 use super::meta::TypeMeta;
@@ -115,6 +121,40 @@ impl<T> WatchEvent<T> {
             WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => Some(o),
             WatchEvent::Bookmark(_) | WatchEvent::Error(_) => None,
         }
+    }
+}
+
+/// A watch line with its object still as text, for [`WatchEvent::from_slice_with`]. Unknown
+/// keys are skipped and duplicates rejected, as [`WatchEvent`]'s own decoding does.
+#[derive(Deserialize)]
+struct RawEvent<'a> {
+    #[serde(rename = "type")]
+    event_type: EventType,
+    #[serde(borrow)]
+    object: &'a RawValue,
+}
+
+impl<T> WatchEvent<T> {
+    /// Decodes one watch line, making the object of an `ADDED`, `MODIFIED` or `DELETED` event
+    /// with `decode_object` from its JSON text; a `BOOKMARK` or `ERROR` decodes as usual.
+    pub fn from_slice_with(
+        line: &[u8],
+        decode_object: impl FnOnce(&[u8]) -> Result<T, serde_json::Error>,
+    ) -> Result<Self, serde_json::Error> {
+        // A derived struct would also accept `["ADDED", {…}]`; a watch event is an object.
+        if line.trim_ascii_start().starts_with(b"[") {
+            let expected = "a watch event {\"type\": ..., \"object\": ...}";
+            return Err(de::Error::invalid_type(de::Unexpected::Seq, &expected));
+        }
+        let raw: RawEvent<'_> = serde_json::from_slice(line)?;
+        let object = raw.object.get().as_bytes();
+        Ok(match raw.event_type {
+            EventType::Added => WatchEvent::Added(decode_object(object)?),
+            EventType::Modified => WatchEvent::Modified(decode_object(object)?),
+            EventType::Deleted => WatchEvent::Deleted(decode_object(object)?),
+            EventType::Bookmark => WatchEvent::Bookmark(serde_json::from_slice(object)?),
+            EventType::Error => WatchEvent::Error(serde_json::from_slice(object)?),
+        })
     }
 }
 
@@ -284,6 +324,46 @@ mod tests {
                 "{line}"
             );
         }
+    }
+
+    /// The length of the object's text, as a decoder that needs no `Deserialize`.
+    fn length(line: &str) -> Result<WatchEvent<usize>, serde_json::Error> {
+        WatchEvent::from_slice_with(line.as_bytes(), |object| Ok(object.len()))
+    }
+
+    #[test]
+    fn a_line_decodes_with_an_object_decoder_in_any_key_order() {
+        let added = length(r#"{"type":"ADDED","object":{"a":1}}"#);
+        assert!(matches!(added, Ok(WatchEvent::Added(7))), "{added:?}");
+        let deleted = length(r#"{"object":{"a":[1,2]},"extra":0,"type":"DELETED"}"#);
+        assert!(
+            matches!(deleted, Ok(WatchEvent::Deleted(11))),
+            "{deleted:?}"
+        );
+        let bookmark =
+            length(r#"{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"5"}}}"#);
+        assert!(
+            matches!(bookmark, Ok(WatchEvent::Bookmark(b)) if b.metadata.resource_version == "5")
+        );
+        let error =
+            length(r#"{"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired"}}"#);
+        assert!(matches!(error, Ok(WatchEvent::Error(s)) if s.code == Some(410)));
+        for line in [
+            r#"{"type":"EXPLODED","object":{}}"#,
+            r#"{"object":{}}"#,
+            r#"{"type":"ADDED"}"#,
+            r#"{"type":"ADDED","type":"ADDED","object":{}}"#,
+            r#"{"type":"ERROR","object":"not a status"}"#,
+            r#"[1,2]"#,
+            r#" ["ADDED",{}]"#,
+        ] {
+            assert!(length(line).is_err(), "{line}");
+        }
+        let refused =
+            WatchEvent::<()>::from_slice_with(br#"{"type":"MODIFIED","object":{}}"#, |_| {
+                Err(serde::de::Error::custom("not for this policy"))
+            });
+        assert!(refused.is_err());
     }
 
     #[test]

@@ -7,6 +7,8 @@
 //! - Reads: [`get`](Api::get), [`list`](Api::list) (all pages), [`list_page`](Api::list_page),
 //!   [`pager`](Api::pager), [`watch`](Api::watch). The `*_metadata` variants ask the server for
 //!   metadata only (`Accept: …;as=PartialObjectMetadata[List];g=meta.k8s.io;v=v1`), whatever `K`.
+//!   [`pager_with`](Api::pager_with) and [`watch_with`](Api::watch_with) read whole objects and
+//!   turn each into a `T` with a caller's [`ItemDecoder`], whatever `K`.
 //! - Writes: [`create`](Api::create), [`replace`](Api::replace) (PUT; a stale
 //!   `metadata.resourceVersion` is a 409), [`patch`](Api::patch) (merge, JSON or strategic),
 //!   [`delete`](Api::delete) (answers [`DeleteResponse`]: the object if it lingers, a Status if
@@ -25,6 +27,7 @@ use serde::Serialize;
 use serde_json::Value;
 use url::Url;
 
+use super::decode::ItemDecoder;
 use super::error::Error;
 use super::list_decoder::read_list;
 use super::pager::Pager;
@@ -137,6 +140,36 @@ impl<K> Api<K> {
         &self.client
     }
 
+    /// A pager reading the list one page at a time, each item turned into a `T` by `decoder`
+    /// as it arrives (no `K` is built).
+    pub fn pager_with<T: 'static>(&self, params: ListParams, decoder: ItemDecoder<T>) -> Pager<T> {
+        Pager::with_item_decoder(
+            self.client.clone(),
+            self.collection_url(),
+            ACCEPT_JSON,
+            params,
+            decoder,
+        )
+    }
+
+    /// WATCH, each object of an `ADDED`, `MODIFIED` or `DELETED` event turned into a `T` by
+    /// `decoder`; bookmarks and errors decode as with [`watch`](Api::watch).
+    pub async fn watch_with<T: 'static>(
+        &self,
+        params: &WatchParams,
+        decoder: ItemDecoder<T>,
+    ) -> Result<WatchStream<T>, Error> {
+        let request = self.watch_request(params, ACCEPT_JSON);
+        self.client.watch_with(&request, decoder).await
+    }
+
+    fn watch_request(&self, params: &WatchParams, accept: &'static str) -> ApiRequest {
+        ApiRequest::get(self.collection_url())
+            .with_query(&params.query())
+            .with_accept(accept)
+            .streaming()
+    }
+
     fn collection_url(&self) -> Url {
         self.resource
             .collection_url(self.client.server(), self.namespace())
@@ -244,11 +277,7 @@ impl<K: DeserializeOwned> Api<K> {
         params: &WatchParams,
         accept: &'static str,
     ) -> Result<WatchStream<T>, Error> {
-        let request = ApiRequest::get(self.collection_url())
-            .with_query(&params.query())
-            .with_accept(accept)
-            .streaming();
-        self.client.watch(&request).await
+        self.client.watch(&self.watch_request(params, accept)).await
     }
 
     /// PATCH one object.

@@ -29,6 +29,10 @@
 //! - [`read_list`] drives a decoder from a byte stream (an HTTP body) and is what the
 //!   [`Pager`](super::Pager) uses for every list: typed, dynamic (`serde_json::Value`) and
 //!   metadata-only.
+//! - Items are decoded by `serde_json::from_slice::<T>` ([`ListDecoder::new`], [`read_list`]),
+//!   or by a caller's [`ItemDecoder`] ([`ListDecoder::with_item_decoder`], [`read_list_with`])
+//!   for a `T` computed by runtime rules; either way item by item, and a decoder's error is a
+//!   [`ListDecodeError::Item`] like serde's.
 
 use std::fmt;
 
@@ -36,6 +40,7 @@ use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use serde::de::{DeserializeOwned, IgnoredAny};
 
+use super::decode::{ItemDecode, ItemDecoder};
 use super::error::{snippet, Error};
 use super::json_extent::{is_whitespace, ValueExtent};
 use crate::api::{List, Status};
@@ -162,6 +167,8 @@ pub struct ListDecoder<T> {
     head: Vec<u8>,
     /// `items` was seen (serde rejects it twice, and so do we).
     seen_items: bool,
+    /// What turns an item's text into a `T`.
+    decode: ItemDecode<T>,
     items: Vec<T>,
 }
 
@@ -172,6 +179,7 @@ impl<T> fmt::Debug for ListDecoder<T> {
             .field("consumed", &self.consumed)
             .field("items", &self.items.len())
             .field("carried_bytes", &self.carry.len())
+            .field("decode", &self.decode)
             .finish()
     }
 }
@@ -183,8 +191,21 @@ impl<T: DeserializeOwned> Default for ListDecoder<T> {
 }
 
 impl<T: DeserializeOwned> ListDecoder<T> {
-    /// A decoder at the start of a body.
+    /// A decoder at the start of a body, decoding items with `serde_json::from_slice::<T>`.
     pub fn new() -> Self {
+        Self::decoding(ItemDecode::serde())
+    }
+}
+
+impl<T: 'static> ListDecoder<T> {
+    /// A decoder at the start of a body, decoding each item with `decoder`.
+    pub fn with_item_decoder(decoder: ItemDecoder<T>) -> Self {
+        Self::decoding(ItemDecode::custom(decoder))
+    }
+}
+
+impl<T> ListDecoder<T> {
+    pub(crate) fn decoding(decode: ItemDecode<T>) -> Self {
         ListDecoder {
             expect: Expect::ObjectStart,
             extent: ValueExtent::new(),
@@ -193,6 +214,7 @@ impl<T: DeserializeOwned> ListDecoder<T> {
             consumed: 0,
             head: Vec::new(),
             seen_items: false,
+            decode,
             items: Vec::new(),
         }
     }
@@ -308,14 +330,15 @@ impl<T: DeserializeOwned> ListDecoder<T> {
                 self.expect = Expect::Colon { member: next };
             }
             Member::Items => {
-                // `items` that is not an array: serde accepts `null` as empty, nothing else.
-                let items: Option<Vec<T>> =
-                    serde_json::from_slice(&value).map_err(|source| ListDecodeError::Member {
+                // `items` that is not an array: serde accepts `null` as empty, nothing else (an
+                // array was streamed), so no item is decoded here.
+                serde_json::from_slice::<Option<Vec<IgnoredAny>>>(&value).map_err(|source| {
+                    ListDecodeError::Member {
                         what: "items",
                         snippet: snippet(&value),
                         source,
-                    })?;
-                self.items = items.unwrap_or_default();
+                    }
+                })?;
                 self.expect = Expect::AfterMember;
             }
             Member::Head => {
@@ -335,10 +358,10 @@ impl<T: DeserializeOwned> ListDecoder<T> {
         };
         // The common case, an item inside one chunk, is decoded straight from the chunk.
         let decoded = if self.carry.is_empty() {
-            serde_json::from_slice(&chunk[pos..end])
+            self.decode.decode(&chunk[pos..end])
         } else {
             self.carry.extend_from_slice(&chunk[pos..end]);
-            serde_json::from_slice(&self.carry)
+            self.decode.decode(&self.carry)
         };
         match decoded {
             Ok(item) => self.items.push(item),
@@ -447,13 +470,35 @@ impl From<ListDecodeError> for Error {
 
 /// Reads a whole list from `body` (a response body's chunks), decoding items as they arrive.
 /// A transport error while reading is returned as it is.
-pub async fn read_list<T, S, E>(mut body: S) -> Result<List<T>, Error>
+pub async fn read_list<T, S, E>(body: S) -> Result<List<T>, Error>
 where
     T: DeserializeOwned,
     S: Stream<Item = Result<Bytes, E>> + Unpin,
     Error: From<E>,
 {
-    let mut decoder = ListDecoder::new();
+    read_list_decoding(body, ItemDecode::serde()).await
+}
+
+/// Like [`read_list`], decoding each item with `decoder`.
+pub async fn read_list_with<T, S, E>(body: S, decoder: ItemDecoder<T>) -> Result<List<T>, Error>
+where
+    T: 'static,
+    S: Stream<Item = Result<Bytes, E>> + Unpin,
+    Error: From<E>,
+{
+    read_list_decoding(body, ItemDecode::custom(decoder)).await
+}
+
+/// Reads a whole list from `body`, decoding each item with `decode`.
+pub(crate) async fn read_list_decoding<T, S, E>(
+    mut body: S,
+    decode: ItemDecode<T>,
+) -> Result<List<T>, Error>
+where
+    S: Stream<Item = Result<Bytes, E>> + Unpin,
+    Error: From<E>,
+{
+    let mut decoder = ListDecoder::decoding(decode);
     while let Some(chunk) = body.next().await {
         decoder.feed(&chunk?)?;
     }
@@ -461,115 +506,4 @@ where
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::{json, Value};
-
-    /// Decodes `body` fed in pieces of `piece` bytes.
-    fn decode(body: &str, piece: usize) -> Result<List<Value>, Error> {
-        let mut decoder = ListDecoder::new();
-        for chunk in body.as_bytes().chunks(piece) {
-            decoder.feed(chunk)?;
-        }
-        decoder.finish()
-    }
-
-    #[test]
-    fn a_list_decodes_the_same_in_any_chunking() {
-        let body = r#" {"kind":"JobList","apiVersion":"batch/v1",
-            "metadata":{"resourceVersion":"42","continue":"c"},
-            "items":[{"metadata":{"name":"a"},"s":"]}\"{["}, {"metadata":{"name":"b"}} ,3]} "#;
-        let whole: List<Value> = serde_json::from_str(body).unwrap();
-        for piece in 1..=body.len() {
-            let list = decode(body, piece).unwrap();
-            assert_eq!(list, whole, "pieces of {piece}");
-        }
-        assert_eq!(whole.items.len(), 3);
-        assert_eq!(whole.next_page(), Some("c"));
-    }
-
-    #[test]
-    fn items_before_metadata_and_null_or_empty_items_work() {
-        let list = decode(r#"{"items":[1],"metadata":{"resourceVersion":"7"}}"#, 3).unwrap();
-        assert_eq!(list.items, vec![json!(1)]);
-        assert_eq!(list.metadata.resource_version.as_deref(), Some("7"));
-        for body in [
-            r#"{"items":null}"#,
-            r#"{"items":[]}"#,
-            "{}",
-            r#"{"items" : [ ] }"#,
-        ] {
-            assert!(decode(body, 1).unwrap().items.is_empty(), "{body}");
-        }
-    }
-
-    #[test]
-    fn syntax_errors_say_where() {
-        let err = decode(r#"{"items":[1 2]}"#, 4).unwrap_err();
-        let Error::ListBody(e) = err else {
-            panic!("{err:?}")
-        };
-        assert!(
-            matches!(
-                *e,
-                ListDecodeError::Syntax {
-                    offset: 12,
-                    found: '2',
-                    ..
-                }
-            ),
-            "{e}"
-        );
-        for body in [r#"{"items":[1,]}"#, r#"{"a":1,}"#, r#"{"a":1} x"#, "[]", ""] {
-            assert!(decode(body, 2).is_err(), "{body}");
-        }
-    }
-
-    #[test]
-    fn a_bad_item_names_its_index_and_offset() {
-        let body = r#"{"items":[{"a":1},{"a":tru}]}"#;
-        let Err(Error::ListBody(e)) = decode(body, 5) else {
-            panic!("expected a list body error")
-        };
-        match *e {
-            ListDecodeError::Item {
-                index,
-                offset,
-                ref snippet,
-                ..
-            } => {
-                assert_eq!((index, offset), (1, 18));
-                assert_eq!(snippet, r#"{"a":tru}"#);
-            }
-            ref other => panic!("{other}"),
-        }
-    }
-
-    #[test]
-    fn a_truncated_body_is_an_error() {
-        let err = decode(r#"{"items":[{"a":1}"#, 4).unwrap_err();
-        assert!(err.to_string().contains("ended after 17 bytes"), "{err}");
-    }
-
-    #[test]
-    fn a_status_instead_of_a_list_is_the_error_it_describes() {
-        let body = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"gone","reason":"Expired","code":410}"#;
-        let err = decode(body, 7).unwrap_err();
-        assert!(err.is_gone(), "{err:?}");
-    }
-
-    #[test]
-    fn a_duplicate_items_member_is_rejected_like_serde_does() {
-        let body = r#"{"items":[],"items":[]}"#;
-        assert!(serde_json::from_str::<List<Value>>(body).is_err());
-        assert!(decode(body, 3).is_err());
-    }
-
-    #[test]
-    fn an_escaped_key_is_read_as_serde_reads_it() {
-        let body = r#"{"it\u0065ms":[1,2],"m\u0065tadata":{"resourceVersion":"3"}}"#;
-        let list = decode(body, 2).unwrap();
-        assert_eq!(list.items.len(), 2);
-        assert_eq!(list.metadata.resource_version.as_deref(), Some("3"));
-    }
-}
+mod tests;

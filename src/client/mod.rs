@@ -54,6 +54,7 @@
 //! told about every HTTP attempt, which is how request metrics are kept.
 
 pub mod config;
+pub mod decode;
 pub mod discovery;
 pub mod error;
 pub mod handle;
@@ -71,10 +72,11 @@ pub mod throttle;
 pub mod transport;
 pub mod watch_stream;
 
+pub use decode::{DecodeItem, ItemDecoder};
 pub use discovery::{DiscoveredResource, Discovery, DiscoveryFailure};
 pub use error::{ApiError, ApiErrorKind, Error};
 pub use handle::{Api, DeleteResponse, DynamicApi};
-pub use list_decoder::{read_list, ListDecodeError, ListDecoder};
+pub use list_decoder::{read_list, read_list_with, ListDecodeError, ListDecoder};
 pub use observer::{Attempt, AttemptResult, RequestObserver, BASE_CLIENT};
 pub use options::{BuildError, ClientOptions};
 pub use pager::{Page, Pager};

@@ -15,6 +15,9 @@
 //! - After the last page or an error, [`Pager::next_page`] returns `None`.
 //! - Each page's body is decoded item by item as it arrives ([`read_list`]), never buffered
 //!   whole: a `resourceVersion=0` list ignores `limit` and can be hundreds of megabytes.
+//! - Items are decoded with `serde_json::from_slice::<K>` ([`Pager::new`]) or with a caller's
+//!   [`ItemDecoder`] ([`Pager::with_item_decoder`], [`Api::pager_with`](super::Api::pager_with));
+//!   paging, restarts and errors are the same either way.
 //!
 //! [`Api::list`](super::Api::list) collects all pages; a reflector can use the pager directly
 //! to process one page at a time.
@@ -22,8 +25,9 @@
 use serde::de::DeserializeOwned;
 use url::Url;
 
+use super::decode::{ItemDecode, ItemDecoder};
 use super::error::Error;
-use super::list_decoder::read_list;
+use super::list_decoder::read_list_decoding;
 use super::params::ListParams;
 use super::request::ApiRequest;
 use super::transport::Client;
@@ -57,13 +61,39 @@ pub struct Pager<K> {
     params: ListParams,
     cursor: Cursor,
     restarts: u32,
-    _items: std::marker::PhantomData<fn() -> K>,
+    /// What turns each item's text into a `K`.
+    decode: ItemDecode<K>,
 }
 
 impl<K: DeserializeOwned> Pager<K> {
     /// A pager over the collection at `url`, sending `accept` and `params` (whose
-    /// `continue_token`, if set, is where it starts).
+    /// `continue_token`, if set, is where it starts), decoding items as `K` with serde.
     pub fn new(client: Client, url: Url, accept: &'static str, params: ListParams) -> Self {
+        Self::decoding(client, url, accept, params, ItemDecode::serde())
+    }
+}
+
+impl<K: 'static> Pager<K> {
+    /// Like [`new`](Self::new), decoding each item with `decoder`.
+    pub fn with_item_decoder(
+        client: Client,
+        url: Url,
+        accept: &'static str,
+        params: ListParams,
+        decoder: ItemDecoder<K>,
+    ) -> Self {
+        Self::decoding(client, url, accept, params, ItemDecode::custom(decoder))
+    }
+}
+
+impl<K> Pager<K> {
+    fn decoding(
+        client: Client,
+        url: Url,
+        accept: &'static str,
+        params: ListParams,
+        decode: ItemDecode<K>,
+    ) -> Self {
         let cursor = match &params.continue_token {
             Some(token) => Cursor::Continue(token.clone()),
             None => Cursor::First,
@@ -75,7 +105,7 @@ impl<K: DeserializeOwned> Pager<K> {
             params,
             cursor,
             restarts: 0,
-            _items: std::marker::PhantomData,
+            decode,
         }
     }
 
@@ -151,6 +181,6 @@ impl<K: DeserializeOwned> Pager<K> {
         let response = self.client.send(&request).await?;
         // Decoded as it streams in: a `resourceVersion=0` list ignores `limit` and may be
         // hundreds of megabytes in one body.
-        read_list(response.bytes_stream()).await
+        read_list_decoding(response.bytes_stream(), self.decode.clone()).await
     }
 }

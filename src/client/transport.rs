@@ -40,6 +40,7 @@ use url::Url;
 use super::config::auth::Auth;
 use super::config::tls::crypto_provider;
 use super::config::ClientConfig;
+use super::decode::ItemDecoder;
 use super::error::{ApiError, Error};
 use super::observer::{Attempt, AttemptResult, ObserverSlot, BASE_CLIENT};
 use super::options::{BuildError, ClientOptions};
@@ -47,7 +48,7 @@ use super::request::{ApiRequest, ResponseKind};
 use super::retry::{RetryPolicy, Step};
 use super::sni::SniRoute;
 use super::throttle::Throttle;
-use super::watch_stream::WatchStream;
+use super::watch_stream::{WatchDecoder, WatchStream};
 
 /// How often an HTTP/2 connection is pinged, idle or not (client-go's `ReadIdleTimeout`).
 pub const H2_PING_INTERVAL: Duration = Duration::from_secs(30);
@@ -216,6 +217,17 @@ impl Client {
     ) -> Result<WatchStream<T>, Error> {
         let response = self.send(request).await?;
         Ok(WatchStream::new(response.bytes_stream()))
+    }
+
+    /// Like [`watch`](Self::watch), each event's object decoded by `decoder`.
+    pub async fn watch_with<T: 'static>(
+        &self,
+        request: &ApiRequest,
+        decoder: ItemDecoder<T>,
+    ) -> Result<WatchStream<T>, Error> {
+        let response = self.send(request).await?;
+        let decoder = WatchDecoder::with_item_decoder(decoder);
+        Ok(WatchStream::with_decoder(response.bytes_stream(), decoder))
     }
 
     /// One attempt: wait for a token, add the credentials and send.

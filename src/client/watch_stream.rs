@@ -21,13 +21,16 @@
 //!   and is skipped up to its newline, so a broken server cannot make the buffer grow unbounded.
 //! - A transport error is yielded once and ends the stream.
 //! - Generic over the object type: a typed object, `serde_json::Value`, or
-//!   [`PartialObjectMetadata`](crate::api::PartialObjectMetadata).
+//!   [`PartialObjectMetadata`](crate::api::PartialObjectMetadata), each line decoded by serde as
+//!   a whole; or any `T` made by a caller's [`ItemDecoder`]
+//!   ([`WatchDecoder::with_item_decoder`]), which gets the `object` of `ADDED`, `MODIFIED` and
+//!   `DELETED` lines (`BOOKMARK` and `ERROR` still decode as a bookmark and a Status). Its error
+//!   is the line's [`Error::Decode`], like serde's.
 //!
 //! Cost: each byte is copied once into a reusable buffer and each line is decoded in place from
 //! it; the decoder itself allocates nothing per line.
 
 use std::fmt;
-use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
@@ -35,6 +38,7 @@ use bytes::Bytes;
 use futures_util::Stream;
 use serde::de::DeserializeOwned;
 
+use super::decode::{decode_fn, from_slice, DecodeFn, ItemDecoder};
 use super::error::{snippet, Error};
 use crate::api::WatchEvent;
 
@@ -54,7 +58,28 @@ pub struct WatchDecoder<T> {
     /// Set after a too-long line was reported: drop bytes until its newline.
     skipping_long_line: bool,
     max_line_bytes: usize,
-    _events: PhantomData<fn() -> T>,
+    /// What turns a line into an event.
+    decode: LineDecode<T>,
+}
+
+/// How a line becomes an event.
+enum LineDecode<T> {
+    /// The whole line as a `WatchEvent<T>` by serde, monomorphized: no trait object on the
+    /// default path, and the object decoded straight from the line.
+    Serde(fn(&[u8]) -> Result<WatchEvent<T>, serde_json::Error>),
+    /// The object of `ADDED`, `MODIFIED` and `DELETED` through a caller's decoder.
+    Custom(DecodeFn<T>),
+}
+
+impl<T> LineDecode<T> {
+    fn decode(&self, line: &[u8]) -> Result<WatchEvent<T>, serde_json::Error> {
+        match self {
+            LineDecode::Serde(decode) => decode(line),
+            LineDecode::Custom(decoder) => {
+                WatchEvent::from_slice_with(line, |object| decoder(object))
+            }
+        }
+    }
 }
 
 impl<T> fmt::Debug for WatchDecoder<T> {
@@ -63,31 +88,55 @@ impl<T> fmt::Debug for WatchDecoder<T> {
             .field("buffered_bytes", &(self.buf.len() - self.start))
             .field("skipping_long_line", &self.skipping_long_line)
             .field("max_line_bytes", &self.max_line_bytes)
+            .field("custom", &matches!(self.decode, LineDecode::Custom(_)))
             .finish()
     }
 }
 
-impl<T> Default for WatchDecoder<T> {
+impl<T: DeserializeOwned> Default for WatchDecoder<T> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<T> WatchDecoder<T> {
-    /// A decoder with the default line limit.
+impl<T: DeserializeOwned> WatchDecoder<T> {
+    /// A decoder with the default line limit, decoding lines with serde.
     pub fn new() -> Self {
         Self::with_max_line_bytes(DEFAULT_MAX_LINE_BYTES)
     }
 
     /// A decoder that rejects lines longer than `max_line_bytes`.
     pub fn with_max_line_bytes(max_line_bytes: usize) -> Self {
+        Self::decoding(LineDecode::Serde(from_slice::<WatchEvent<T>>))
+            .max_line_bytes(max_line_bytes)
+    }
+}
+
+impl<T: 'static> WatchDecoder<T> {
+    /// A decoder with the default line limit, turning each event's object into a `T` with
+    /// `decoder`.
+    pub fn with_item_decoder(decoder: ItemDecoder<T>) -> Self {
+        Self::decoding(LineDecode::Custom(decode_fn(decoder)))
+    }
+}
+
+impl<T> WatchDecoder<T> {
+    /// The same decoder, rejecting lines longer than `max_line_bytes`.
+    pub fn max_line_bytes(self, max_line_bytes: usize) -> Self {
+        WatchDecoder {
+            max_line_bytes,
+            ..self
+        }
+    }
+
+    fn decoding(decode: LineDecode<T>) -> Self {
         WatchDecoder {
             buf: Vec::new(),
             start: 0,
             scanned: 0,
             skipping_long_line: false,
-            max_line_bytes,
-            _events: PhantomData,
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+            decode,
         }
     }
 
@@ -168,9 +217,7 @@ impl<T> WatchDecoder<T> {
         self.skipping_long_line = false;
         error
     }
-}
 
-impl<T: DeserializeOwned> WatchDecoder<T> {
     /// The next event (or decode error) from the complete lines received so far; `None` when
     /// more input is needed.
     pub fn next_event(&mut self) -> Option<Result<WatchEvent<T>, Error>> {
@@ -188,7 +235,9 @@ impl<T: DeserializeOwned> WatchDecoder<T> {
                 continue;
             }
             return Some(
-                serde_json::from_slice(line).map_err(|e| Error::decode("watch event", line, e)),
+                self.decode
+                    .decode(line)
+                    .map_err(|e| Error::decode("watch event", line, e)),
             );
         }
     }
@@ -225,7 +274,7 @@ impl<T> fmt::Debug for WatchStream<T> {
     }
 }
 
-impl<T> WatchStream<T> {
+impl<T: DeserializeOwned> WatchStream<T> {
     /// Decodes `body`, e.g. `reqwest::Response::bytes_stream()`. Transport errors are converted
     /// into [`Error`].
     pub fn new<S, E>(body: S) -> Self
@@ -235,7 +284,9 @@ impl<T> WatchStream<T> {
     {
         Self::with_decoder(body, WatchDecoder::new())
     }
+}
 
+impl<T> WatchStream<T> {
     /// Like [`new`](Self::new), with a configured decoder.
     pub fn with_decoder<S, E>(body: S, decoder: WatchDecoder<T>) -> Self
     where
@@ -251,7 +302,7 @@ impl<T> WatchStream<T> {
     }
 }
 
-impl<T: DeserializeOwned> Stream for WatchStream<T> {
+impl<T> Stream for WatchStream<T> {
     type Item = Result<WatchEvent<T>, Error>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
@@ -365,6 +416,69 @@ mod tests {
         assert!(matches!(
             decoder.next_event(),
             Some(Ok(WatchEvent::Added(_)))
+        ));
+    }
+
+    /// A decoder keeping only `metadata.name`.
+    fn names() -> WatchDecoder<String> {
+        WatchDecoder::with_item_decoder(std::sync::Arc::new(|object: &[u8]| {
+            let value: Value = serde_json::from_slice(object)?;
+            match value.pointer("/metadata/name").and_then(Value::as_str) {
+                Some(name) => Ok(name.to_owned()),
+                None => Err(serde::de::Error::missing_field("metadata.name")),
+            }
+        }))
+    }
+
+    #[test]
+    fn an_item_decoder_gets_the_objects_and_serde_the_bookmarks_and_errors() {
+        let body = concat!(
+            r#"{"type":"ADDED","object":{"metadata":{"name":"a"}}}"#,
+            "\n",
+            r#"{"type":"BOOKMARK","object":{"kind":"Job","metadata":{"resourceVersion":"8","creationTimestamp":null}}}"#,
+            "\n",
+            r#"{"type":"MODIFIED","object":{"metadata":{}}}"#,
+            "\n",
+            r#"{"object":{"metadata":{"name":"b"}},"type":"DELETED"}"#,
+            "\n",
+            r#"{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Expired","code":410}}"#,
+            "\n",
+        );
+        for piece in [1, 5, body.len()] {
+            let mut decoder = names();
+            let mut events = Vec::new();
+            for chunk in body.as_bytes().chunks(piece) {
+                decoder.push(chunk);
+                events.extend(decoder.drain());
+            }
+            assert!(decoder.finish().is_none());
+            assert!(matches!(&events[0], Ok(WatchEvent::Added(name)) if name == "a"));
+            assert!(
+                matches!(&events[1], Ok(WatchEvent::Bookmark(b)) if b.metadata.resource_version == "8")
+            );
+            // The decoder's error is the line's, and decoding goes on.
+            match &events[2] {
+                Err(Error::Decode { what, snippet, .. }) => {
+                    assert_eq!(*what, "watch event");
+                    assert!(snippet.starts_with(r#"{"type":"MODIFIED""#), "{snippet}");
+                }
+                other => panic!("expected a decode error, got {other:?}"),
+            }
+            assert!(matches!(&events[3], Ok(WatchEvent::Deleted(name)) if name == "b"));
+            assert!(matches!(&events[4], Ok(WatchEvent::Error(s)) if s.code == Some(410)));
+            assert_eq!(events.len(), 5, "pieces of {piece}");
+        }
+    }
+
+    #[test]
+    fn a_custom_stream_can_be_moved_across_tasks_and_limits_lines() {
+        fn assert_send<T: Send + Unpin>(_: &T) {}
+        let mut decoder = names().max_line_bytes(8);
+        assert_send(&decoder);
+        decoder.push(b"{\"type\":\"ADDED\",\"object\":{}}\n");
+        assert!(matches!(
+            decoder.next_event(),
+            Some(Err(Error::LineTooLong { limit: 8, .. }))
         ));
     }
 }

@@ -92,7 +92,7 @@ use crate::runtime::cache::Cacheable;
 pub use backoff::{Backoff, BackoffConfig};
 pub use event::{ReflectorEvent, ReflectorSink};
 pub use metrics::{MetricsSnapshot, ReflectorMetrics};
-pub use source::{EventStream, ListWatch, Listed, MetadataOnly};
+pub use source::{Decoded, EventStream, ListWatch, Listed, MetadataOnly};
 pub use state::{list_limit, ListFrom, Next, State, WatchEnd};
 
 /// A watch shorter than this that delivered nothing counts as a failure (client-go).

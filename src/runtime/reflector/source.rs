@@ -14,8 +14,10 @@
 //!   transport error item).
 //!
 //! Implemented for the client's [`Api<K>`] (typed objects, or `serde_json::Value` for a
-//! dynamic resource) and for [`MetadataOnly`], which asks for `PartialObjectMetadata` whatever
-//! `K` is. Tests implement it with canned answers.
+//! dynamic resource), for [`MetadataOnly`], which asks for `PartialObjectMetadata` whatever
+//! `K` is, and for [`Decoded`], which turns each whole object into a `T` with a runtime
+//! [`ItemDecoder`] as it is decoded (list items one by one, watch objects one by one), so only
+//! the `T` is ever held. Tests implement it with canned answers.
 
 use std::future::Future;
 
@@ -24,7 +26,7 @@ use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 
 use crate::api::{List, PartialObjectMetadata, WatchEvent};
-use crate::client::{Api, Error, ListParams, WatchParams};
+use crate::client::{Api, Error, ItemDecoder, ListParams, WatchParams};
 
 /// A complete list, and how it came.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -120,5 +122,53 @@ impl<K: DeserializeOwned + Send + 'static> ListWatch for MetadataOnly<K> {
 
     fn describe(&self) -> String {
         self.0.resource().path_name()
+    }
+}
+
+/// Lists and watches whole objects of any resource, keeping of each only what a runtime
+/// [`ItemDecoder`] makes of it: e.g. a retention policy's judgement, computed by rules (CEL,
+/// field paths) that no `Deserialize` impl could know.
+pub struct Decoded<T> {
+    api: Api<serde_json::Value>,
+    decoder: ItemDecoder<T>,
+}
+
+impl<T> Decoded<T> {
+    /// The resource and namespace scope of `api`, each object decoded by `decoder`.
+    pub fn new(api: Api<serde_json::Value>, decoder: ItemDecoder<T>) -> Self {
+        Decoded { api, decoder }
+    }
+}
+
+impl<T> Clone for Decoded<T> {
+    fn clone(&self) -> Self {
+        Decoded {
+            api: self.api.clone(),
+            decoder: self.decoder.clone(),
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for Decoded<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Decoded").field("api", &self.api).finish()
+    }
+}
+
+impl<T: Send + 'static> ListWatch for Decoded<T> {
+    type Object = T;
+
+    async fn list(&self, params: &ListParams) -> Result<Listed<T>, Error> {
+        let pager = self.api.pager_with(params.clone(), self.decoder.clone());
+        Ok(Listed::from_pages(pager.collect_pages().await?))
+    }
+
+    async fn watch(&self, params: &WatchParams) -> Result<EventStream<T>, Error> {
+        let decoder = self.decoder.clone();
+        Ok(self.api.watch_with(params, decoder).await?.boxed())
+    }
+
+    fn describe(&self) -> String {
+        self.api.resource().path_name()
     }
 }
