@@ -446,6 +446,18 @@ fn every_field_of_the_rust_types_is_in_both_crd_schemas() {
 }
 
 #[test]
+fn both_crds_share_one_spec_schema_but_namespace_selector() {
+    let spec_schema = |kind: &str| {
+        crd(kind)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"].clone()
+    };
+    let namespaced = spec_schema("RetentionPolicy");
+    let mut cluster = spec_schema("ClusterRetentionPolicy");
+    let properties = cluster["properties"].as_object_mut().unwrap();
+    assert!(properties.remove("namespaceSelector").is_some());
+    assert_eq!(namespaced, cluster);
+}
+
+#[test]
 fn the_crds_are_served_as_kube_gc_reads_them() {
     use kube_gc::controllers::retention::policy::spec::{
         CLUSTER_PLURAL, GROUP, NAMESPACED_PLURAL, VERSION,
