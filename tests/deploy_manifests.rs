@@ -2,27 +2,59 @@
 //! the RBAC bound to kube-gc's service account allows every request kube-gc makes — listed by
 //! hand below, and read from the simulated API server's journal after kube-gc's own leader
 //! election and event recorder ran against it. The end-to-end suites can feed their journals to
-//! `deploy_support::denied_in_journal` the same way.
+//! `deploy_support::denied_in_journal` the same way. The retention CRDs are checked against the
+//! Rust wire types they describe, field for field.
 
 mod deploy_support;
 mod ops_support;
 
 use std::time::Duration;
 
-use deploy_support::{allowed, denied, denied_in_journal, grants, manifests, Request};
-use kube_gc::api::ObjectReference;
+use deploy_support::{
+    allowed, crd, denied, denied_in_journal, grants, manifest_files, manifests,
+    missing_from_schema, Request,
+};
+use kube_gc::api::{LabelSelector, LabelSelectorRequirement, ObjectReference, Time};
+use kube_gc::controllers::retention::policy::{
+    CelFinishedSpec, Condition, ConditionSpec, FieldSpec, FinishTimeSpec, FinishedSpec,
+    GroupBySpec, ResourceSpec, RetentionPolicySpec, RetentionPolicyStatus,
+};
 use kube_gc::events::{ApiEventRecorder, EventRecord, EventRecorder, EventType, Reporter};
 use ops_support::{Candidate, Cluster, Timeline};
 
 #[test]
 fn every_manifest_parses_and_names_its_kind() {
     let documents = manifests();
-    assert!(documents.len() >= 9, "{} documents", documents.len());
+    assert!(documents.len() >= 13, "{} documents", documents.len());
     for (file, document) in &documents {
         assert!(document["apiVersion"].is_string(), "{file}: no apiVersion");
         assert!(document["kind"].is_string(), "{file}: no kind");
         assert!(document["metadata"]["name"].is_string() || document["kind"] == "Kustomization");
     }
+}
+
+#[test]
+fn the_kustomization_applies_every_manifest_crds_first() {
+    let documents = manifests();
+    let (_, kustomization) = documents
+        .iter()
+        .find(|(_, d)| d["kind"] == "Kustomization")
+        .expect("a Kustomization");
+    let listed: Vec<&str> = kustomization["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .filter_map(|r| r.as_str())
+        .collect();
+    let mut expected: Vec<String> = manifest_files()
+        .into_iter()
+        .filter(|f| f != "kustomization.yaml")
+        .collect();
+    let mut sorted: Vec<String> = listed.iter().map(|f| f.to_string()).collect();
+    sorted.sort();
+    expected.sort();
+    assert_eq!(sorted, expected);
+    assert!(listed[0].starts_with("crds/") && listed[1].starts_with("crds/"));
 }
 
 #[test]
@@ -61,6 +93,44 @@ fn required() -> Vec<Request> {
         r("list", "batch.volcano.sh", "jobs", None),
         r("watch", "batch.volcano.sh", "jobs", None),
         r("delete", "batch.volcano.sh", "jobs", Some("default")).named("vc"),
+        // retention: the policies, their status, namespaces, the presets' resources
+        r("list", "kube-gc.io", "retentionpolicies", None),
+        r("watch", "kube-gc.io", "retentionpolicies", None),
+        r("list", "kube-gc.io", "clusterretentionpolicies", None),
+        r("watch", "kube-gc.io", "clusterretentionpolicies", None),
+        r(
+            "update",
+            "kube-gc.io",
+            "retentionpolicies/status",
+            Some("default"),
+        )
+        .named("rp"),
+        r(
+            "patch",
+            "kube-gc.io",
+            "clusterretentionpolicies/status",
+            None,
+        )
+        .named("crp"),
+        r("list", "", "namespaces", None),
+        r("watch", "", "namespaces", None),
+        r("delete", "", "pods", Some("default")).named("p"),
+        r("delete", "argoproj.io", "workflows", Some("default")).named("wf"),
+        r("delete", "tekton.dev", "pipelineruns", Some("default")).named("pr"),
+        r("delete", "tekton.dev", "taskruns", Some("default")).named("tr"),
+        r("delete", "kubeflow.org", "pytorchjobs", Some("default")).named("pt"),
+        r("delete", "kubeflow.org", "tfjobs", Some("default")).named("tf"),
+        r("delete", "kubeflow.org", "mpijobs", Some("default")).named("mpi"),
+        r("delete", "kubeflow.org", "xgboostjobs", Some("default")).named("xgb"),
+        r("delete", "kubeflow.org", "paddlejobs", Some("default")).named("pd"),
+        r(
+            "delete",
+            "sparkoperator.k8s.io",
+            "sparkapplications",
+            Some("default"),
+        )
+        .named("spark"),
+        r("delete", "ray.io", "rayjobs", Some("default")).named("ray"),
         // garbage collector: any resource, discovery
         r("list", "apps", "replicasets", None),
         r("watch", "", "configmaps", None),
@@ -138,6 +208,50 @@ fn rbac_is_least_privilege() {
         &ttl,
         &r("delete", "", "pods", Some("default")).named("p")
     ));
+    let retention = only("rbac-retention.yaml");
+    for (group, resource) in [
+        ("", "pods"),
+        ("batch", "jobs"),
+        ("batch.volcano.sh", "jobs"),
+        ("argoproj.io", "workflows"),
+        ("tekton.dev", "pipelineruns"),
+        ("tekton.dev", "taskruns"),
+        ("kubeflow.org", "pytorchjobs"),
+        ("kubeflow.org", "tfjobs"),
+        ("kubeflow.org", "mpijobs"),
+        ("kubeflow.org", "xgboostjobs"),
+        ("kubeflow.org", "paddlejobs"),
+        ("sparkoperator.k8s.io", "sparkapplications"),
+        ("ray.io", "rayjobs"),
+    ] {
+        for verb in ["get", "list", "watch", "delete"] {
+            let request = r(verb, group, resource, Some("default")).named("x");
+            assert!(
+                allowed(&retention, &request),
+                "{request:?} should be allowed"
+            );
+        }
+        for verb in ["update", "patch", "create", "deletecollection"] {
+            let request = r(verb, group, resource, Some("default")).named("x");
+            assert!(
+                !allowed(&retention, &request),
+                "{request:?} should be denied"
+            );
+        }
+    }
+    for request in [
+        r("create", "kube-gc.io", "retentionpolicies", Some("default")),
+        r("update", "kube-gc.io", "retentionpolicies", Some("default")).named("rp"),
+        r("delete", "kube-gc.io", "clusterretentionpolicies", None).named("crp"),
+        r("patch", "", "namespaces", None).named("default"),
+        r("delete", "", "configmaps", Some("default")).named("cm"),
+        r("delete", "apps", "replicasets", Some("default")).named("rs"),
+    ] {
+        assert!(
+            !allowed(&retention, &request),
+            "{request:?} should be denied"
+        );
+    }
     let lease = only("rbac-leader-election.yaml");
     assert!(!allowed(
         &lease,
@@ -211,4 +325,200 @@ async fn rbac_allows_what_leader_election_and_events_sent_to_the_simulator() {
         );
     }
     assert_eq!(denied_in_journal(&journal), Vec::<Request>::new());
+}
+
+/// A spec with every optional field set, so that its JSON holds every field of the type.
+fn every_field_spec() -> RetentionPolicySpec {
+    let selector = LabelSelector {
+        match_labels: [("team".to_string(), "data".to_string())].into(),
+        match_expressions: vec![LabelSelectorRequirement {
+            key: "tier".into(),
+            operator: "In".into(),
+            values: vec!["batch".into()],
+        }],
+    };
+    RetentionPolicySpec {
+        preset: Some("pods".into()),
+        resource: Some(ResourceSpec {
+            group: "tekton.dev".into(),
+            version: "v1".into(),
+            resource: "pipelineruns".into(),
+        }),
+        namespace_selector: Some(selector.clone()),
+        selector: Some(selector),
+        match_expression: Some("true".into()),
+        finished: Some(FinishedSpec {
+            conditions: vec![ConditionSpec {
+                type_: "Succeeded".into(),
+                status: Some("True".into()),
+                outcome: Some("Succeeded".into()),
+            }],
+            field: Some(FieldSpec {
+                path: "status.phase".into(),
+                succeeded: vec!["Succeeded".into()],
+                failed: vec!["Failed".into()],
+            }),
+            cel: Some(CelFinishedSpec {
+                finished: "true".into(),
+                failed: Some("false".into()),
+            }),
+            finish_time: Some(FinishTimeSpec {
+                field: Some("status.completionTime".into()),
+                condition: Some("Succeeded".into()),
+                cel: Some("timestamp(object.status.completionTime)".into()),
+            }),
+        }),
+        ttl_seconds_after_finished: Some(1),
+        ttl_seconds_after_creation: Some(2),
+        successful_history_limit: Some(3),
+        failed_history_limit: Some(4),
+        group_by: Some(GroupBySpec::Label {
+            label: "tekton.dev/pipeline".into(),
+        }),
+        propagation_policy: Some("Foreground".into()),
+        dry_run: true,
+        include_controlled: Some(true),
+    }
+}
+
+fn every_field_status() -> RetentionPolicyStatus {
+    let now = Time::now();
+    RetentionPolicyStatus {
+        observed_generation: Some(1),
+        matched: 5,
+        waiting: 1,
+        deleted: 2,
+        next_deletion_time: Some(now),
+        conditions: vec![Condition {
+            type_: "Ready".into(),
+            status: "True".into(),
+            observed_generation: Some(1),
+            last_transition_time: now,
+            reason: "Watching".into(),
+            message: "watching pods".into(),
+        }],
+    }
+}
+
+fn keys(value: &serde_json::Value) -> Vec<String> {
+    let mut keys: Vec<String> = value
+        .as_object()
+        .map(|o| o.keys().cloned().collect())
+        .unwrap_or_default();
+    keys.sort();
+    keys
+}
+
+#[test]
+fn every_field_of_the_rust_types_is_in_both_crd_schemas() {
+    let spec = serde_json::to_value(every_field_spec()).unwrap();
+    let status = serde_json::to_value(every_field_status()).unwrap();
+    for (kind, cluster_scoped) in [("RetentionPolicy", false), ("ClusterRetentionPolicy", true)] {
+        let crd = crd(kind);
+        let version = &crd["spec"]["versions"][0];
+        let root = &version["schema"]["openAPIV3Schema"]["properties"];
+        let mut spec = spec.clone();
+        if !cluster_scoped {
+            // A RetentionPolicy applies in its own namespace: no namespaceSelector.
+            spec.as_object_mut().unwrap().remove("namespaceSelector");
+            assert!(root["spec"]["properties"]["namespaceSelector"].is_null());
+        }
+        assert_eq!(
+            missing_from_schema(&spec, &root["spec"], ""),
+            Vec::<String>::new(),
+            "{kind}: spec fields missing from the schema"
+        );
+        assert_eq!(
+            missing_from_schema(&status, &root["status"], ""),
+            Vec::<String>::new(),
+            "{kind}: status fields missing from the schema"
+        );
+        // Nor does the schema declare fields the Rust types do not have.
+        assert_eq!(keys(&root["spec"]["properties"]), keys(&spec), "{kind}");
+        assert_eq!(keys(&root["status"]["properties"]), keys(&status), "{kind}");
+        // groupBy's other shape: the keyword.
+        let keyword = serde_json::to_value(GroupBySpec::Keyword("owner".into())).unwrap();
+        assert_eq!(
+            root["spec"]["properties"]["groupBy"]["oneOf"][0]["enum"],
+            serde_json::json!([keyword])
+        );
+    }
+}
+
+#[test]
+fn both_crds_share_one_spec_schema_but_namespace_selector() {
+    let spec_schema = |kind: &str| {
+        crd(kind)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"].clone()
+    };
+    let namespaced = spec_schema("RetentionPolicy");
+    let mut cluster = spec_schema("ClusterRetentionPolicy");
+    let properties = cluster["properties"].as_object_mut().unwrap();
+    assert!(properties.remove("namespaceSelector").is_some());
+    assert_eq!(namespaced, cluster);
+}
+
+#[test]
+fn the_crds_are_served_as_kube_gc_reads_them() {
+    use kube_gc::controllers::retention::policy::spec::{
+        CLUSTER_PLURAL, GROUP, NAMESPACED_PLURAL, VERSION,
+    };
+    for (kind, plural, scope, short) in [
+        ("RetentionPolicy", NAMESPACED_PLURAL, "Namespaced", "rp"),
+        ("ClusterRetentionPolicy", CLUSTER_PLURAL, "Cluster", "crp"),
+    ] {
+        let crd = crd(kind);
+        assert_eq!(crd["apiVersion"], "apiextensions.k8s.io/v1");
+        assert_eq!(crd["metadata"]["name"], format!("{plural}.{GROUP}"));
+        let spec = &crd["spec"];
+        assert_eq!(spec["group"], GROUP);
+        assert_eq!(spec["scope"], scope);
+        assert_eq!(spec["names"]["plural"], plural);
+        assert_eq!(spec["names"]["shortNames"], serde_json::json!([short]));
+        assert_eq!(spec["names"]["categories"], serde_json::json!(["kube-gc"]));
+        let versions = spec["versions"].as_array().unwrap();
+        assert_eq!(versions.len(), 1);
+        let version = &versions[0];
+        assert_eq!(version["name"], VERSION);
+        assert_eq!(version["served"], true);
+        assert_eq!(version["storage"], true);
+        assert!(version["subresources"]["status"].is_object());
+        let columns: Vec<&str> = version["additionalPrinterColumns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|c| c["name"].as_str())
+            .collect();
+        assert_eq!(
+            columns,
+            ["Preset", "Resource", "TTL", "Matched", "Waiting", "Deleted", "Ready", "Age"]
+        );
+        let spec_schema = &version["schema"]["openAPIV3Schema"]["properties"]["spec"];
+        let messages: Vec<&str> = spec_schema["x-kubernetes-validations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|v| v["message"].as_str())
+            .collect();
+        assert_eq!(
+            messages,
+            [
+                "exactly one of preset and resource must be set",
+                "ttlSecondsAfterFinished and ttlSecondsAfterCreation are mutually exclusive",
+                "finished is required with resource",
+            ]
+        );
+        let properties = &spec_schema["properties"];
+        for field in [
+            "ttlSecondsAfterFinished",
+            "ttlSecondsAfterCreation",
+            "successfulHistoryLimit",
+            "failedHistoryLimit",
+        ] {
+            assert_eq!(properties[field]["minimum"], 0, "{kind}: {field}");
+        }
+        assert_eq!(
+            properties["propagationPolicy"]["enum"],
+            serde_json::json!(["Foreground", "Background", "Orphan"])
+        );
+    }
 }

@@ -1,4 +1,5 @@
-//! Discovery documents over HTTP, compared with the real server's captures (exchanges 01–07, 46).
+//! Discovery documents over HTTP, compared with the real server's captures (exchanges 01–07, 46,
+//! and the retention CRDs' discovery in `fixtures/retention/crd-validation/05-discovery.json`).
 
 mod sim_support;
 
@@ -78,6 +79,40 @@ async fn group_version_documents_match_the_captures() {
             assert_eq!(mine, theirs, "{path} {name}");
         }
     }
+}
+
+#[tokio::test]
+async fn the_retention_policies_are_discovered_like_the_real_crds() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/retention/crd-validation/05-discovery.json");
+    let real: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let real = &real["response"]["body"];
+    let ours = get("/apis/kube-gc.io/v1alpha1").await;
+    assert_eq!(ours["groupVersion"], real["groupVersion"]);
+    let names = |doc: &Value| -> Vec<Value> {
+        let mut names: Vec<Value> = doc["resources"]
+            .as_array()
+            .map(|r| r.iter().map(|e| e["name"].clone()).collect())
+            .unwrap_or_default();
+        names.sort_by_key(|n| n.to_string());
+        names
+    };
+    assert_eq!(names(&ours), names(real));
+    for name in [
+        "retentionpolicies",
+        "retentionpolicies/status",
+        "clusterretentionpolicies",
+        "clusterretentionpolicies/status",
+    ] {
+        let mine = entry(&ours, name).map(comparable);
+        let theirs = entry(real, name).map(comparable);
+        assert_eq!(mine, theirs, "{name}");
+    }
+    let apis = get("/apis").await;
+    let group = apis["groups"]
+        .as_array()
+        .and_then(|g| g.iter().find(|g| g["name"] == "kube-gc.io"));
+    assert!(group.is_some(), "/apis lists kube-gc.io");
 }
 
 #[tokio::test]

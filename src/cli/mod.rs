@@ -146,4 +146,14 @@ mod tests {
     fn command_line_definition_is_consistent() {
         Cli::command().debug_assert();
     }
+
+    #[test]
+    fn sim_serves_the_workload_crds_only_when_asked() {
+        let workload_crds = |args: &[&str]| match Cli::try_parse_from(args).map(|c| c.command) {
+            Ok(Some(Command::Sim(sim))) => sim.workload_crds,
+            other => panic!("{args:?} parsed as {other:?}"),
+        };
+        assert!(!workload_crds(&["kube-gc", "sim"]));
+        assert!(workload_crds(&["kube-gc", "sim", "--workload-crds"]));
+    }
 }

@@ -3,7 +3,9 @@
 //! Starts [`crate::sim::SimServer`], writes a kubeconfig pointing at it, prints how to reach it
 //! and serves until Ctrl-C (or `--for` elapses). By default it holds a few sample objects — Jobs
 //! finished, running and without a TTL, and a Volcano Job — so that `kubectl get jobs -A` has
-//! something to show. The sim never garbage-collects anything itself.
+//! something to show. It serves kube-gc's retention policies (`kubectl get rp,crp -A`), and with
+//! `--workload-crds` also the presets' custom resources (Argo Workflows, Tekton runs, Kubeflow
+//! training jobs, Spark applications, Ray jobs). The sim never garbage-collects anything itself.
 //!
 //! Two signals act on the running server, to try a client against what a real cluster does:
 //! `SIGHUP` restarts the API server (every watch and connection ends, the watch caches are
@@ -49,6 +51,12 @@ pub struct SimArgs {
     /// Start with no sample objects (only the default namespaces).
     #[arg(long)]
     pub empty: bool,
+
+    /// Also serve the custom resources of the retention presets' workloads: argoproj.io
+    /// workflows, tekton.dev pipelineruns and taskruns, kubeflow.org training jobs,
+    /// sparkoperator.k8s.io sparkapplications and ray.io rayjobs.
+    #[arg(long)]
+    pub workload_crds: bool,
 
     /// Stop after this long (Go duration syntax: 30s, 5m); default: run until Ctrl-C.
     #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration)]
@@ -102,6 +110,9 @@ pub async fn run(args: SimArgs) -> Result<(), SimCommandError> {
         .with_compaction_interval(compaction);
     if args.tls {
         config = config.with_tls();
+    }
+    if args.workload_crds {
+        config = config.with_workload_custom_resources();
     }
     if let Some(token) = &args.token {
         config = config.with_token(token.clone());

@@ -5,7 +5,8 @@
 //! compacted every 5 minutes, watch caches sized like the real server's (100 to 102,400 events,
 //! keeping 75 s), lists waiting 3 s for a version the server has not reached, bookmarks every
 //! 60 s, WatchList off (like a v1.28 server) and the system clock. Each knob has a `with_*`
-//! builder method.
+//! builder method; [`SimConfig::with_workload_custom_resources`] also serves the custom
+//! resources of the workloads the retention presets clean up.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -13,7 +14,7 @@ use std::time::Duration;
 
 use crate::sim::clock::{Clock, SystemClock};
 use crate::sim::faults::FaultPlan;
-use crate::sim::resources::{default_resources, ResourceDef};
+use crate::sim::resources::{default_resources, workload_custom_resources, ResourceDef};
 use crate::sim::store::WatchCacheSizing;
 
 /// kube-apiserver's `--etcd-compaction-interval` default.
@@ -86,6 +87,20 @@ impl SimConfig {
     /// Serves these resources instead of the default set.
     pub fn with_resources(mut self, resources: Vec<ResourceDef>) -> Self {
         self.resources = resources;
+        self
+    }
+
+    /// Also serves [`workload_custom_resources`] (Argo Workflows, Tekton runs, Kubeflow
+    /// training jobs, Spark applications, Ray jobs), each unless already served.
+    pub fn with_workload_custom_resources(mut self) -> Self {
+        for def in workload_custom_resources() {
+            let served = self.resources.iter().any(|r| {
+                r.group == def.group && r.version == def.version && r.resource == def.resource
+            });
+            if !served {
+                self.resources.push(def);
+            }
+        }
         self
     }
 

@@ -6,6 +6,11 @@
 //! when a client sends none, and whether it is a custom resource (custom resources refuse strategic
 //! merge patch, and their list items keep `kind`/`apiVersion`). [`Resources`] is the immutable set a
 //! server is started with; resources are referred to by [`ResourceId`] (an index) inside the store.
+//!
+//! [`default_resources`] is what a default server serves, kube-gc's own retention policies
+//! included; [`workload_custom_resources`] adds the custom resources of the workloads the
+//! retention presets clean up (Argo, Tekton, Kubeflow, Spark, Ray), described as their projects'
+//! CRDs publish them.
 
 use crate::sim::status::GroupResource;
 
@@ -256,7 +261,8 @@ impl Default for Resources {
 }
 
 /// The resources a default server serves: what kube-gc and its tests touch, plus one more
-/// cluster-scoped type.
+/// cluster-scoped type, and kube-gc's own CRDs (`deploy/crds/`): `RetentionPolicy` and
+/// `ClusterRetentionPolicy`, with a status subresource, so generation moves on spec changes only.
 pub fn default_resources() -> Vec<ResourceDef> {
     vec![
         ResourceDef::new("", "v1", "namespaces", "Namespace")
@@ -298,6 +304,72 @@ pub fn default_resources() -> Vec<ResourceDef> {
             .with_status()
             .custom()
             .with_short_names(&["vcjob", "vj"]),
+        ResourceDef::new(
+            "kube-gc.io",
+            "v1alpha1",
+            "retentionpolicies",
+            "RetentionPolicy",
+        )
+        .with_status()
+        .custom()
+        .with_short_names(&["rp"])
+        .with_categories(&["kube-gc"]),
+        ResourceDef::new(
+            "kube-gc.io",
+            "v1alpha1",
+            "clusterretentionpolicies",
+            "ClusterRetentionPolicy",
+        )
+        .cluster_scoped()
+        .with_status()
+        .custom()
+        .with_short_names(&["crp"])
+        .with_categories(&["kube-gc"]),
+    ]
+}
+
+/// The custom resources of the workloads the retention presets clean up, as their projects'
+/// CRDs define them (every one namespaced): Argo Workflows (`workflows`, no status
+/// subresource: Argo writes the status through the main resource), Tekton (`v1`), the Kubeflow
+/// training operator (`v1`), the Kubeflow Spark operator (`v1beta2`) and KubeRay (`v1`).
+/// Volcano Jobs are among [`default_resources`] already.
+pub fn workload_custom_resources() -> Vec<ResourceDef> {
+    let tekton = |resource: &str, kind: &str, short: &[&str]| {
+        ResourceDef::new("tekton.dev", "v1", resource, kind)
+            .with_status()
+            .custom()
+            .with_short_names(short)
+            .with_categories(&["tekton", "tekton-pipelines"])
+    };
+    let kubeflow = |resource: &str, kind: &str| {
+        ResourceDef::new("kubeflow.org", "v1", resource, kind)
+            .with_status()
+            .custom()
+    };
+    vec![
+        ResourceDef::new("argoproj.io", "v1alpha1", "workflows", "Workflow")
+            .custom()
+            .with_short_names(&["wf"]),
+        tekton("pipelineruns", "PipelineRun", &["pr", "prs"]),
+        tekton("taskruns", "TaskRun", &["tr", "trs"]),
+        kubeflow("pytorchjobs", "PyTorchJob"),
+        kubeflow("tfjobs", "TFJob"),
+        kubeflow("mpijobs", "MPIJob"),
+        kubeflow("xgboostjobs", "XGBoostJob"),
+        kubeflow("paddlejobs", "PaddleJob"),
+        ResourceDef::new(
+            "sparkoperator.k8s.io",
+            "v1beta2",
+            "sparkapplications",
+            "SparkApplication",
+        )
+        .with_status()
+        .custom()
+        .with_short_names(&["sparkapp"]),
+        ResourceDef::new("ray.io", "v1", "rayjobs", "RayJob")
+            .with_status()
+            .custom()
+            .with_categories(&["all"]),
     ]
 }
 
@@ -332,6 +404,48 @@ mod tests {
         let ns = resources.def(resources.namespaces().unwrap_or(ResourceId(0)));
         assert_eq!(ns.api_version(), "v1");
         assert!(!ns.namespaced);
+    }
+
+    #[test]
+    fn the_retention_policies_are_served_as_their_crds_define_them() {
+        use crate::controllers::retention::policy::spec::{
+            CLUSTER_PLURAL, GROUP, NAMESPACED_PLURAL, VERSION,
+        };
+        let resources = Resources::default();
+        for (plural, namespaced, short) in [
+            (NAMESPACED_PLURAL, true, "rp"),
+            (CLUSTER_PLURAL, false, "crp"),
+        ] {
+            let def = resources
+                .find(GROUP, VERSION, plural)
+                .map(|id| resources.def(id));
+            let def = def.unwrap_or_else(|| panic!("{plural} is not served"));
+            assert_eq!(def.namespaced, namespaced, "{plural}");
+            assert!(def.has_status && def.is_custom && def.tracks_generation);
+            assert_eq!(def.short_names, [short]);
+            assert_eq!(def.categories, ["kube-gc"]);
+            assert_eq!(
+                def.singular,
+                plural.trim_end_matches("ies").to_owned() + "y"
+            );
+        }
+    }
+
+    #[test]
+    fn the_workload_resources_are_custom_namespaced_and_not_served_by_default() {
+        let defaults = Resources::default();
+        let workloads = workload_custom_resources();
+        assert_eq!(workloads.len(), 10);
+        for def in &workloads {
+            assert!(def.is_custom && def.namespaced, "{}", def.resource);
+            assert_eq!(def.singular, def.kind.to_lowercase());
+            assert!(defaults
+                .find(&def.group, &def.version, &def.resource)
+                .is_none());
+        }
+        let argo = workloads.iter().find(|d| d.group == "argoproj.io");
+        assert!(argo.is_some_and(|d| !d.has_status));
+        assert_eq!(workloads.iter().filter(|d| d.has_status).count(), 9);
     }
 
     #[test]

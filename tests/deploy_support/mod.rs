@@ -11,24 +11,90 @@ use serde_json::Value;
 /// The service account the Deployment runs as.
 pub const SERVICE_ACCOUNT: (&str, &str) = ("kube-system", "kube-gc");
 
-/// Every document of every `*.yaml` under `deploy/`, with its file name.
+/// Every document of every `*.yaml` under `deploy/` and `deploy/crds/`, with its file name
+/// relative to `deploy/` (`rbac-events.yaml`, `crds/kube-gc.io_retentionpolicies.yaml`).
 pub fn manifests() -> Vec<(String, Value)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
-        .collect();
-    files.sort();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy");
     let mut documents = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(&file).unwrap();
-        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+    for name in manifest_files() {
+        let text = std::fs::read_to_string(root.join(&name)).unwrap();
         let parsed: Vec<Value> = serde_saphyr::from_multiple(&text)
             .unwrap_or_else(|e| panic!("{name} does not parse: {e}"));
         documents.extend(parsed.into_iter().map(|d| (name.clone(), d)));
     }
     documents
+}
+
+/// The `*.yaml` files under `deploy/` and `deploy/crds/`, relative to `deploy/`, sorted.
+pub fn manifest_files() -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy");
+    let mut files = Vec::new();
+    for dir in ["", "crds"] {
+        for entry in std::fs::read_dir(root.join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "yaml") {
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                files.push(if dir.is_empty() {
+                    name
+                } else {
+                    format!("{dir}/{name}")
+                });
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// The CustomResourceDefinition of this kind in `deploy/crds/`.
+pub fn crd(kind: &str) -> Value {
+    manifests()
+        .into_iter()
+        .map(|(_, d)| d)
+        .find(|d| d["kind"] == "CustomResourceDefinition" && d["spec"]["names"]["kind"] == kind)
+        .unwrap_or_else(|| panic!("no CRD for {kind} in deploy/crds/"))
+}
+
+/// The paths (`spec.finished.field.path`) in `value` that `schema` (an OpenAPI v3 schema
+/// node) has no property for; map values are checked against `additionalProperties`, array
+/// items against `items`, and a node preserving unknown fields accepts only what its own
+/// `properties` list in an object.
+pub fn missing_from_schema(value: &Value, schema: &Value, path: &str) -> Vec<String> {
+    let mut missing = Vec::new();
+    match value {
+        Value::Object(fields) => {
+            for (key, field) in fields {
+                let at = if path.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{path}.{key}")
+                };
+                let property = &schema["properties"][key];
+                if !property.is_null() {
+                    missing.extend(missing_from_schema(field, property, &at));
+                } else if schema["additionalProperties"].is_object() {
+                    missing.extend(missing_from_schema(
+                        field,
+                        &schema["additionalProperties"],
+                        &at,
+                    ));
+                } else {
+                    missing.push(at);
+                }
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                missing.extend(missing_from_schema(
+                    item,
+                    &schema["items"],
+                    &format!("{path}[{i}]"),
+                ));
+            }
+        }
+        _ => {}
+    }
+    missing
 }
 
 /// One request as RBAC sees it.

@@ -1,0 +1,164 @@
+//! kube-gc's own CRDs on the simulated server: `RetentionPolicy` namespaced and
+//! `ClusterRetentionPolicy` cluster-scoped, each with a status subresource, so that a status
+//! update leaves `metadata.generation` alone and a spec change bumps it — replayed from the real
+//! server's exchanges in `fixtures/retention/crd-validation/` (06, 07, 20, 21) — and the presets'
+//! workload resources served on request.
+
+mod sim_support;
+
+use std::path::Path;
+
+use kube_gc::sim::resources::workload_custom_resources;
+use kube_gc::sim::SimConfig;
+use serde_json::{json, Value};
+use sim_support::*;
+
+const GROUP_VERSION: &str = "/apis/kube-gc.io/v1alpha1";
+
+/// A captured exchange of `fixtures/retention/crd-validation/` by its number (`"20-"`).
+fn real(prefix: &str) -> Value {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/retention/crd-validation");
+    let file = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().starts_with(prefix))
+        .unwrap_or_else(|| panic!("no exchange {prefix}"));
+    serde_json::from_str(&std::fs::read_to_string(file.path()).unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn policies_are_served_with_their_scope() {
+    let server = start(SimConfig::default()).await;
+    let http = client();
+    let cluster = format!("{GROUP_VERSION}/clusterretentionpolicies");
+    let namespaced = format!("{GROUP_VERSION}/namespaces/default/retentionpolicies");
+
+    let (code, created) = send(
+        http.post(url(&server, &cluster))
+            .json(&real("06-")["request"]["body"]),
+    )
+    .await;
+    assert_eq!(code, 201, "{created}");
+    assert!(created["metadata"].get("namespace").is_none());
+    assert_eq!(created["kind"], "ClusterRetentionPolicy");
+    assert_eq!(created["metadata"]["generation"], 1);
+
+    let (code, created) = send(
+        http.post(url(&server, &namespaced))
+            .json(&real("07-")["request"]["body"]),
+    )
+    .await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(created["metadata"]["namespace"], "default");
+    assert_eq!(
+        created["spec"]["groupBy"],
+        json!({"label": "tekton.dev/pipeline"})
+    );
+
+    // Cluster-scoped objects have no namespaced path; namespaced ones list across namespaces.
+    let wrong = format!("{GROUP_VERSION}/namespaces/default/clusterretentionpolicies");
+    assert_eq!(send(http.get(url(&server, &wrong))).await.0, 404);
+    let (code, all) =
+        send(http.get(url(&server, &format!("{GROUP_VERSION}/retentionpolicies")))).await;
+    assert_eq!(code, 200);
+    assert_eq!(all["kind"], "RetentionPolicyList");
+    assert_eq!(
+        all["items"][0]["kind"], "RetentionPolicy",
+        "custom: items keep their kind"
+    );
+}
+
+#[tokio::test]
+async fn a_status_update_keeps_the_generation_and_a_spec_change_bumps_it() {
+    let server = start(SimConfig::default()).await;
+    let http = client();
+    let cluster = format!("{GROUP_VERSION}/clusterretentionpolicies");
+    let (code, mut policy) = send(
+        http.post(url(&server, &cluster))
+            .json(&real("06-")["request"]["body"]),
+    )
+    .await;
+    assert_eq!(code, 201);
+
+    // Exchange 20: PUT /status with the real request's status.
+    let status = real("20-")["request"]["body"]["status"].clone();
+    policy["status"] = status.clone();
+    let (code, updated) = send(
+        http.put(url(&server, &format!("{cluster}/finished-pods/status")))
+            .json(&policy),
+    )
+    .await;
+    assert_eq!(code, 200, "{updated}");
+    let expected = real("20-")["response"]["body"].clone();
+    assert_eq!(updated["metadata"]["generation"], 1);
+    assert_eq!(
+        updated["metadata"]["generation"],
+        expected["metadata"]["generation"]
+    );
+    assert_eq!(updated["status"], status);
+
+    // Exchange 21: the main resource, a spec change and a status the server ignores.
+    let mut changed = updated.clone();
+    changed["spec"]["ttlSecondsAfterFinished"] = json!(7200);
+    changed["status"]["matched"] = json!(99);
+    let (code, after) = send(
+        http.put(url(&server, &format!("{cluster}/finished-pods")))
+            .json(&changed),
+    )
+    .await;
+    assert_eq!(code, 200, "{after}");
+    let expected = real("21-")["response"]["body"].clone();
+    assert_eq!(after["metadata"]["generation"], 2);
+    assert_eq!(
+        after["metadata"]["generation"],
+        expected["metadata"]["generation"]
+    );
+    assert_eq!(after["status"]["matched"], expected["status"]["matched"]);
+    assert_eq!(after["spec"], expected["spec"]);
+
+    // The status alone, again: generation stays at 2.
+    let mut again = after.clone();
+    again["status"]["deleted"] = json!(3);
+    let (code, last) = send(
+        http.put(url(&server, &format!("{cluster}/finished-pods/status")))
+            .json(&again),
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(last["metadata"]["generation"], 2);
+    assert_eq!(last["status"]["deleted"], 3);
+}
+
+#[tokio::test]
+async fn workload_resources_are_served_on_request_only() {
+    let plain = start(SimConfig::default()).await;
+    let with = start(SimConfig::default().with_workload_custom_resources()).await;
+    let http = client();
+    for def in workload_custom_resources() {
+        let path = format!(
+            "/apis/{}/{}/namespaces/default/{}",
+            def.group, def.version, def.resource
+        );
+        assert_eq!(send(http.get(url(&plain, &path))).await.0, 404, "{path}");
+        let (code, list) = send(http.get(url(&with, &path))).await;
+        assert_eq!(code, 200, "{path}");
+        assert_eq!(list["kind"], def.list_kind());
+        let body = json!({
+            "apiVersion": def.api_version(),
+            "kind": def.kind,
+            "metadata": {"name": "one", "namespace": "default"},
+            "spec": {},
+        });
+        let (code, created) = send(http.post(url(&with, &path)).json(&body)).await;
+        assert_eq!(code, 201, "{path}: {created}");
+        assert_eq!(created["metadata"]["generation"], 1);
+    }
+    // Served once, even when asked twice.
+    let twice = SimConfig::default()
+        .with_workload_custom_resources()
+        .with_workload_custom_resources();
+    assert_eq!(
+        twice.resources.len(),
+        SimConfig::default().resources.len() + 10
+    );
+}
