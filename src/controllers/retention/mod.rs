@@ -13,14 +13,18 @@
 //! | `path.rs` | [`FieldPath`](path::FieldPath): dotted (and bracketed) paths into an object's JSON |
 //! | `rule.rs` | finish rules: has it finished, how, and when; own TTLs (`rule/from_spec.rs`: from a policy) |
 //! | `preset/` | the presets, a file per family: Pods and Jobs, Volcano, Argo, Tekton, Kubeflow, Spark, Ray |
+//! | `judgement.rs` | [`Judgement`](judgement::Judgement): what is cached per object, judged as it is decoded |
+//! | `engine/` | the controller: plans, watches, reconciles, reports status |
 //! | `ttl.rs` | the TTL an object gets: policy, own field or annotation; Go durations |
 //! | `judge.rs` | keep, wait or expired for one object — pure |
 //! | `history.rs` | history limits: which finished objects of a group are kept |
 //! | `precedence.rs` | which policy governs an object when several apply |
 
 pub mod cel;
+pub mod engine;
 pub mod history;
 pub mod judge;
+pub mod judgement;
 pub mod path;
 pub mod policy;
 pub mod precedence;

@@ -372,6 +372,19 @@ pub fn own_ttl(
     object: &Value,
     outcome: Option<Outcome>,
 ) -> Result<Option<i64>, RuleError> {
+    Ok(own_ttl_field(fields, object, outcome)?.map(|(_, seconds)| seconds))
+}
+
+/// [`own_ttl`], with the field it was read from (what `kube-gc explain` and the logs name).
+///
+/// # Errors
+///
+/// As [`own_ttl`].
+pub fn own_ttl_field<'f>(
+    fields: &'f [TtlField],
+    object: &Value,
+    outcome: Option<Outcome>,
+) -> Result<Option<(&'f TtlField, i64)>, RuleError> {
     let Some((field, value)) = fields
         .iter()
         .filter(|f| f.applies(object, outcome))
@@ -393,7 +406,7 @@ pub fn own_ttl(
             value: seconds,
         });
     }
-    Ok(Some(seconds))
+    Ok(Some((field, seconds)))
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::api::{LabelSelector, ObjectMeta, Time};
+use crate::api::{HasMetadata, LabelSelector, ObjectMeta, Time};
 
 /// The API group.
 pub const GROUP: &str = "kube-gc.io";
@@ -34,6 +34,16 @@ pub struct RetentionPolicyObject {
     /// What kube-gc reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<RetentionPolicyStatus>,
+}
+
+impl HasMetadata for RetentionPolicyObject {
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+
+    fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
 }
 
 /// What to clean up, when, and how many to keep.

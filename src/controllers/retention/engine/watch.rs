@@ -1,0 +1,212 @@
+//! [`ResourceWatch`]: one watched resource — an informer whose cache holds [`Judgement`]s,
+//! computed by the item decoder while each object is decoded, a [`GroupIndex`], and the
+//! handlers that turn judgements into work: a key now, a key at the expiry time, or a group
+//! to re-rank.
+//!
+//! Contract:
+//! - A watch is built for one [`WatchPlan`] and never changes its rules: when the plan's
+//!   fingerprint changes the engine stops it and starts a new one, which lists again and
+//!   judges every object under the new rules (the objects themselves were never kept).
+//! - The handlers judge at once: an object to keep is not queued at all, one waiting for its
+//!   TTL is queued for its expiry time (`add_after`), an expired or unreadable one now.
+//! - [`ResourceWatch::stop`] cancels the informer and waits for its task.
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::client::{Api, Client, ResourceRef};
+use crate::clock::SharedClock;
+use crate::controllers::retention::judge::{judge, Verdict};
+use crate::controllers::retention::judgement::{project, Judged, Judgement, Rules};
+use crate::controllers::retention::policy::Target;
+use crate::runtime::cache::{Cacheable, Store};
+use crate::runtime::informer::{HandlerFns, InformerSynced, SharedInformer};
+use crate::runtime::reflector::{Decoded, Reflector, ReflectorConfig, ReflectorMetrics};
+use crate::runtime::workqueue::WorkQueue;
+
+use super::groups::{GroupIndex, GroupKey};
+use super::plan::WatchPlan;
+use super::WorkKey;
+
+/// One watched resource.
+pub struct ResourceWatch {
+    /// What is watched.
+    pub target: Arc<Target>,
+    /// As discovery describes it.
+    pub resource: ResourceRef,
+    /// The rules its judgements were made with.
+    pub rules: Arc<Rules>,
+    /// The plan's fingerprint it was started for.
+    pub fingerprint: String,
+    /// The judgements.
+    pub store: Arc<Store<Judgement>>,
+    /// The history groups.
+    pub groups: Arc<GroupIndex>,
+    /// Reads and deletes through the controller's client.
+    pub api: Api<serde_json::Value>,
+    synced: InformerSynced,
+    metrics: Option<Arc<ReflectorMetrics>>,
+    stop: CancellationToken,
+    task: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// What a watch is started with.
+pub struct WatchContext {
+    /// Lists and watches (kube-controller-manager's `shared-informers` client).
+    pub informer_client: Client,
+    /// Reads and deletes.
+    pub client: Client,
+    /// Where work goes.
+    pub queue: WorkQueue<WorkKey>,
+    /// Wall time, for judging.
+    pub clock: SharedClock,
+    /// How the informer lists and watches.
+    pub reflector: ReflectorConfig,
+}
+
+impl ResourceWatch {
+    /// Starts watching `target` as `plan` says.
+    ///
+    /// # Panics
+    ///
+    /// Outside a Tokio runtime.
+    pub fn start(target: Target, plan: &WatchPlan, context: &WatchContext) -> Arc<ResourceWatch> {
+        let target = Arc::new(target);
+        let rules = Arc::clone(&plan.rules);
+        let decoder = {
+            let (rules, clock) = (Arc::clone(&rules), Arc::clone(&context.clock));
+            Arc::new(move |bytes: &[u8]| {
+                let object: serde_json::Value = serde_json::from_slice(bytes)?;
+                Ok(project(&object, &rules, clock.now()))
+            })
+        };
+        let source = Decoded::new(
+            Api::dynamic(context.informer_client.clone(), plan.resource.clone(), None),
+            decoder,
+        );
+        let informer = SharedInformer::builder(format!("retention {target}"), Store::new())
+            .reflector(Reflector::new(source, context.reflector.clone()))
+            .build();
+        let groups = Arc::new(GroupIndex::default());
+        informer.add_handler(handlers(&target, &groups, context));
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(informer.clone().run(stop.clone()));
+        Arc::new(ResourceWatch {
+            api: Api::dynamic(context.client.clone(), plan.resource.clone(), None),
+            resource: plan.resource.clone(),
+            fingerprint: plan.fingerprint.clone(),
+            store: Arc::clone(informer.store()),
+            synced: informer.synced(),
+            metrics: informer.reflector_metrics().cloned(),
+            target,
+            rules,
+            groups,
+            stop,
+            task: Mutex::new(Some(task)),
+        })
+    }
+
+    /// Whether the first list is cached.
+    pub fn has_synced(&self) -> bool {
+        self.synced.has_synced()
+    }
+
+    /// The informer's reflector counters.
+    pub fn reflector_metrics(&self) -> Option<&Arc<ReflectorMetrics>> {
+        self.metrics.as_ref()
+    }
+
+    /// Stops the informer and waits for it.
+    pub async fn stop(&self) {
+        self.stop.cancel();
+        let task = self.task.lock().take();
+        if let Some(task) = task {
+            let _ = task.await;
+        }
+    }
+}
+
+impl std::fmt::Debug for ResourceWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResourceWatch")
+            .field("target", &self.target)
+            .field("cached", &self.store.len())
+            .field("synced", &self.has_synced())
+            .finish_non_exhaustive()
+    }
+}
+
+fn handlers(
+    target: &Arc<Target>,
+    groups: &Arc<GroupIndex>,
+    context: &WatchContext,
+) -> HandlerFns<Judgement> {
+    let route = Router {
+        target: Arc::clone(target),
+        groups: Arc::clone(groups),
+        queue: context.queue.clone(),
+        clock: Arc::clone(&context.clock),
+    };
+    let (on_add, on_update, on_delete) = (route.clone(), route.clone(), route);
+    HandlerFns::new()
+        .on_add(move |judgement: Arc<Judgement>| on_add.route(&judgement))
+        .on_update(move |_old, judgement: Arc<Judgement>| on_update.route(&judgement))
+        .on_delete(move |deleted| {
+            on_delete.groups.remove(&deleted.object().cache_key());
+        })
+}
+
+/// Turns a judgement into work.
+#[derive(Clone)]
+struct Router {
+    target: Arc<Target>,
+    groups: Arc<GroupIndex>,
+    queue: WorkQueue<WorkKey>,
+    clock: SharedClock,
+}
+
+impl Router {
+    fn route(&self, judgement: &Judgement) {
+        let key = judgement.cache_key();
+        let object = WorkKey::Object {
+            target: Arc::clone(&self.target),
+            key: key.clone(),
+        };
+        let governed = match &judgement.judged {
+            Judged::Ungoverned => {
+                self.groups.place(&key, None);
+                return;
+            }
+            Judged::Problem(_) => {
+                self.groups.place(&key, None);
+                self.queue.add(object);
+                return;
+            }
+            Judged::Governed(governed) => governed,
+        };
+        match judge(&governed.facts, governed.ttl, self.clock.now()) {
+            Ok(Verdict::Keep(_)) => {}
+            Ok(Verdict::Wait { remaining, .. }) => self.queue.add_after(object, remaining),
+            Ok(Verdict::Expired { .. }) | Err(_) => self.queue.add(object),
+        }
+        let group = governed
+            .group
+            .as_ref()
+            .filter(|_| !governed.facts.being_deleted);
+        let group = group.map(|value| GroupKey {
+            policy: governed.policy,
+            namespace: key.namespace().unwrap_or_default().into(),
+            value: value.clone(),
+        });
+        self.groups.place(&key, group.clone());
+        if let Some(group) = group {
+            self.queue.add(WorkKey::Group {
+                target: Arc::clone(&self.target),
+                group,
+            });
+        }
+    }
+}

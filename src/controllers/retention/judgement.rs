@@ -1,0 +1,314 @@
+//! [`Judgement`]: what the retention engine caches for an object — computed once, when the
+//! object is decoded, from the policies of its resource ([`Rules`]); the object itself is
+//! dropped right after.
+//!
+//! Contract:
+//! - [`project`] applies, in order: which policies apply (namespace, `namespaceSelector`,
+//!   `selector`, the controlling-owner rule, the CEL `match`), which one governs
+//!   (`precedence.rs`), whether and when the object finished (the policy's finish rule), its TTL
+//!   (`ttl.rs`: annotations, own field, policy) and its history group.
+//! - It never fails: an object whose CEL, field or annotation cannot be read becomes
+//!   [`Judged::Problem`] — kept, counted and reported by the engine, never deleted.
+//! - What is kept is small: key, UID, resourceVersion, the governing policy's index, the
+//!   [`Facts`], the [`Ttl`] and the group — no labels, no spec, no status.
+//! - `now` is the decode time: a CEL `match` reading `now` is evaluated then, not continuously.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+
+use crate::api::{ObjectMeta, OwnerReference};
+use crate::runtime::cache::{Cacheable, ObjectKey};
+
+use super::judge::Facts;
+use super::policy::CompiledPolicy;
+use super::precedence::{self, Candidate, Scope};
+use super::rule::{own_ttl_field, GroupBy};
+use super::ttl::{self, Ttl, TtlSource, EXPIRES_AT_ANNOTATION, TTL_ANNOTATION};
+
+/// The policies of one resource, and what they are applied with.
+#[derive(Debug, Default)]
+pub struct Rules {
+    /// The policies naming this resource, in a fixed order (their index is what judgements
+    /// keep).
+    pub policies: Vec<Arc<CompiledPolicy>>,
+    /// Each namespace's labels, for `namespaceSelector`.
+    pub namespaces: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+impl Rules {
+    /// How many namespaces a cluster policy's selector matches (all, without a selector).
+    pub fn matched_namespaces(&self, policy: &CompiledPolicy) -> usize {
+        match &policy.namespace_selector {
+            None => self.namespaces.len(),
+            Some(selector) => self
+                .namespaces
+                .values()
+                .filter(|labels| selector.matches(labels))
+                .count(),
+        }
+    }
+}
+
+/// What one object is, as far as retention goes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Judged {
+    /// No policy applies.
+    Ungoverned,
+    /// A policy governs it.
+    Governed(Governed),
+    /// Something about it could not be read; it is kept.
+    Problem(Box<Problem>),
+}
+
+/// An object under a policy.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Governed {
+    /// The policy's index in [`Rules::policies`].
+    pub policy: u16,
+    /// Deletion, creation and finish.
+    pub facts: Facts,
+    /// Its TTL.
+    pub ttl: Ttl,
+    /// Where the TTL came from.
+    pub ttl_source: TtlSource,
+    /// Its history group (`None`: the policy sets no limits, or the object has no group).
+    pub group: Option<Box<str>>,
+    /// Other policies that applied but lost to this one.
+    pub shadowed: u16,
+}
+
+/// Why an object could not be judged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// The policy concerned, if one was chosen.
+    pub policy: Option<u16>,
+    /// What went wrong, as a metric label: `match`, `finish_rule`, `own_ttl`, `annotation`.
+    pub reason: &'static str,
+    /// The message for the Event and the log.
+    pub message: String,
+}
+
+/// One cached object.
+#[derive(Clone, PartialEq)]
+pub struct Judgement {
+    key: ObjectKey,
+    uid: Box<str>,
+    resource_version: Box<str>,
+    /// The verdict's inputs.
+    pub judged: Judged,
+}
+
+impl Judgement {
+    /// `namespace/name`.
+    pub fn key(&self) -> &ObjectKey {
+        &self.key
+    }
+
+    /// The governing policy's index and inputs, if any.
+    pub fn governed(&self) -> Option<&Governed> {
+        match &self.judged {
+            Judged::Governed(g) => Some(g),
+            _ => None,
+        }
+    }
+}
+
+impl Cacheable for Judgement {
+    fn cache_key(&self) -> ObjectKey {
+        self.key.clone()
+    }
+
+    fn resource_version(&self) -> &str {
+        &self.resource_version
+    }
+
+    fn uid(&self) -> &str {
+        &self.uid
+    }
+}
+
+impl fmt::Debug for Judgement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Judgement")
+            .field("key", &self.key)
+            .field("uid", &self.uid)
+            .field("resource_version", &self.resource_version)
+            .field("judged", &self.judged)
+            .finish()
+    }
+}
+
+/// The metadata read; the rest of the object is read through the policies' rules.
+#[derive(Deserialize, Default)]
+struct Wire {
+    #[serde(default)]
+    metadata: ObjectMeta,
+}
+
+/// Judges one object.
+pub fn project(object: &serde_json::Value, rules: &Rules, now: DateTime<Utc>) -> Judgement {
+    let meta = Wire::deserialize(object).unwrap_or_default().metadata;
+    let judged = judge_object(object, &meta, rules, now);
+    Judgement {
+        key: ObjectKey::new(
+            meta.namespace.as_deref().unwrap_or_default(),
+            meta.name.as_deref().unwrap_or_default(),
+        ),
+        uid: meta.uid.as_deref().unwrap_or_default().into(),
+        resource_version: meta.resource_version.as_deref().unwrap_or_default().into(),
+        judged,
+    }
+}
+
+fn judge_object(
+    object: &serde_json::Value,
+    meta: &ObjectMeta,
+    rules: &Rules,
+    now: DateTime<Utc>,
+) -> Judged {
+    let applying = match applying_policies(object, meta, rules, now) {
+        Ok(applying) => applying,
+        Err(problem) => return Judged::Problem(Box::new(problem)),
+    };
+    let candidates: Vec<Candidate<'_>> = applying
+        .iter()
+        .map(|&i| {
+            let policy = &rules.policies[i];
+            Candidate {
+                name: &policy.id.name,
+                scope: match policy.id.namespace {
+                    Some(_) => Scope::Namespaced,
+                    None => Scope::Cluster {
+                        matched_namespaces: rules.matched_namespaces(policy),
+                    },
+                },
+            }
+        })
+        .collect();
+    let Some(choice) = precedence::choose(&candidates) else {
+        return Judged::Ungoverned;
+    };
+    let index = applying[choice.winner];
+    match governed(object, meta, &rules.policies[index], now) {
+        Ok(mut governed) => {
+            governed.policy = index as u16;
+            governed.shadowed = choice.shadowed.len() as u16;
+            Judged::Governed(governed)
+        }
+        Err((reason, message)) => Judged::Problem(Box::new(Problem {
+            policy: Some(index as u16),
+            reason,
+            message,
+        })),
+    }
+}
+
+/// The indices of the policies that apply to the object.
+fn applying_policies(
+    object: &serde_json::Value,
+    meta: &ObjectMeta,
+    rules: &Rules,
+    now: DateTime<Utc>,
+) -> Result<Vec<usize>, Problem> {
+    let namespace = meta.namespace.as_deref().unwrap_or_default();
+    let controlled = meta
+        .owner_references
+        .iter()
+        .any(OwnerReference::is_controller);
+    let mut applying = Vec::new();
+    for (i, policy) in rules.policies.iter().enumerate() {
+        let in_scope = match (&policy.id.namespace, &policy.namespace_selector) {
+            (Some(own), _) => own == namespace,
+            (None, None) => true,
+            (None, Some(selector)) => rules
+                .namespaces
+                .get(namespace)
+                .is_some_and(|labels| selector.matches(labels)),
+        };
+        let selected = policy
+            .selector
+            .as_ref()
+            .is_none_or(|s| s.matches(&meta.labels));
+        if !in_scope || !selected || (policy.skip_controlled && controlled) {
+            continue;
+        }
+        let matched = match &policy.match_expr {
+            None => true,
+            Some(expr) => expr.eval_bool(object, now).map_err(|e| Problem {
+                policy: Some(i as u16),
+                reason: "match",
+                message: format!("{}: spec.match: {e}", policy.id),
+            })?,
+        };
+        if matched {
+            applying.push(i);
+        }
+    }
+    Ok(applying)
+}
+
+/// The governing policy's reading of the object.
+fn governed(
+    object: &serde_json::Value,
+    meta: &ObjectMeta,
+    policy: &CompiledPolicy,
+    now: DateTime<Utc>,
+) -> Result<Governed, (&'static str, String)> {
+    let finished = policy
+        .finish
+        .evaluate(object, now)
+        .map_err(|e| ("finish_rule", format!("{}: {e}", policy.id)))?;
+    let own = own_ttl_field(&policy.own_ttl, object, finished.map(|f| f.outcome))
+        .map_err(|e| ("own_ttl", format!("{}: {e}", policy.id)))?
+        .map(|(field, seconds)| (field.path.to_string(), seconds));
+    let (ttl, ttl_source) = ttl::effective(
+        policy.ttl,
+        own.as_ref()
+            .map(|(path, seconds)| (path.as_str(), *seconds)),
+        meta.annotations.get(TTL_ANNOTATION).map(String::as_str),
+        meta.annotations
+            .get(EXPIRES_AT_ANNOTATION)
+            .map(String::as_str),
+    )
+    .map_err(|e| ("annotation", e.to_string()))?;
+    let group = if policy.limits.any() && finished.is_some() {
+        group_of(meta, &policy.group_by)
+    } else {
+        None
+    };
+    Ok(Governed {
+        policy: 0,
+        facts: Facts {
+            being_deleted: meta.deletion_timestamp.is_some(),
+            created_at: meta.creation_timestamp.map(|t| t.0),
+            finished,
+        },
+        ttl,
+        ttl_source,
+        group,
+        shadowed: 0,
+    })
+}
+
+/// The history group: the controlling owner's UID, or `(none)` for objects without one (they
+/// form one group per namespace); or a label's value (objects without the label are in no
+/// group, so no limit deletes them).
+fn group_of(meta: &ObjectMeta, group_by: &GroupBy) -> Option<Box<str>> {
+    match group_by {
+        GroupBy::Owner => Some(
+            meta.owner_references
+                .iter()
+                .find(|o| o.is_controller())
+                .map_or("(none)", |o| o.uid.as_str())
+                .into(),
+        ),
+        GroupBy::Label(key) => meta.labels.get(key).map(|v| v.as_str().into()),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,233 @@
+//! Tests of [`project`]: which policy governs, what is kept, and problems that keep objects.
+
+use std::time::Duration as StdDuration;
+
+use serde_json::{json, Value};
+
+use super::*;
+use crate::controllers::retention::judge::{judge, KeepReason, Verdict};
+use crate::controllers::retention::policy::{compile, RetentionPolicyObject};
+use crate::controllers::retention::rule::Outcome;
+
+fn policy(yaml: &str, cluster: bool) -> Arc<CompiledPolicy> {
+    let object: RetentionPolicyObject = serde_saphyr::from_str(yaml).unwrap();
+    Arc::new(compile(&object, cluster).unwrap())
+}
+
+fn rules(policies: Vec<Arc<CompiledPolicy>>) -> Rules {
+    let team = |t: &str| BTreeMap::from([("team".to_owned(), t.to_owned())]);
+    Rules {
+        policies,
+        namespaces: BTreeMap::from([
+            ("data".to_owned(), team("data")),
+            ("web".to_owned(), team("web")),
+        ]),
+    }
+}
+
+fn now() -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339("2026-11-25T12:00:00Z")
+        .map(|t| t.with_timezone(&Utc))
+        .unwrap_or_default()
+}
+
+/// A finished Pod: Succeeded at 11:00, created at 10:00.
+fn pod(namespace: &str, name: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "uid": format!("uid-{name}"),
+                     "resourceVersion": "7", "creationTimestamp": "2026-11-25T10:00:00Z",
+                     "labels": {"app": "etl"}},
+        "status": {"phase": "Succeeded", "containerStatuses": [
+            {"name": "main", "state": {"terminated": {"exitCode": 0,
+                "startedAt": "2026-11-25T10:00:00Z", "finishedAt": "2026-11-25T11:00:00Z"}}}]}
+    })
+}
+
+fn governed(judgement: &Judgement) -> &Governed {
+    judgement
+        .governed()
+        .unwrap_or_else(|| panic!("not governed: {judgement:?}"))
+}
+
+#[test]
+fn a_finished_pod_is_judged_and_only_the_judgement_is_kept() {
+    let rules = rules(vec![policy(
+        "metadata: {name: pods}\nspec: {preset: pods, ttlSecondsAfterFinished: 1800}",
+        true,
+    )]);
+    let judgement = project(&pod("data", "a"), &rules, now());
+    assert_eq!(judgement.key().to_string(), "data/a");
+    assert_eq!(
+        (judgement.uid(), judgement.resource_version()),
+        ("uid-a", "7")
+    );
+    let g = governed(&judgement);
+    assert_eq!(
+        g.facts.finished.map(|f| f.outcome),
+        Some(Outcome::Succeeded)
+    );
+    assert_eq!(g.ttl_source, TtlSource::Policy);
+    // Finished at 11:00, 30 min TTL: expired at 11:30.
+    assert!(matches!(
+        judge(&g.facts, g.ttl, now()),
+        Ok(Verdict::Expired { .. })
+    ));
+    assert!(
+        std::mem::size_of::<Judgement>() <= 160,
+        "{}",
+        std::mem::size_of::<Judgement>()
+    );
+}
+
+#[test]
+fn the_namespaced_policy_wins_and_the_others_are_counted_as_shadowed() {
+    let rules = rules(vec![
+        policy("metadata: {name: all}\nspec: {preset: pods, ttlSecondsAfterFinished: 60}", true),
+        policy(
+            "metadata: {name: data-only}\nspec: {preset: pods, ttlSecondsAfterFinished: 120, namespaceSelector: {matchLabels: {team: data}}}",
+            true,
+        ),
+        policy(
+            "metadata: {name: mine, namespace: data}\nspec: {preset: pods, ttlSecondsAfterFinished: 7200}",
+            false,
+        ),
+    ]);
+    let in_data = project(&pod("data", "a"), &rules, now());
+    let g = governed(&in_data);
+    assert_eq!(rules.policies[usize::from(g.policy)].id.name, "mine");
+    assert_eq!(g.shadowed, 2);
+    assert!(matches!(
+        judge(&g.facts, g.ttl, now()),
+        Ok(Verdict::Wait { remaining, .. }) if remaining == StdDuration::from_secs(3600)
+    ));
+    // In `web` only the cluster-wide one applies.
+    let in_web = project(&pod("web", "b"), &rules, now());
+    assert_eq!(
+        rules.policies[usize::from(governed(&in_web).policy)]
+            .id
+            .name,
+        "all"
+    );
+}
+
+#[test]
+fn selectors_match_and_controlled_pods_decide_who_applies() {
+    let rules = rules(vec![policy(
+        "metadata: {name: etl}\nspec: {preset: pods, ttlSecondsAfterFinished: 0, selector: {matchLabels: {app: etl}}, match: \"object.metadata.name.startsWith('etl-')\"}",
+        true,
+    )]);
+    assert!(project(&pod("data", "etl-1"), &rules, now())
+        .governed()
+        .is_some());
+    assert_eq!(
+        project(&pod("data", "web-1"), &rules, now()).judged,
+        Judged::Ungoverned
+    );
+    let mut unlabelled = pod("data", "etl-2");
+    unlabelled["metadata"]["labels"] = json!({});
+    assert_eq!(
+        project(&unlabelled, &rules, now()).judged,
+        Judged::Ungoverned
+    );
+    let mut controlled = pod("data", "etl-3");
+    controlled["metadata"]["ownerReferences"] = json!([{"apiVersion": "batch/v1", "kind": "Job",
+        "name": "j", "uid": "job-uid", "controller": true}]);
+    assert_eq!(
+        project(&controlled, &rules, now()).judged,
+        Judged::Ungoverned
+    );
+}
+
+#[test]
+fn annotations_override_and_a_bad_one_keeps_the_object() {
+    let rules = rules(vec![policy(
+        "metadata: {name: pods}\nspec: {preset: pods, ttlSecondsAfterFinished: 0}",
+        true,
+    )]);
+    let mut extended = pod("data", "a");
+    extended["metadata"]["annotations"] = json!({"kube-gc.io/ttl": "2h"});
+    let g = governed(&project(&extended, &rules, now())).clone();
+    assert_eq!(g.ttl_source, TtlSource::TtlAnnotation);
+    assert!(matches!(
+        judge(&g.facts, g.ttl, now()),
+        Ok(Verdict::Wait { .. })
+    ));
+    let mut bad = pod("data", "b");
+    bad["metadata"]["annotations"] = json!({"kube-gc.io/ttl": "soon"});
+    match project(&bad, &rules, now()).judged {
+        Judged::Problem(problem) => {
+            assert_eq!(problem.reason, "annotation");
+            assert!(
+                problem.message.contains("kube-gc.io/ttl"),
+                "{}",
+                problem.message
+            );
+        }
+        other => panic!("expected a problem, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_cel_error_keeps_the_object_and_running_objects_are_kept() {
+    let rules = rules(vec![policy(
+        "metadata: {name: p}\nspec: {preset: pods, ttlSecondsAfterFinished: 0, match: \"object.spec.nodeName == 'n1'\"}",
+        true,
+    )]);
+    match project(&pod("data", "a"), &rules, now()).judged {
+        Judged::Problem(problem) => assert_eq!(problem.reason, "match"),
+        other => panic!("expected a problem, got {other:?}"),
+    }
+    let plain = self::rules(vec![policy(
+        "metadata: {name: p}\nspec: {preset: pods, ttlSecondsAfterFinished: 0}",
+        true,
+    )]);
+    let mut running = pod("data", "r");
+    running["status"] = json!({"phase": "Running"});
+    let g = governed(&project(&running, &plain, now())).clone();
+    assert_eq!(
+        judge(&g.facts, g.ttl, now()),
+        Ok(Verdict::Keep(KeepReason::NotFinished))
+    );
+}
+
+#[test]
+fn history_groups_follow_the_owner_or_a_label() {
+    let by_owner = rules(vec![policy(
+        "metadata: {name: p}\nspec: {preset: pods, successfulHistoryLimit: 1, includeControlled: true}",
+        true,
+    )]);
+    let mut owned = pod("data", "a");
+    owned["metadata"]["ownerReferences"] = json!([{"apiVersion": "batch/v1", "kind": "Job",
+        "name": "j", "uid": "job-uid", "controller": true}]);
+    assert_eq!(
+        governed(&project(&owned, &by_owner, now()))
+            .group
+            .as_deref(),
+        Some("job-uid")
+    );
+    assert_eq!(
+        governed(&project(&pod("data", "b"), &by_owner, now()))
+            .group
+            .as_deref(),
+        Some("(none)")
+    );
+    let by_label = rules(vec![policy(
+        "metadata: {name: p}\nspec: {preset: pods, successfulHistoryLimit: 1, groupBy: {label: app}}",
+        true,
+    )]);
+    assert_eq!(
+        governed(&project(&pod("data", "c"), &by_label, now()))
+            .group
+            .as_deref(),
+        Some("etl")
+    );
+    let no_limits = rules(vec![policy(
+        "metadata: {name: p}\nspec: {preset: pods}",
+        true,
+    )]);
+    assert_eq!(
+        governed(&project(&pod("data", "d"), &no_limits, now())).group,
+        None
+    );
+}
