@@ -47,7 +47,7 @@ pub struct ResourceWatch {
     pub groups: Arc<GroupIndex>,
     /// Reads and deletes through the controller's client.
     pub api: Api<serde_json::Value>,
-    synced: InformerSynced,
+    synced: Option<InformerSynced>,
     metrics: Option<Arc<ReflectorMetrics>>,
     stop: CancellationToken,
     task: Mutex<Option<JoinHandle<()>>>,
@@ -99,7 +99,7 @@ impl ResourceWatch {
             resource: plan.resource.clone(),
             fingerprint: plan.fingerprint.clone(),
             store: Arc::clone(informer.store()),
-            synced: informer.synced(),
+            synced: Some(informer.synced()),
             metrics: informer.reflector_metrics().cloned(),
             target,
             rules,
@@ -109,9 +109,27 @@ impl ResourceWatch {
         })
     }
 
+    /// A watch with no informer behind it: an empty store the caller fills (tests; tools that
+    /// judge objects they listed themselves). It never syncs and has nothing to stop.
+    pub fn detached(target: Target, plan: &WatchPlan, client: Client) -> Arc<ResourceWatch> {
+        Arc::new(ResourceWatch {
+            target: Arc::new(target),
+            resource: plan.resource.clone(),
+            rules: Arc::clone(&plan.rules),
+            fingerprint: plan.fingerprint.clone(),
+            store: Arc::new(Store::new()),
+            groups: Arc::new(GroupIndex::default()),
+            api: Api::dynamic(client, plan.resource.clone(), None),
+            synced: None,
+            metrics: None,
+            stop: CancellationToken::new(),
+            task: Mutex::new(None),
+        })
+    }
+
     /// Whether the first list is cached.
     pub fn has_synced(&self) -> bool {
-        self.synced.has_synced()
+        self.synced.as_ref().is_some_and(InformerSynced::has_synced)
     }
 
     /// The informer's reflector counters.
