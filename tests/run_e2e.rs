@@ -423,3 +423,101 @@ async fn run_keeps_collecting_after_the_api_server_restarts() {
     let (status, _) = replica.wait();
     assert!(status.success());
 }
+
+/// Issue 17 through the binary: a `ClusterRetentionPolicy` created while `kube-gc run` runs
+/// deletes a finished standalone Pod and leaves a running one, reports `Ready=True` and its
+/// counts in the policy's status, and its metrics are served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_applies_a_retention_policy_created_while_it_runs() {
+    let sim = SimServer::start(SimConfig::default())
+        .await
+        .expect("start the sim");
+    let kubeconfig = Kubeconfig::for_sim(&sim);
+    let finished_at = (Utc::now() - chrono::Duration::minutes(10))
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    for (name, status) in [
+        (
+            "done",
+            json!({"phase": "Succeeded", "containerStatuses": [{"name": "main", "state":
+            {"terminated": {"exitCode": 0, "startedAt": finished_at, "finishedAt": finished_at}}}]}),
+        ),
+        ("busy", json!({"phase": "Running"})),
+    ] {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}});
+        let mut pod = sim.create(&pods(), pod).expect("create the pod");
+        pod["status"] = status;
+        sim.update_status(&pods(), pod).expect("set its status");
+    }
+    let port = free_port().to_string();
+    let replica = Replica::start(
+        "solo",
+        &kubeconfig.path(),
+        &[
+            &["--secure-port=0", "--bind-address=127.0.0.1"][..],
+            &["--port", &port, "--controllers=retention"],
+            &FAST_ELECTION,
+        ]
+        .concat(),
+    );
+    let address = replica.http_address().await;
+    let http = server_support::http_client(None);
+    let readyz = poll_readyz(&http, address, Duration::from_secs(10)).await;
+    assert_eq!(readyz.0, 200, "never ready: {readyz:?}\n{}", replica.log());
+    assert!(
+        sim.get(&pods(), Some("default"), "done").is_ok(),
+        "no policy yet"
+    );
+
+    let policies = kube_gc::sim::Gvr::new("kube-gc.io", "v1alpha1", "clusterretentionpolicies");
+    let policy = json!({"apiVersion": "kube-gc.io/v1alpha1", "kind": "ClusterRetentionPolicy",
+        "metadata": {"name": "finished-pods"},
+        "spec": {"preset": "pods", "ttlSecondsAfterFinished": 60}});
+    sim.create(&policies, policy).expect("create the policy");
+    let gone = tokio::time::timeout(
+        LIMIT,
+        sim.wait_for(&pods(), Some("default"), "done", |o| o.is_none()),
+    )
+    .await;
+    assert!(
+        gone.is_ok(),
+        "the Pod was not collected:\n{}",
+        replica.log()
+    );
+    let ready = wait_until(LIMIT, || {
+        sim.get(&policies, None, "finished-pods")
+            .map(|p| {
+                p["status"]["conditions"][0]["status"] == "True" && p["status"]["deleted"] == 1
+            })
+            .unwrap_or(false)
+    })
+    .await;
+    assert!(
+        ready.is_some(),
+        "status: {:?}\n{}",
+        sim.get(&policies, None, "finished-pods"),
+        replica.log()
+    );
+    assert!(sim.get(&pods(), Some("default"), "busy").is_ok());
+
+    let (status, _, text) = http_get(&http, address, "/metrics").await;
+    assert_eq!(status, 200);
+    let metrics = server_support::parse(&text).expect("/metrics parses");
+    let deleted = metrics.value(
+        "kube_gc_retention_deletions_total",
+        &[
+            ("policy", "ClusterRetentionPolicy finished-pods"),
+            ("reason", "ttl"),
+        ],
+    );
+    assert_eq!(deleted, Some(1.0), "{text}");
+    let watched = metrics.value(
+        "kube_gc_reflector_lists_total",
+        &[("controller", "retention"), ("resource", "v1/pods")],
+    );
+    assert!(watched >= Some(1.0), "{text}");
+    replica.terminate();
+    let (exit, log) = replica.wait();
+    assert!(exit.success(), "{log}");
+}

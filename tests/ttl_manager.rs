@@ -19,10 +19,10 @@ fn manager(world: &World, options: ManagerOptions) -> Manager {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_cluster_without_the_volcano_crd_runs_only_the_job_controller() {
+async fn a_cluster_without_the_volcano_and_retention_crds_runs_only_the_job_controller() {
     let resources = default_resources()
         .into_iter()
-        .filter(|r| r.group != "batch.volcano.sh")
+        .filter(|r| r.group != "batch.volcano.sh" && r.group != "kube-gc.io")
         .collect();
     let world = world_with(SimConfig::default().with_resources(resources)).await;
     create_job(world.sim(), "done", Some(0), Some(world.now()));
@@ -52,14 +52,22 @@ async fn controllers_selection_and_the_default_set() {
         .unwrap();
     assert_eq!(
         all.names(),
-        ["ttl-after-finished", "volcano-job-ttl", "garbagecollector"]
+        [
+            "ttl-after-finished",
+            "volcano-job-ttl",
+            "garbagecollector",
+            "retention"
+        ]
     );
     let options = ManagerOptions {
         controllers: ControllerSelection::parse(&["*", "-ttl-after-finished-controller"]).unwrap(),
         ..ManagerOptions::default()
     };
     let some = manager(&world, options).start().await.unwrap();
-    assert_eq!(some.names(), ["volcano-job-ttl", "garbagecollector"]);
+    assert_eq!(
+        some.names(),
+        ["volcano-job-ttl", "garbagecollector", "retention"]
+    );
 }
 
 #[tokio::test(start_paused = true)]

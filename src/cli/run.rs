@@ -45,7 +45,7 @@ use crate::leaderelection::{
 };
 use crate::manager::{
     ControllerFailed, ControllerSelection, ControllerSet, Manager, ManagerError, ManagerOptions,
-    Readiness, UnknownController, DEFAULT_GC_WORKERS, KNOWN_CONTROLLERS,
+    Readiness, UnknownController, DEFAULT_GC_WORKERS, DEFAULT_RETENTION_WORKERS, KNOWN_CONTROLLERS,
 };
 use crate::metrics::Metrics;
 use crate::server::{Endpoints, Server, ServerError, ServerOptions};
@@ -111,6 +111,10 @@ pub struct RunArgs {
     /// attempt-to-orphan).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_GC_WORKERS)]
     pub concurrent_gc_syncs: usize,
+
+    /// Objects the retention controller handles at once.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_RETENTION_WORKERS)]
+    pub concurrent_retention_syncs: usize,
 
     /// How often the garbage collector re-reads discovery to monitor new resources (CRDs) and
     /// stop monitoring removed ones.
@@ -181,6 +185,7 @@ impl RunArgs {
             job_ttl_workers: self.concurrent_ttl_after_finished_syncs,
             volcano_ttl_workers: self.worker_threads_for_gc,
             gc_workers: self.concurrent_gc_syncs,
+            retention_workers: self.concurrent_retention_syncs,
             gc_discovery_period: self.gc_discovery_period,
             gc_initial_sync_timeout: self.gc_initial_sync_timeout,
             ..ManagerOptions::default()

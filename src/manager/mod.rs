@@ -10,21 +10,24 @@
 //! - The result is a [`ControllerSet`]: run it with a cancellation token; read its
 //!   [`Readiness`] (every cache synced) from a health endpoint or anywhere else.
 //! - Controllers are plugged in by name with [`Manager::with_controller`]; [`Manager::new`]
-//!   registers the two TTL controllers and the ownerReference garbage collector
-//!   ([`GARBAGE_COLLECTOR`], always possible: it only needs discovery). Leader election wraps
+//!   registers the two TTL controllers, the ownerReference garbage collector
+//!   ([`GARBAGE_COLLECTOR`], always possible: it only needs discovery) and the retention
+//!   controller ([`RETENTION`], when the `kube-gc.io` CRDs are installed). Leader election wraps
 //!   [`ControllerSet::run`] without the manager knowing.
 //! - With [`Manager::publish_to`], controllers publish on the HTTP server's [`Endpoints`]: their
 //!   metrics (TTL, garbage collector, workqueues, reflectors), their queues for
 //!   `/debug/workqueue`, and the garbage collector's graph.
 //!
 //! ```text
-//! Manager::new(client, options)            ttl-after-finished, volcano-job-ttl, garbagecollector
+//! Manager::new(client, options)            ttl-after-finished, volcano-job-ttl, garbagecollector,
+//!                                          retention
 //!   .publish_to(&endpoints)                metrics, queues, debug pages
 //!   .start().await?                        discovery → enabled + served → ControllerSet
 //!   .run(shutdown).await?                  all controllers until cancelled, then drained
 //! ```
 
 mod garbage_collector;
+mod retention;
 mod selection;
 mod set;
 
@@ -35,7 +38,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use crate::controllers::{Progress, ProgressProbe};
 pub use selection::{
-    ControllerSelection, UnknownController, GARBAGE_COLLECTOR, KNOWN_CONTROLLERS,
+    ControllerSelection, UnknownController, GARBAGE_COLLECTOR, KNOWN_CONTROLLERS, RETENTION,
     TTL_AFTER_FINISHED, VOLCANO_JOB_TTL,
 };
 pub use set::{BoxError, ControllerFailed, ControllerSet, ManagedController, Readiness};
@@ -51,6 +54,8 @@ use crate::runtime::reflector::ReflectorConfig;
 use crate::runtime::workqueue::MetricsProvider;
 use crate::server::Endpoints;
 
+/// `--concurrent-retention-syncs`'s default, as `--concurrent-ttl-after-finished-syncs`.
+pub const DEFAULT_RETENTION_WORKERS: usize = 5;
 /// `--concurrent-gc-syncs`'s default, as kube-controller-manager.
 pub const DEFAULT_GC_WORKERS: usize = 20;
 /// The `User-Agent` suffix (and rate limiter) of the typed informers' lists and watches.
@@ -85,6 +90,8 @@ pub struct ManagerOptions {
     /// `--gc-initial-sync-timeout`: how long the garbage collector's workers wait for every
     /// monitor to sync.
     pub gc_initial_sync_timeout: Duration,
+    /// `--concurrent-retention-syncs`: workers of the retention controller.
+    pub retention_workers: usize,
     /// How informers list and watch.
     pub reflector: ReflectorConfig,
 }
@@ -101,6 +108,7 @@ impl Default for ManagerOptions {
             gc_workers: DEFAULT_GC_WORKERS,
             gc_discovery_period: DEFAULT_GC_DISCOVERY_PERIOD,
             gc_initial_sync_timeout: DEFAULT_GC_INITIAL_SYNC_TIMEOUT,
+            retention_workers: DEFAULT_RETENTION_WORKERS,
             reflector: ReflectorConfig::default(),
         }
     }
@@ -182,8 +190,8 @@ pub struct Manager {
 }
 
 impl Manager {
-    /// A manager for `client`, with the two TTL controllers and the garbage collector
-    /// registered.
+    /// A manager for `client`, with the two TTL controllers, the garbage collector and the
+    /// retention controller registered.
     pub fn new(client: Client, options: ManagerOptions) -> Self {
         Manager {
             client,
@@ -198,6 +206,7 @@ impl Manager {
         .with_controller(TTL_AFTER_FINISHED, Box::new(init_ttl::<BatchJob>))
         .with_controller(VOLCANO_JOB_TTL, Box::new(init_ttl::<VolcanoJobs>))
         .with_controller(GARBAGE_COLLECTOR, Box::new(garbage_collector::init))
+        .with_controller(RETENTION, Box::new(retention::init))
     }
 
     /// Registers a controller under `name` (one of [`KNOWN_CONTROLLERS`]).

@@ -15,9 +15,16 @@ pub const TTL_AFTER_FINISHED: &str = "ttl-after-finished";
 pub const VOLCANO_JOB_TTL: &str = "volcano-job-ttl";
 /// `garbagecollector`: the ownerReference garbage collector.
 pub const GARBAGE_COLLECTOR: &str = "garbagecollector";
+/// `retention`: retention policies (`RetentionPolicy`, `ClusterRetentionPolicy`).
+pub const RETENTION: &str = crate::controllers::retention::engine::CONTROLLER;
 
 /// Every controller kube-gc knows, in start order.
-pub const KNOWN_CONTROLLERS: [&str; 3] = [TTL_AFTER_FINISHED, VOLCANO_JOB_TTL, GARBAGE_COLLECTOR];
+pub const KNOWN_CONTROLLERS: [&str; 4] = [
+    TTL_AFTER_FINISHED,
+    VOLCANO_JOB_TTL,
+    GARBAGE_COLLECTOR,
+    RETENTION,
+];
 
 /// Upstream's newer names, and the name each stands for.
 const ALIASES: [(&str, &str); 2] = [

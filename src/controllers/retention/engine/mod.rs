@@ -112,6 +112,8 @@ pub struct RetentionOptions {
     pub status_interval: Duration,
     /// How often discovery is read again while a policy names a resource not served.
     pub rediscover_interval: Duration,
+    /// Every policy as if it said `dryRun: true` (`kube-gc run --dry-run`).
+    pub dry_run: bool,
     /// How informers list and watch.
     pub reflector: ReflectorConfig,
 }
@@ -123,6 +125,7 @@ impl Default for RetentionOptions {
             replan_delay: Duration::from_millis(200),
             status_interval: Duration::from_secs(10),
             rediscover_interval: Duration::from_secs(30),
+            dry_run: false,
             reflector: ReflectorConfig::default(),
         }
     }
@@ -263,7 +266,8 @@ impl RetentionControllerBuilder {
             informer.add_handler(replan_on_change(&shared));
         }
         shared.namespaces.add_handler(replan_on_change(&shared));
-        let reconciler = RetentionReconciler::new(watches, self.clock, self.metrics, self.recorder);
+        let reconciler = RetentionReconciler::new(watches, self.clock, self.metrics, self.recorder)
+            .with_dry_run(self.options.dry_run);
         let controller = Controller::new(CONTROLLER, queue, reconciler)
             .workers(self.options.workers)
             .informer(&shared.namespaces)
@@ -319,17 +323,48 @@ impl RetentionController {
         Arc::clone(&self.shared.watches)
     }
 
-    /// The reflector counters of the policies' and namespaces' informers.
-    pub fn reflector_metrics(&self) -> Vec<Arc<ReflectorMetrics>> {
-        [
-            self.shared.namespaces.reflector_metrics(),
-            self.shared.namespaced.reflector_metrics(),
-            self.shared.cluster.reflector_metrics(),
-        ]
-        .into_iter()
-        .flatten()
-        .cloned()
-        .collect()
+    /// The workqueue (for `/debug/workqueue` and its depth).
+    pub fn queue(&self) -> WorkQueue<WorkKey> {
+        self.shared.context.queue.clone()
+    }
+
+    /// The reflector counters of every running watch, by resource, read when called: the
+    /// metrics endpoint lists the watches of the moment.
+    pub fn watch_reflectors(
+        &self,
+    ) -> impl Fn() -> Vec<(String, Arc<ReflectorMetrics>)> + Send + Sync + 'static {
+        let watches = Arc::clone(&self.shared.watches);
+        move || {
+            watches
+                .read()
+                .iter()
+                .filter_map(|(target, watch)| {
+                    Some((target.to_string(), Arc::clone(watch.reflector_metrics()?)))
+                })
+                .collect()
+        }
+    }
+
+    /// The reflector counters of the policies' and namespaces' informers, by resource.
+    pub fn reflector_metrics(&self) -> Vec<(String, Arc<ReflectorMetrics>)> {
+        let named = [
+            (
+                "v1/namespaces".to_owned(),
+                &self.shared.namespaces.reflector_metrics(),
+            ),
+            (
+                namespaced_policies().path_name(),
+                &self.shared.namespaced.reflector_metrics(),
+            ),
+            (
+                cluster_policies().path_name(),
+                &self.shared.cluster.reflector_metrics(),
+            ),
+        ];
+        named
+            .into_iter()
+            .filter_map(|(resource, metrics)| Some((resource, Arc::clone((*metrics)?))))
+            .collect()
     }
 
     /// Runs until `shutdown` is cancelled; stops the planner, the status writer and every

@@ -67,6 +67,8 @@ pub struct RetentionReconciler {
     clock: SharedClock,
     metrics: Arc<RetentionMetrics>,
     recorder: SharedRecorder,
+    /// Every policy is a dry run.
+    dry_run: bool,
     /// Objects whose problem was reported, with the message, so it is said once.
     reported: Mutex<HashMap<(Arc<Target>, ObjectKey), String>>,
 }
@@ -84,8 +86,15 @@ impl RetentionReconciler {
             clock,
             metrics,
             recorder,
+            dry_run: false,
             reported: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Deletes nothing, whatever the policies say (`kube-gc run --dry-run`).
+    pub fn with_dry_run(mut self, dry_run: bool) -> Self {
+        self.dry_run = dry_run;
+        self
     }
 
     fn watch(&self, target: &Target) -> Option<Arc<ResourceWatch>> {
@@ -209,7 +218,7 @@ impl RetentionReconciler {
         expired_at: Option<DateTime<Utc>>,
     ) -> Result<Deletion, RetentionError> {
         let key = judged.key();
-        if policy.dry_run {
+        if policy.dry_run || self.dry_run {
             self.metrics
                 .observe_deletion(policy.id.to_string(), reason, true);
             tracing::info!(policy = %policy.id, resource = %watch.target, %key, uid = judged.uid(), reason, "dry run: would delete");

@@ -1,0 +1,71 @@
+//! The init function of the retention controller (`retention`).
+//!
+//! Contract: the controller is built when the server serves both `kube-gc.io/v1alpha1`
+//! policy kinds (the CRDs of `deploy/crds/` are installed); otherwise it is skipped with an info
+//! log naming what to install — a cluster without the CRDs has no policies to apply. Under
+//! `--namespace` it is skipped too: a `ClusterRetentionPolicy` and a namespace selector need
+//! every namespace. It reads and deletes through a client of its own (`retention`), lists and
+//! watches through the shared informers' client, and publishes its metrics, its queue and the
+//! reflector counters of its policies', namespaces' and running watches' informers.
+
+use std::sync::Arc;
+
+use super::{BoxError, ControllerContext, ManagedController, RETENTION};
+use crate::controllers::retention::engine::{
+    cluster_policies, namespaced_policies, RetentionController, RetentionMetrics, RetentionOptions,
+};
+
+/// Builds the retention controller, or skips it.
+pub(super) fn init(context: &ControllerContext<'_>) -> Result<Option<ManagedController>, BoxError> {
+    let options = context.options;
+    if let Some(namespace) = &options.namespace {
+        tracing::info!(controller = RETENTION, %namespace,
+            "retention policies need every namespace; skipping the controller under --namespace");
+        return Ok(None);
+    }
+    let (namespaced, cluster) = (namespaced_policies(), cluster_policies());
+    if !context.serves(&namespaced) || !context.serves(&cluster) {
+        if context.discovery.group_failed(&namespaced.group) {
+            return Err(format!(
+                "discovery of group {:?} failed, so whether retention policies are served is unknown",
+                namespaced.group
+            )
+            .into());
+        }
+        tracing::info!(controller = RETENTION,
+            "the kube-gc.io retention policy CRDs are not installed (deploy/crds/); skipping the controller");
+        return Ok(None);
+    }
+    let retention_options = RetentionOptions {
+        workers: options.retention_workers,
+        dry_run: options.dry_run,
+        reflector: options.reflector.clone(),
+        ..RetentionOptions::default()
+    };
+    let metrics = Arc::new(RetentionMetrics::default());
+    let client = context.client.for_component(RETENTION, 1.0);
+    let controller = RetentionController::builder(client, retention_options)
+        .informer_client(context.informers.clone())
+        .clock(Arc::clone(context.clock))
+        .metrics(Arc::clone(&metrics))
+        .recorder(Arc::clone(context.recorder))
+        .queue_metrics(context.queue_metrics.cloned())
+        .build();
+    if let Some(endpoints) = context.endpoints {
+        endpoints
+            .metrics
+            .register_with(|registry| metrics.register(registry));
+        endpoints.queues.register(Arc::new(controller.queue()));
+        let reflectors = endpoints.metrics.reflectors();
+        for (resource, reflector) in controller.reflector_metrics() {
+            reflectors.add(RETENTION, &resource, reflector);
+        }
+        reflectors.add_source(RETENTION, Arc::new(controller.watch_reflectors()));
+    }
+    let caches = controller.synced();
+    Ok(Some(ManagedController::new(
+        RETENTION,
+        caches,
+        move |shutdown| controller.run(shutdown),
+    )))
+}
