@@ -70,10 +70,10 @@ pub struct RunArgs {
     pub master: Option<Url>,
 
     /// Controllers to run: `*` for all, a name to enable one, `-name` to disable one.
-    /// Names: ttl-after-finished, volcano-job-ttl, garbagecollector (aliases:
+    /// Names: ttl-after-finished, volcano-job-ttl, garbagecollector, retention (aliases:
     /// ttl-after-finished-controller, garbage-collector-controller). A controller whose
-    /// resource the cluster does not serve is skipped, and the garbage collector under
-    /// --namespace (it needs every namespace).
+    /// resource the cluster does not serve is skipped (retention: the kube-gc.io CRDs), and the
+    /// garbage collector and retention under --namespace (they need every namespace).
     #[arg(long, value_name = "NAMES", value_delimiter = ',', default_value = "*")]
     pub controllers: Vec<String>,
 

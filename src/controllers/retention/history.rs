@@ -9,7 +9,7 @@
 //!   (nothing is deleted on a guess); it does not take a place from the others either.
 //! - An object beyond its limit is [`Ranked::kept`]` == false`: the engine deletes it. No limit
 //!   for an outcome keeps every object of that outcome.
-//! - [`rank`] returns every ranked object with its place, so `kube-gc explain` can say "3rd
+//! - [`rank`] returns every ranked object with its place, so a report can say "3rd
 //!   newest of 7 successful runs; limit 3: kept".
 
 use chrono::{DateTime, Utc};

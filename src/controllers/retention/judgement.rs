@@ -77,8 +77,10 @@ pub struct Governed {
     pub ttl_source: TtlSource,
     /// Its history group (`None`: the policy sets no limits, or the object has no group).
     pub group: Option<Box<str>>,
-    /// Other policies that applied but lost to this one.
-    pub shadowed: u16,
+    /// Other policies that applied but lost to this one (indices), most specific first.
+    pub shadowed: Box<[u16]>,
+    /// The runner-up was as specific as the winner: the name decided.
+    pub tie: bool,
 }
 
 /// Why an object could not be judged.
@@ -196,7 +198,12 @@ fn judge_object(
     match governed(object, meta, &rules.policies[index], now) {
         Ok(mut governed) => {
             governed.policy = index as u16;
-            governed.shadowed = choice.shadowed.len() as u16;
+            governed.shadowed = choice
+                .shadowed
+                .iter()
+                .map(|&i| applying[i] as u16)
+                .collect();
+            governed.tie = choice.tie;
             Judged::Governed(governed)
         }
         Err((reason, message)) => Judged::Problem(Box::new(Problem {
@@ -290,7 +297,8 @@ fn governed(
         ttl,
         ttl_source,
         group,
-        shadowed: 0,
+        shadowed: Box::default(),
+        tie: false,
     })
 }
 

@@ -375,7 +375,7 @@ pub fn own_ttl(
     Ok(own_ttl_field(fields, object, outcome)?.map(|(_, seconds)| seconds))
 }
 
-/// [`own_ttl`], with the field it was read from (what `kube-gc explain` and the logs name).
+/// [`own_ttl`], with the field it was read from (what the logs name).
 ///
 /// # Errors
 ///

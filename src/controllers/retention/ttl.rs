@@ -5,10 +5,11 @@
 //! - Precedence, most specific first: `kube-gc.io/expires-at` (a time, RFC 3339), then
 //!   `kube-gc.io/ttl` (a duration: Go's syntax, `90s`, `1h30m`, plus `d` and `w`), then the
 //!   object's own TTL field (`spec.ttlSecondsAfterFinished` and the like), then the policy.
-//! - An annotation or own field changes *how long*, never *from when*: under a policy counting
-//!   from creation the TTL counts from creation, otherwise from the finish. An `expires-at` on an
-//!   object under a finish-based policy still waits for the object to finish: an annotation
-//!   never makes kube-gc delete something still running.
+//! - An annotation changes *how long*, never *from when*: under a policy counting from creation
+//!   `kube-gc.io/ttl` counts from creation, otherwise from the finish. An own TTL field always
+//!   counts from the finish, as its kind defines it. An `expires-at` on an object under a
+//!   finish-based policy still waits for the object to finish: an annotation never makes
+//!   kube-gc delete something still running.
 //! - A malformed annotation is an [`AnnotationError`] naming it: the engine keeps the object and
 //!   reports a Warning Event on it; it never falls back to the policy's TTL silently.
 
@@ -49,7 +50,7 @@ pub enum Ttl {
     },
 }
 
-/// Where the TTL came from, for logs, Events and `kube-gc explain`.
+/// Where the TTL came from, for logs and Events.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TtlSource {
     /// The policy's `ttlSecondsAfterFinished` / `ttlSecondsAfterCreation`.
@@ -108,11 +109,14 @@ pub fn effective(
         return Ok((Ttl::After { since, length }, TtlSource::TtlAnnotation));
     }
     if let Some((path, seconds)) = own_field {
-        let length = Duration::seconds(seconds);
-        return Ok((
-            Ttl::After { since, length },
-            TtlSource::OwnField(path.into()),
-        ));
+        // Every kind's own TTL field counts from the finish (`ttlSecondsAfterFinished`,
+        // Argo's `secondsAfterCompletion`, Spark's `timeToLiveSeconds` after termination),
+        // whatever the policy counts from.
+        let own = Ttl::After {
+            since: Since::Finished,
+            length: Duration::seconds(seconds),
+        };
+        return Ok((own, TtlSource::OwnField(path.into())));
     }
     Ok(match policy.length {
         Some(length) => (Ttl::After { since, length }, TtlSource::Policy),
@@ -246,6 +250,23 @@ mod tests {
         assert_eq!(
             effective(policy(None), None, None, None).unwrap(),
             (Ttl::None, TtlSource::Policy)
+        );
+    }
+
+    #[test]
+    fn an_own_field_counts_from_the_finish_even_under_a_creation_based_policy() {
+        let created = PolicyTtl {
+            since: Since::Created,
+            length: Some(Duration::hours(8)),
+        };
+        let own = Some(("spec.ttlSecondsAfterFinished", 60));
+        let (ttl, _) = effective(created, own, None, None).unwrap();
+        assert_eq!(
+            ttl,
+            Ttl::After {
+                since: Since::Finished,
+                length: Duration::seconds(60)
+            }
         );
     }
 

@@ -1,7 +1,7 @@
 //! The retention engine: [`RetentionController`] watches the policies and the namespaces,
-//! plans which resources to watch and with which rules (`plan.rs`), keeps one
+//! plans which resources to watch and with which rules (`plan.rs`, run by `planner.rs`), keeps one
 //! [`ResourceWatch`] per resource (`watch.rs`), deletes what is due (`reconcile.rs`) and
-//! reports on every policy (`status.rs`).
+//! reports on every policy (`status.rs`, written by `writer.rs`).
 //!
 //! ```text
 //!  RetentionPolicy ─┐                        ┌─ ResourceWatch v1/pods ──────┐
@@ -24,11 +24,13 @@
 mod groups;
 mod metrics;
 mod plan;
+mod planner;
 mod reconcile;
 mod status;
 mod watch;
+mod writer;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,10 +39,10 @@ use parking_lot::{Mutex, RwLock};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::api::{ObjectReference, PartialObjectMetadata};
-use crate::client::{Api, Client, Discovery, Patch, PostParams, ResourceRef};
+use crate::api::PartialObjectMetadata;
+use crate::client::{Api, Client, ResourceRef};
 use crate::clock::{SharedClock, SystemClock};
-use crate::events::{EventRecord, EventType, NoopRecorder, SharedRecorder};
+use crate::events::{NoopRecorder, SharedRecorder};
 use crate::runtime::cache::ObjectKey;
 use crate::runtime::controller::{Controller, ControllerError};
 use crate::runtime::informer::{HandlerFns, InformerSynced, SharedInformer};
@@ -55,7 +57,7 @@ pub use status::{count, status_for, Counts};
 pub use watch::{ResourceWatch, WatchContext};
 
 use super::policy::spec::{CLUSTER_PLURAL, GROUP, NAMESPACED_PLURAL, VERSION};
-use super::policy::{PolicyId, RetentionPolicyObject, RetentionPolicyStatus, Target};
+use super::policy::{PolicyId, RetentionPolicyObject, Target};
 
 /// The controller's name, as `--controllers` selects it.
 pub const CONTROLLER: &str = "retention";
@@ -375,12 +377,12 @@ impl RetentionController {
     /// [`ControllerError`] if a cache can never sync.
     pub async fn run(self, shutdown: CancellationToken) -> Result<(), ControllerError> {
         let tasks_stop = shutdown.child_token();
-        let planner = tokio::spawn(planner(
+        let planner = tokio::spawn(planner::planner(
             Arc::clone(&self.shared),
             self.synced(),
             tasks_stop.clone(),
         ));
-        let writer = tokio::spawn(status_writer(
+        let writer = tokio::spawn(writer::status_writer(
             Arc::clone(&self.shared),
             self.synced(),
             tasks_stop.clone(),
@@ -404,271 +406,5 @@ impl fmt::Debug for RetentionController {
         f.debug_struct("RetentionController")
             .field("watches", &self.shared.watches.read().len())
             .finish_non_exhaustive()
-    }
-}
-
-async fn wait_synced(caches: &[InformerSynced], stop: &CancellationToken) -> bool {
-    for cache in caches {
-        if cache.wait(stop).await.is_err() {
-            return false;
-        }
-    }
-    !stop.is_cancelled()
-}
-
-/// Plans again after every change (debounced), and periodically while a policy waits for a
-/// resource to be served.
-async fn planner(shared: Arc<Shared>, caches: Vec<InformerSynced>, stop: CancellationToken) {
-    if !wait_synced(&caches, &stop).await {
-        return;
-    }
-    let mut discovery: Option<(tokio::time::Instant, Arc<Discovery>)> = None;
-    loop {
-        let waiting_for_resources = shared
-            .states
-            .lock()
-            .values()
-            .any(|s| matches!(s, PolicyState::NotServed { .. }));
-        let recheck = if waiting_for_resources {
-            shared.options.rediscover_interval
-        } else {
-            Duration::from_secs(3600)
-        };
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            _ = shared.dirty.notified() => {}
-            _ = tokio::time::sleep(recheck) => {}
-        }
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            _ = tokio::time::sleep(shared.options.replan_delay) => {}
-        }
-        let fresh_enough = discovery
-            .as_ref()
-            .is_some_and(|(at, _)| at.elapsed() < shared.options.rediscover_interval);
-        if !fresh_enough {
-            match Discovery::run(&shared.client).await {
-                Ok(found) => discovery = Some((tokio::time::Instant::now(), Arc::new(found))),
-                Err(e) => {
-                    tracing::warn!(error = %e, "retention: discovery failed; planning with what was known")
-                }
-            }
-        }
-        let known = discovery.as_ref().map(|(_, d)| Arc::clone(d));
-        apply(&shared, make_plan(&shared, known.as_deref())).await;
-    }
-}
-
-fn make_plan(shared: &Shared, discovery: Option<&Discovery>) -> Plan {
-    let namespaced = shared.namespaced.store().list();
-    let cluster = shared.cluster.store().list();
-    let mut inputs: Vec<PolicyInput<'_>> = Vec::new();
-    inputs.extend(namespaced.iter().map(|o| PolicyInput {
-        object: o,
-        cluster: false,
-    }));
-    inputs.extend(cluster.iter().map(|o| PolicyInput {
-        object: o,
-        cluster: true,
-    }));
-    let namespaces: BTreeMap<String, BTreeMap<String, String>> = shared
-        .namespaces
-        .store()
-        .list()
-        .iter()
-        .filter_map(|ns| Some((ns.metadata.name.clone()?, ns.metadata.labels.clone())))
-        .collect();
-    let served = |target: &Target| {
-        discovery?.resources().iter().find_map(|found| {
-            let r = &found.resource;
-            (r.group == target.group && r.version == target.version && r.plural == target.resource)
-                .then(|| r.clone())
-        })
-    };
-    plan(&inputs, &namespaces, &served)
-}
-
-/// Makes the running watches match `plan`, and records the policies' states.
-async fn apply(shared: &Shared, plan: Plan) {
-    let mut stopping = Vec::new();
-    {
-        let mut watches = shared.watches.write();
-        let gone: Vec<Target> = watches
-            .iter()
-            .filter(|(t, w)| {
-                plan.watches
-                    .get(*t)
-                    .is_none_or(|p| p.fingerprint != w.fingerprint)
-            })
-            .map(|(t, _)| t.clone())
-            .collect();
-        for target in gone {
-            stopping.extend(watches.remove(&target));
-        }
-        for (target, wanted) in &plan.watches {
-            if !watches.contains_key(target) {
-                tracing::info!(resource = %target, policies = wanted.rules.policies.len(), "retention: watching");
-                let watch = ResourceWatch::start(target.clone(), wanted, &shared.context);
-                watches.insert(target.clone(), watch);
-            }
-        }
-    }
-    for watch in stopping {
-        watch.stop().await;
-    }
-    report_states(shared, plan.policies);
-}
-
-/// Records the policies' states, with a Warning Event for each newly invalid generation.
-fn report_states(shared: &Shared, states: BTreeMap<PolicyId, PolicyState>) {
-    let mut previous = shared.states.lock();
-    let (mut ready, mut invalid, mut not_served) = (0, 0, 0);
-    for (id, state) in &states {
-        match state {
-            PolicyState::Ready { .. } => ready += 1,
-            PolicyState::Invalid { .. } => invalid += 1,
-            PolicyState::NotServed { .. } => not_served += 1,
-        }
-        if previous.get(id) == Some(state) {
-            continue;
-        }
-        match state {
-            PolicyState::Invalid { errors, .. } => {
-                let message = errors
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("; ");
-                tracing::warn!(policy = %id, "invalid retention policy; it deletes nothing: {message}");
-                record_policy_event(shared, id, EventType::Warning, "InvalidSpec", &message);
-            }
-            PolicyState::NotServed { missing, .. } => {
-                let missing = missing
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                tracing::warn!(policy = %id, "retention policy names resources the API server does not serve: {missing}");
-                record_policy_event(
-                    shared,
-                    id,
-                    EventType::Warning,
-                    "ResourceNotServed",
-                    &missing,
-                );
-            }
-            PolicyState::Ready { .. } => tracing::info!(policy = %id, "retention policy ready"),
-        }
-    }
-    shared.metrics.set_policies(ready, invalid, not_served);
-    *previous = states;
-}
-
-fn record_policy_event(
-    shared: &Shared,
-    id: &PolicyId,
-    kind: EventType,
-    reason: &str,
-    message: &str,
-) {
-    let resource = if id.namespace.is_some() {
-        namespaced_policies()
-    } else {
-        cluster_policies()
-    };
-    let uid = policy_object(shared, id).and_then(|o| o.metadata.uid.clone());
-    shared.recorder.record(EventRecord {
-        regarding: ObjectReference {
-            api_version: Some(resource.api_version()),
-            kind: Some(resource.kind),
-            namespace: id.namespace.clone(),
-            name: Some(id.name.clone()),
-            uid,
-            ..ObjectReference::default()
-        },
-        event_type: kind,
-        reason: reason.to_owned(),
-        message: message.to_owned(),
-    });
-}
-
-fn policy_object(shared: &Shared, id: &PolicyId) -> Option<Arc<RetentionPolicyObject>> {
-    let key = ObjectKey::new(id.namespace.as_deref().unwrap_or(""), &id.name);
-    match id.namespace {
-        Some(_) => shared.namespaced.store().get(&key),
-        None => shared.cluster.store().get(&key),
-    }
-}
-
-/// Recounts every status interval and writes the statuses that changed.
-async fn status_writer(shared: Arc<Shared>, caches: Vec<InformerSynced>, stop: CancellationToken) {
-    if !wait_synced(&caches, &stop).await {
-        return;
-    }
-    let mut written = Written::default();
-    loop {
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            _ = tokio::time::sleep(shared.options.status_interval) => {}
-        }
-        write_statuses(&shared, &mut written).await;
-    }
-}
-
-/// What the status writer remembers between rounds.
-#[derive(Default)]
-struct Written {
-    /// The last status written per policy.
-    statuses: HashMap<PolicyId, RetentionPolicyStatus>,
-    /// `status.deleted` as found when this process first saw the policy: the count carries
-    /// over restarts of kube-gc, and this process's deletions are added to it.
-    deleted_before: HashMap<PolicyId, u64>,
-}
-
-async fn write_statuses(shared: &Shared, written: &mut Written) {
-    let watches: Vec<_> = shared.watches.read().values().cloned().collect();
-    let now = shared.clock.now();
-    let counts = count(&watches, now);
-    let states = shared.states.lock().clone();
-    for (id, state) in states {
-        let Some(object) = policy_object(shared, &id) else {
-            continue;
-        };
-        let before = *written
-            .deleted_before
-            .entry(id.clone())
-            .or_insert_with(|| object.status.as_ref().map_or(0, |s| s.deleted));
-        let deleted = before + shared.metrics.deletions(&id.to_string());
-        let previous = written.statuses.get(&id).or(object.status.as_ref());
-        let status = status_for(
-            &state,
-            counts.get(&id).copied().unwrap_or_default(),
-            deleted,
-            previous,
-            now,
-        );
-        if object.status.as_ref() == Some(&status) || written.statuses.get(&id) == Some(&status) {
-            continue;
-        }
-        let resource = if id.namespace.is_some() {
-            namespaced_policies()
-        } else {
-            cluster_policies()
-        };
-        let api: Api<RetentionPolicyObject> =
-            Api::dynamic(shared.client.clone(), resource, id.namespace.as_deref());
-        let patch = Patch::Merge(serde_json::json!({ "status": status }));
-        match api
-            .patch_status(&id.name, &PostParams::default(), &patch)
-            .await
-        {
-            Ok(_) => {
-                written.statuses.insert(id, status);
-            }
-            Err(e) => {
-                shared.metrics.observe_api_error("patch");
-                tracing::warn!(policy = %id, error = %e, "could not write the policy's status");
-            }
-        }
     }
 }

@@ -24,7 +24,7 @@ use super::plan::PolicyState;
 use super::watch::ResourceWatch;
 
 /// One policy's counts.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Counts {
     /// Objects it governs.
     pub matched: u64,
@@ -32,6 +32,12 @@ pub struct Counts {
     pub waiting: u64,
     /// The earliest expiry among them.
     pub next_deletion: Option<DateTime<Utc>>,
+    /// Objects it governs that other policies also match, by the other policy.
+    pub overlapping: BTreeMap<PolicyId, u64>,
+    /// Objects it matches that a more specific policy governs, by that policy.
+    pub governed_elsewhere: BTreeMap<PolicyId, u64>,
+    /// Some of those overlaps were ties between equally specific policies (the name decided).
+    pub ties: u64,
 }
 
 /// Counts every watch's judgements by governing policy.
@@ -45,8 +51,20 @@ pub fn count(watches: &[Arc<ResourceWatch>], now: DateTime<Utc>) -> BTreeMap<Pol
             let Some(policy) = watch.rules.policies.get(usize::from(governed.policy)) else {
                 continue;
             };
+            for &loser in governed.shadowed.iter() {
+                if let Some(loser) = watch.rules.policies.get(usize::from(loser)) {
+                    let lost = counts.entry(loser.id.clone()).or_default();
+                    *lost
+                        .governed_elsewhere
+                        .entry(policy.id.clone())
+                        .or_default() += 1;
+                    let won = counts.entry(policy.id.clone()).or_default();
+                    *won.overlapping.entry(loser.id.clone()).or_default() += 1;
+                }
+            }
             let entry = counts.entry(policy.id.clone()).or_default();
             entry.matched += 1;
+            entry.ties += u64::from(governed.tie);
             let expires_at = match judge(&governed.facts, governed.ttl, now) {
                 Ok(Verdict::Wait { expires_at, .. }) => expires_at,
                 Ok(Verdict::Expired { expired_at }) => expired_at,
@@ -66,7 +84,7 @@ pub fn count(watches: &[Arc<ResourceWatch>], now: DateTime<Utc>) -> BTreeMap<Pol
 /// The status to write for one policy.
 pub fn status_for(
     state: &PolicyState,
-    counts: Counts,
+    counts: &Counts,
     deleted: u64,
     previous: Option<&RetentionPolicyStatus>,
     now: DateTime<Utc>,
@@ -110,20 +128,75 @@ pub fn status_for(
         Some(c) if c.status == ready => c.last_transition_time,
         _ => Time(now),
     };
+    let ready = Condition {
+        type_: "Ready".to_owned(),
+        status: ready.to_owned(),
+        observed_generation: generation,
+        last_transition_time,
+        reason: reason.to_owned(),
+        message,
+    };
+    let overlap = overlap_condition(counts, generation, previous, now);
     RetentionPolicyStatus {
         observed_generation: generation,
         matched: counts.matched,
         waiting: counts.waiting,
         deleted,
         next_deletion_time: counts.next_deletion.map(Time),
-        conditions: vec![Condition {
-            type_: "Ready".to_owned(),
-            status: ready.to_owned(),
-            observed_generation: generation,
-            last_transition_time,
-            reason: reason.to_owned(),
-            message,
-        }],
+        conditions: vec![ready, overlap],
+    }
+}
+
+/// `Overlapping`: whether other policies match the same objects, and which one governs them —
+/// reported, never guessed (`precedence.rs` decides; this says what it decided).
+fn overlap_condition(
+    counts: &Counts,
+    generation: Option<i64>,
+    previous: Option<&RetentionPolicyStatus>,
+    now: DateTime<Utc>,
+) -> Condition {
+    let list = |by: &BTreeMap<PolicyId, u64>| {
+        by.iter()
+            .map(|(id, n)| format!("{n} with {id}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut parts = Vec::new();
+    if !counts.overlapping.is_empty() {
+        parts.push(format!(
+            "governs objects also matched by other policies: {}",
+            list(&counts.overlapping)
+        ));
+    }
+    if !counts.governed_elsewhere.is_empty() {
+        parts.push(format!(
+            "objects it matches are governed by more specific policies: {}",
+            list(&counts.governed_elsewhere)
+        ));
+    }
+    if counts.ties > 0 {
+        parts.push(format!(
+            "{} of them between equally specific policies, where the name decided",
+            counts.ties
+        ));
+    }
+    let (status, reason) = if parts.is_empty() {
+        ("False", "NoOverlap")
+    } else {
+        ("True", "OtherPoliciesMatch")
+    };
+    let previous = previous.and_then(|s| s.conditions.iter().find(|c| c.type_ == "Overlapping"));
+    let last_transition_time = match previous {
+        Some(c) if c.status == status => c.last_transition_time,
+        _ => Time(now),
+    };
+    Condition {
+        type_: "Overlapping".to_owned(),
+        status: status.to_owned(),
+        observed_generation: generation,
+        last_transition_time,
+        reason: reason.to_owned(),
+        message: parts.join("; "),
     }
 }
 
@@ -142,21 +215,22 @@ mod tests {
             matched: 4,
             waiting: 2,
             next_deletion: Some(at(50)),
+            ..Counts::default()
         };
         let ready = PolicyState::Ready {
             generation: Some(2),
         };
-        let first = status_for(&ready, counts, 1, None, at(0));
+        let first = status_for(&ready, &counts, 1, None, at(0));
         assert_eq!(first.observed_generation, Some(2));
         assert_eq!((first.matched, first.waiting, first.deleted), (4, 2, 1));
         assert_eq!(first.next_deletion_time, Some(Time(at(50))));
-        let again = status_for(&ready, counts, 1, Some(&first), at(100));
+        let again = status_for(&ready, &counts, 1, Some(&first), at(100));
         assert_eq!(again.conditions[0].last_transition_time, Time(at(0)));
         let invalid = PolicyState::Invalid {
             generation: Some(3),
             errors: vec![FieldError::new("spec.match", "does not compile: x")],
         };
-        let broken = status_for(&invalid, Counts::default(), 1, Some(&again), at(200));
+        let broken = status_for(&invalid, &Counts::default(), 1, Some(&again), at(200));
         let condition = &broken.conditions[0];
         assert_eq!(
             (condition.status.as_str(), condition.reason.as_str()),
@@ -164,5 +238,53 @@ mod tests {
         );
         assert_eq!(condition.message, "spec.match: does not compile: x");
         assert_eq!(condition.last_transition_time, Time(at(200)));
+    }
+}
+
+#[cfg(test)]
+mod overlap_tests {
+    use super::*;
+
+    fn id(name: &str) -> PolicyId {
+        PolicyId {
+            namespace: None,
+            name: name.to_owned(),
+        }
+    }
+
+    #[test]
+    fn overlaps_are_reported_on_both_sides() {
+        let now = DateTime::from_timestamp(1_800_000_000, 0).unwrap_or_default();
+        let ready = PolicyState::Ready { generation: None };
+        let winner = Counts {
+            matched: 3,
+            overlapping: BTreeMap::from([(id("all"), 3)]),
+            ties: 1,
+            ..Counts::default()
+        };
+        let status = status_for(&ready, &winner, 0, None, now);
+        let overlap = &status.conditions[1];
+        assert_eq!(
+            (overlap.type_.as_str(), overlap.status.as_str()),
+            ("Overlapping", "True")
+        );
+        assert_eq!(
+            overlap.message,
+            "governs objects also matched by other policies: 3 with ClusterRetentionPolicy all; \
+             1 of them between equally specific policies, where the name decided"
+        );
+        let loser = Counts {
+            governed_elsewhere: BTreeMap::from([(id("specific"), 3)]),
+            ..Counts::default()
+        };
+        let message = status_for(&ready, &loser, 0, None, now).conditions[1]
+            .message
+            .clone();
+        assert_eq!(
+            message,
+            "objects it matches are governed by more specific policies: 3 with ClusterRetentionPolicy specific"
+        );
+        let alone = status_for(&ready, &Counts::default(), 0, None, now);
+        assert_eq!(alone.conditions[1].reason, "NoOverlap");
     }
 }

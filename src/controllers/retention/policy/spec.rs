@@ -141,7 +141,7 @@ pub struct ConditionSpec {
     /// The condition's type.
     #[serde(rename = "type", default)]
     pub type_: String,
-    /// The status that means finished (default `"True"`).
+    /// The status that means finished (default `"True"`); `Unknown` never means finished.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
     /// `Succeeded` or `Failed` (default `Succeeded`): which history limit it counts against.
@@ -217,7 +217,7 @@ pub struct RetentionPolicyStatus {
     /// Of those, finished or expiring objects waiting for their time.
     #[serde(default)]
     pub waiting: u64,
-    /// Objects deleted under it since kube-gc started.
+    /// Objects deleted under it, counted across restarts of kube-gc.
     #[serde(default)]
     pub deleted: u64,
     /// The next deletion it has scheduled.

@@ -43,7 +43,7 @@ pub struct PresetResource {
 pub struct Preset {
     /// Its name, as `spec.preset` gives it.
     pub name: &'static str,
-    /// One line for `docs/retention.md` and `kube-gc presets`.
+    /// One line, for `docs/retention.md`.
     pub summary: &'static str,
     /// The resources it applies to.
     pub resources: Vec<PresetResource>,
@@ -148,7 +148,7 @@ mod tests {
     }
 
     #[test]
-    fn only_jobs_delete_in_the_foreground_and_only_pods_skip_controlled() {
+    fn only_jobs_delete_in_the_foreground_and_only_pods_and_taskruns_skip_controlled() {
         // Jobs as their upstream TTL controllers delete them (kcm's and Volcano's); for the
         // rest, dependents go in the background, as the apiserver's default for them.
         for preset in all() {
@@ -157,7 +157,7 @@ mod tests {
             assert_eq!(foreground, jobs, "{}", preset.name);
             assert_eq!(
                 preset.skip_controlled,
-                preset.name == "pods",
+                ["pods", "tekton-taskruns"].contains(&preset.name),
                 "{}",
                 preset.name
             );

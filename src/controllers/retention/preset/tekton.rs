@@ -5,7 +5,9 @@
 //! `True` once succeeded, `False` once failed, cancelled or timed out. They finish at
 //! `status.completionTime`, set by the reconcilers with the condition. Tekton has no TTL of
 //! its own. History is grouped by the Pipeline or Task they ran, from the labels Tekton puts
-//! on every run (`tekton.dev/pipeline`, `tekton.dev/task`).
+//! on every run (`tekton.dev/pipeline`, `tekton.dev/task`). A TaskRun a PipelineRun created
+//! (its controlling owner) is left to it, as the Tekton pruner does (`isPipelineRunOwned`):
+//! deleting it for a Task's history limit would gut a PipelineRun that is being kept.
 
 use crate::api::PropagationPolicy;
 use crate::controllers::retention::rule::{FinishKind, FinishRule, FinishTime, GroupBy, Outcome};
@@ -28,6 +30,7 @@ fn run(
     resource: &'static str,
     kind: &'static str,
     label: &str,
+    skip_controlled: bool,
 ) -> Preset {
     Preset {
         name,
@@ -42,7 +45,7 @@ fn run(
         own_ttl: Vec::new(),
         propagation: PropagationPolicy::Background,
         group_by: GroupBy::Label(label.to_owned()),
-        skip_controlled: false,
+        skip_controlled,
     }
 }
 
@@ -54,6 +57,7 @@ pub(super) fn pipeline_runs() -> Preset {
         "pipelineruns",
         "PipelineRun",
         "tekton.dev/pipeline",
+        false,
     )
 }
 
@@ -65,5 +69,6 @@ pub(super) fn task_runs() -> Preset {
         "taskruns",
         "TaskRun",
         "tekton.dev/task",
+        true,
     )
 }
