@@ -1,5 +1,7 @@
 //! The TTL decision, as a pure function of an object's [`TtlState`] and the time: upstream's
-//! `processTTL` / `timeLeft`, with no I/O so every rule is unit-tested on its own.
+//! `processTTL` / `timeLeft`, with no I/O so every rule is unit-tested on its own. It is the
+//! retention engine's decision (`retention/judge.rs`) applied to the object's own TTL, so the
+//! two controllers and the retention presets `batch-jobs` / `volcano-jobs` cannot disagree.
 //!
 //! Contract:
 //! - Not finished, no TTL, or already being deleted → [`Verdict::Keep`].
@@ -44,31 +46,53 @@ pub enum Verdict {
 #[error("finished, but its finish time is not set")]
 pub struct MissingFinishTime;
 
-/// Decides what to do with `state` at `now`.
+/// Decides what to do with `state` at `now`: the retention engine's [`judge`] (one decision
+/// function for every TTL kube-gc applies), with the object's own TTL counted from its finish.
+///
+/// [`judge`]: crate::controllers::retention::judge::judge
 pub fn judge(state: &TtlState, now: DateTime<Utc>) -> Result<Verdict, MissingFinishTime> {
+    use crate::controllers::retention::judge::{self as shared, Facts};
+    use crate::controllers::retention::rule::{Finished as Done, Outcome};
+    use crate::controllers::retention::ttl::{Since, Ttl};
+
     let Some(ttl) = state.ttl_seconds else {
         return Ok(Verdict::Keep);
     };
-    if state.being_deleted {
-        return Ok(Verdict::Keep);
-    }
-    let finished_at = match state.finished {
-        Finished::No => return Ok(Verdict::Keep),
-        Finished::WithoutTime => return Err(MissingFinishTime),
-        Finished::At(at) => at,
+    // The outcome does not matter to a TTL; only history limits tell the two apart.
+    let finished = |at| {
+        Some(Done {
+            outcome: Outcome::Succeeded,
+            at,
+        })
     };
-    let expires_at = finished_at + chrono::Duration::seconds(i64::from(ttl));
-    if expires_at <= now {
-        return Ok(Verdict::Expired {
-            expired_at: expires_at,
-        });
+    let facts = Facts {
+        being_deleted: state.being_deleted,
+        created_at: None,
+        finished: match state.finished {
+            Finished::No => None,
+            Finished::At(at) => finished(Some(at)),
+            Finished::WithoutTime => finished(None),
+        },
+    };
+    let ttl = Ttl::After {
+        since: Since::Finished,
+        length: chrono::Duration::seconds(i64::from(ttl)),
+    };
+    match shared::judge(&facts, ttl, now) {
+        Ok(shared::Verdict::Keep(_)) => Ok(Verdict::Keep),
+        Ok(shared::Verdict::Wait {
+            expires_at,
+            remaining,
+            finished_in_future,
+        }) => Ok(Verdict::Wait {
+            expires_at,
+            remaining,
+            finished_in_future,
+        }),
+        Ok(shared::Verdict::Expired { expired_at }) => Ok(Verdict::Expired { expired_at }),
+        // Counted from the finish, the only time that can be missing is the finish time.
+        Err(_) => Err(MissingFinishTime),
     }
-    let remaining = (expires_at - now).to_std().unwrap_or(Duration::ZERO);
-    Ok(Verdict::Wait {
-        expires_at,
-        remaining,
-        finished_in_future: finished_at > now,
-    })
 }
 
 #[cfg(test)]
