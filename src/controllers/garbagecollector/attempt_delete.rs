@@ -25,7 +25,7 @@ use super::builder::GraphEvent;
 use super::errors::WorkError;
 use super::graph::{NodeView, Presence, FOREGROUND_FINALIZER};
 use super::identity::{OwnerLink, Uid};
-use super::owners::{classify, Classification, Verdicts};
+use super::owners::{action, classify, Action, Classification, Verdicts};
 use super::requests::{self, api_for};
 use super::Shared;
 use crate::api::{OwnerReference, PropagationPolicy};
@@ -122,47 +122,48 @@ async fn judge(shared: &Shared, item: &NodeView) -> Result<Done, WorkError> {
         dangling,
         waiting,
     } = verdicts;
-    if !solid.is_empty() {
-        if dangling.is_empty() && waiting.is_empty() {
-            return Ok(Done::Finished);
-        }
-        let gone: HashSet<Uid> = dangling
-            .iter()
-            .chain(&waiting)
-            .map(|o| Arc::clone(&o.uid))
-            .collect();
-        tracing::debug!(object = %item.identity, removed = gone.len(), "removing references to absent or waiting owners");
-        requests::patch_owners(
-            shared,
-            &item.identity,
-            &item.owners,
-            requests::without(&gone),
-        )
-        .await?;
-        return Ok(Done::Finished);
-    }
     let judged: Vec<OwnerReference> = item.owners.iter().map(OwnerLink::to_reference).collect();
-    if !waiting.is_empty() && item.dependent_count > 0 {
-        return delete_in_foreground(shared, item, &waiting, judged).await;
+    let decided = action(
+        solid.len(),
+        dangling.len(),
+        waiting.len(),
+        item.dependent_count,
+        item.orphan_finalizer,
+        item.foreground_finalizer,
+    );
+    match decided {
+        Action::Keep => Ok(Done::Finished),
+        Action::RemoveReferences => {
+            let gone: HashSet<Uid> = dangling
+                .iter()
+                .chain(&waiting)
+                .map(|o| Arc::clone(&o.uid))
+                .collect();
+            tracing::debug!(object = %item.identity, removed = gone.len(), "removing references to absent or waiting owners");
+            requests::patch_owners(
+                shared,
+                &item.identity,
+                &item.owners,
+                requests::without(&gone),
+            )
+            .await?;
+            Ok(Done::Finished)
+        }
+        Action::DeleteInForeground => delete_in_foreground(shared, item, &waiting, judged).await,
+        Action::Delete(policy) => {
+            tracing::debug!(object = %item.identity, ?policy, "deleting an object whose owners are all gone");
+            requests::delete(
+                shared,
+                &item.identity,
+                policy,
+                &item.resource_version,
+                &judged,
+                "every owner is gone",
+            )
+            .await?;
+            Ok(Done::Finished)
+        }
     }
-    let policy = if item.orphan_finalizer {
-        PropagationPolicy::Orphan
-    } else if item.foreground_finalizer {
-        PropagationPolicy::Foreground
-    } else {
-        PropagationPolicy::Background
-    };
-    tracing::debug!(object = %item.identity, ?policy, "deleting an object whose owners are all gone");
-    requests::delete(
-        shared,
-        &item.identity,
-        policy,
-        &item.resource_version,
-        &judged,
-        "every owner is gone",
-    )
-    .await?;
-    Ok(Done::Finished)
 }
 
 /// Deletes `item` in the foreground because an owner waits on it. An owner that is also one of

@@ -95,7 +95,7 @@ use monitors::{MonitorCounters, Monitors, SyncState};
 
 pub use errors::{GcError, WorkError};
 pub use metrics::GcMetrics;
-pub use owners::INVALID_NAMESPACE_REASON;
+pub use owners::{action, Action, INVALID_NAMESPACE_REASON};
 
 /// Name of the attempt-to-delete queue (its metrics' `name` label).
 pub const ATTEMPT_TO_DELETE_QUEUE: &str = "garbage_collector_attempt_to_delete";

@@ -60,6 +60,52 @@ pub enum Classification {
     InvalidClusterScoped,
 }
 
+/// What the collector does with an object not being deleted, once every owner has a verdict —
+/// the decision of upstream's `attemptToDeleteItem`, pure, so that `kube-gc explain` says
+/// exactly what the collector would do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// An owner exists, and no reference is dangling or waiting: nothing to do.
+    Keep,
+    /// An owner exists: the references to absent or waiting owners are removed; it stays.
+    RemoveReferences,
+    /// No owner exists, one waits for its dependents, and it has dependents of its own: it is
+    /// deleted in the foreground, so that its own dependents go first.
+    DeleteInForeground,
+    /// No owner exists: it is deleted, with the policy its finalizers ask for.
+    Delete(crate::api::PropagationPolicy),
+}
+
+/// The collector's action for an object with these owner verdicts (counts), dependents and
+/// finalizers.
+pub fn action(
+    solid: usize,
+    dangling: usize,
+    waiting: usize,
+    dependents: usize,
+    orphan_finalizer: bool,
+    foreground_finalizer: bool,
+) -> Action {
+    use crate::api::PropagationPolicy;
+    if solid > 0 {
+        return if dangling == 0 && waiting == 0 {
+            Action::Keep
+        } else {
+            Action::RemoveReferences
+        };
+    }
+    if waiting > 0 && dependents > 0 {
+        return Action::DeleteInForeground;
+    }
+    Action::Delete(if orphan_finalizer {
+        PropagationPolicy::Orphan
+    } else if foreground_finalizer {
+        PropagationPolicy::Foreground
+    } else {
+        PropagationPolicy::Background
+    })
+}
+
 /// Classifies every owner of `item`.
 pub(super) async fn classify(
     shared: &Shared,
@@ -299,5 +345,31 @@ mod tests {
         let judged = classify(&shared, &pod_view(&shared, "an-older-uid")).await;
         assert!(matches!(&judged, Ok(Classification::Ready(v)) if v.dangling.len() == 1));
         sim.shutdown().await;
+    }
+}
+
+#[cfg(test)]
+mod action_tests {
+    use super::*;
+    use crate::api::PropagationPolicy;
+
+    #[test]
+    fn a_solid_owner_keeps_it_and_no_owner_deletes_it_as_its_finalizers_ask() {
+        assert_eq!(action(1, 0, 0, 0, false, false), Action::Keep);
+        assert_eq!(action(1, 1, 0, 0, false, false), Action::RemoveReferences);
+        assert_eq!(action(1, 0, 1, 3, false, false), Action::RemoveReferences);
+        assert_eq!(action(0, 0, 1, 2, false, false), Action::DeleteInForeground);
+        assert_eq!(
+            action(0, 0, 1, 0, false, false),
+            Action::Delete(PropagationPolicy::Background)
+        );
+        assert_eq!(
+            action(0, 2, 0, 5, true, true),
+            Action::Delete(PropagationPolicy::Orphan)
+        );
+        assert_eq!(
+            action(0, 1, 0, 0, false, true),
+            Action::Delete(PropagationPolicy::Foreground)
+        );
     }
 }
