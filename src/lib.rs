@@ -6,7 +6,9 @@
 //! - [`client`]: talking to an API server: kubeconfig, authentication, REST verbs, watch streams.
 //! - [`runtime`]: the controller runtime: workqueue, reflector, cache, informer and worker loop.
 //! - [`events`]: how controllers report Kubernetes Events without waiting on them.
-//! - [`controllers`]: the garbage-collection logic (TTL-after-finished, ownerReference GC).
+//! - [`controllers`]: the garbage-collection logic (TTL-after-finished, ownerReference GC,
+//!   retention policies).
+//! - [`explain`]: `kube-gc explain` and `kube-gc plan`, read-only, on the controllers' decisions.
 //! - [`manager`]: runs the enabled controllers together, as kube-controller-manager does.
 //! - [`demo`]: the `kube-gc demo` workload, run against the simulated API server.
 //! - Running for real: [`leaderelection`] (one active replica, on a Lease), [`metrics`]
@@ -29,6 +31,7 @@ pub mod clock;
 pub mod controllers;
 pub mod demo;
 pub mod events;
+pub mod explain;
 pub mod leaderelection;
 pub mod manager;
 pub mod metrics;

@@ -7,6 +7,7 @@
 mod config;
 mod demo;
 mod duration;
+mod explain;
 mod logging;
 mod record;
 mod run;
@@ -60,6 +61,10 @@ enum Command {
     Config(config::ConfigCommand),
     /// Record a live list+watch of one resource as a replay script (JSON lines on stdout).
     Record(record::RecordArgs),
+    /// Why an object is still there, and what kube-gc will do with it (read-only).
+    Explain(explain::ExplainArgs),
+    /// What kube-gc would delete, and when (read-only): `plan` before `run`.
+    Plan(explain::PlanArgs),
 }
 
 /// A subcommand's failure, printed by [`main`] before exiting non-zero.
@@ -80,6 +85,9 @@ pub enum CliError {
     /// `kube-gc run` failed.
     #[error(transparent)]
     Run(#[from] run::RunError),
+    /// `kube-gc explain` or `kube-gc plan` failed.
+    #[error(transparent)]
+    Explain(#[from] explain::ExplainError),
     /// `kube-gc demo` failed or found a wrong outcome.
     #[error(transparent)]
     Demo(#[from] crate::demo::DemoError),
@@ -111,6 +119,8 @@ fn run(command: Command) -> Result<(), CliError> {
         Command::Record(args) => async_runtime()?.block_on(record::run(args))?,
         Command::Run(args) => async_runtime()?.block_on(run::run(*args))?,
         Command::Demo(args) => async_runtime()?.block_on(demo::run(args))?,
+        Command::Explain(args) => async_runtime()?.block_on(explain::run_explain(args))?,
+        Command::Plan(args) => async_runtime()?.block_on(explain::run_plan(args))?,
     }
     Ok(())
 }

@@ -1,0 +1,290 @@
+//! `kube-gc explain TYPE/NAME` and `kube-gc plan`: read-only answers from the same decisions
+//! the controllers make (`crate::explain`). Both connect as `kube-gc run` does, need no running
+//! kube-gc, send only GET and LIST, and fail with one line naming what was asked.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use serde_json::Value;
+
+use super::config::ConnectionArgs;
+use super::duration::parse_duration;
+use crate::client::config::{ClientConfig, ConfigError, Environment, LoadOptions};
+use crate::client::{Api, BuildError, Client, ClientOptions, Discovery, ListParams};
+use crate::explain::plan::{plan, text as plan_text, PlanOptions};
+use crate::explain::{decide, gather, render, resolve, ExplainTarget, Explanation, GatherError};
+
+/// How to print.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    /// For a terminal.
+    #[default]
+    Text,
+    /// The data, as JSON.
+    Json,
+    /// The data, as YAML.
+    Yaml,
+}
+
+/// Flags of `kube-gc explain`.
+#[derive(Debug, Clone, Args)]
+pub struct ExplainArgs {
+    /// TYPE/NAME (`jobs/nightly-29`), or TYPE NAME, or TYPE with -l.
+    #[arg(value_name = "TYPE/NAME")]
+    pub target: Vec<String>,
+    /// The namespace (default: the kubeconfig context's).
+    #[arg(short = 'n', long, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// Explain the objects a manifest names (by kind, name and namespace).
+    #[arg(short = 'f', long, value_name = "FILE")]
+    pub filename: Option<PathBuf>,
+    /// With TYPE: explain every object whose labels match.
+    #[arg(short = 'l', long, value_name = "SELECTOR")]
+    pub selector: Option<String>,
+    /// text, json or yaml.
+    #[arg(short = 'o', long, value_enum, default_value_t = Output::Text)]
+    pub output: Output,
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
+}
+
+/// Flags of `kube-gc plan`.
+#[derive(Debug, Clone, Args)]
+pub struct PlanArgs {
+    /// How far ahead (Go duration: 90m, 24h).
+    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = parse_duration)]
+    pub within: Duration,
+    /// One namespace.
+    #[arg(short = 'n', long, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// Only objects whose labels match.
+    #[arg(short = 'l', long, value_name = "SELECTOR")]
+    pub selector: Option<String>,
+    /// text or json (yaml too).
+    #[arg(short = 'o', long, value_enum, default_value_t = Output::Text)]
+    pub output: Output,
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
+}
+
+/// Why `explain` or `plan` failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ExplainError {
+    /// The command line names no object.
+    #[error("{0}")]
+    Usage(String),
+    /// The configuration could not be loaded.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The client could not be built.
+    #[error("cannot build the API client: {0}")]
+    Client(#[from] BuildError),
+    /// Discovery failed.
+    #[error("cannot read what the server serves: {0}")]
+    Discovery(#[source] crate::client::Error),
+    /// The facts could not be gathered.
+    #[error(transparent)]
+    Gather(#[from] GatherError),
+    /// The manifest could not be read.
+    #[error("{path}: {message}")]
+    File {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The output could not be written.
+    #[error("cannot print the result: {0}")]
+    Print(String),
+}
+
+async fn connect(connection: &ConnectionArgs) -> Result<(Client, Discovery), ExplainError> {
+    let options = LoadOptions {
+        kubeconfig: connection.kubeconfig.clone(),
+        context: connection.context.clone(),
+    };
+    let config = ClientConfig::load(&options, &Environment::from_process())?;
+    let client = Client::new(&config, &ClientOptions::default())?;
+    let discovery = Discovery::run(&client)
+        .await
+        .map_err(ExplainError::Discovery)?;
+    Ok((client, discovery))
+}
+
+/// Runs `kube-gc explain`.
+pub async fn run_explain(args: ExplainArgs) -> Result<(), ExplainError> {
+    let (client, discovery) = connect(&args.connection).await?;
+    let namespace = args
+        .namespace
+        .clone()
+        .unwrap_or_else(|| client.default_namespace().to_owned());
+    let targets = targets(&args, &client, &discovery, &namespace).await?;
+    let now = chrono::Utc::now();
+    let mut explanations = Vec::new();
+    for target in &targets {
+        explanations.push(decide(&gather(&client, &discovery, target).await?, now));
+    }
+    print(&explanations, args.output)
+}
+
+/// What the command line names.
+async fn targets(
+    args: &ExplainArgs,
+    client: &Client,
+    discovery: &Discovery,
+    namespace: &str,
+) -> Result<Vec<ExplainTarget>, ExplainError> {
+    if let Some(path) = &args.filename {
+        return from_file(path, discovery, namespace);
+    }
+    let (type_, name) = match args.target.as_slice() {
+        [one] => match one.split_once('/') {
+            Some((t, n)) => (t.to_owned(), Some(n.to_owned())),
+            None => (one.clone(), None),
+        },
+        [t, n] => (t.clone(), Some(n.clone())),
+        _ => {
+            return Err(ExplainError::Usage(
+                "expected TYPE/NAME, TYPE NAME, TYPE -l SELECTOR or -f FILE".into(),
+            ))
+        }
+    };
+    if let Some(name) = name {
+        return Ok(vec![ExplainTarget {
+            type_,
+            name,
+            namespace: namespace.to_owned(),
+        }]);
+    }
+    let Some(selector) = &args.selector else {
+        return Err(ExplainError::Usage(format!(
+            "{type_}: name an object (TYPE/NAME) or select some with -l"
+        )));
+    };
+    let resource = resolve(discovery, &type_).map_err(GatherError::from)?;
+    let api: Api<Value> = Api::dynamic(
+        client.clone(),
+        resource.clone(),
+        resource.namespaced.then_some(namespace),
+    );
+    let params = ListParams {
+        label_selector: Some(selector.clone()),
+        ..ListParams::default()
+    };
+    let list = api
+        .list_metadata(&params)
+        .await
+        .map_err(|source| GatherError::Api {
+            what: format!("list {} -l {selector}", resource.path_name()),
+            source,
+        })?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter_map(|o| o.metadata.name)
+        .map(|name| ExplainTarget {
+            type_: type_.clone(),
+            name,
+            namespace: namespace.to_owned(),
+        })
+        .collect())
+}
+
+fn from_file(
+    path: &PathBuf,
+    discovery: &Discovery,
+    namespace: &str,
+) -> Result<Vec<ExplainTarget>, ExplainError> {
+    let fail = |message: String| ExplainError::File {
+        path: path.display().to_string(),
+        message,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+    let document: Value =
+        serde_saphyr::from_str(&text).map_err(|e| fail(format!("not YAML or JSON: {e}")))?;
+    let objects = match document["items"].as_array() {
+        Some(items) => items.clone(),
+        None => vec![document],
+    };
+    objects
+        .iter()
+        .map(|object| {
+            let (api_version, kind) = (object["apiVersion"].as_str(), object["kind"].as_str());
+            let name = object["metadata"]["name"].as_str();
+            let (Some(api_version), Some(kind), Some(name)) = (api_version, kind, name) else {
+                return Err(fail(
+                    "each object needs apiVersion, kind and metadata.name".into(),
+                ));
+            };
+            let found = discovery
+                .resource_for_kind(api_version, kind)
+                .ok_or_else(|| fail(format!("the server doesn't serve {kind} in {api_version}")))?;
+            let r = &found.resource;
+            let type_ = if r.group.is_empty() {
+                r.plural.clone()
+            } else {
+                format!("{}.{}", r.plural, r.group)
+            };
+            let namespace = object["metadata"]["namespace"]
+                .as_str()
+                .unwrap_or(namespace)
+                .to_owned();
+            Ok(ExplainTarget {
+                type_,
+                name: name.to_owned(),
+                namespace,
+            })
+        })
+        .collect()
+}
+
+fn print(explanations: &[Explanation], output: Output) -> Result<(), ExplainError> {
+    match output {
+        Output::Text => {
+            let screens: Vec<String> = explanations.iter().map(render::text).collect();
+            print!("{}", screens.join("\n---\n\n"));
+        }
+        Output::Json => {
+            let text = match explanations {
+                [one] => serde_json::to_string_pretty(one),
+                many => serde_json::to_string_pretty(many),
+            }
+            .map_err(|e| ExplainError::Print(e.to_string()))?;
+            println!("{text}");
+        }
+        Output::Yaml => {
+            let text = match explanations {
+                [one] => serde_saphyr::to_string(one),
+                many => serde_saphyr::to_string(&many),
+            }
+            .map_err(|e| ExplainError::Print(e.to_string()))?;
+            print!("{text}");
+        }
+    }
+    Ok(())
+}
+
+/// Runs `kube-gc plan`.
+pub async fn run_plan(args: PlanArgs) -> Result<(), ExplainError> {
+    let (client, discovery) = connect(&args.connection).await?;
+    let options = PlanOptions {
+        within: args.within,
+        namespace: args.namespace.clone(),
+        selector: args.selector.clone(),
+    };
+    let report = plan(&client, &discovery, &options, chrono::Utc::now()).await?;
+    match args.output {
+        Output::Text => print!("{}", plan_text(&report)),
+        Output::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&report)
+                .map_err(|e| ExplainError::Print(e.to_string()))?
+        ),
+        Output::Yaml => print!(
+            "{}",
+            serde_saphyr::to_string(&report).map_err(|e| ExplainError::Print(e.to_string()))?
+        ),
+    }
+    Ok(())
+}

@@ -1,0 +1,168 @@
+//! `kube-gc explain` and `kube-gc plan` (issue 18): why an object is still there, and what
+//! will be deleted when — answered with the same decision functions the controllers run.
+//!
+//! | file | what it holds |
+//! |---|---|
+//! | `resolve.rs` | `TYPE` → resource, as kubectl resolves it |
+//! | `gather.rs` | the read-only requests: the object, its owners, policies, dependents, Events |
+//! | `decide.rs` | the verdict of every controller, pure: the TTL controllers' `judge`, the retention engine's `project` / `judge` / `rank`, the garbage collector's `action` |
+//! | `render.rs` | the screen an operator reads |
+//! | `plan.rs` | `kube-gc plan`: every deletion to come, sorted, totalled, charted |
+//!
+//! Contract: nothing here writes to the cluster — only GET and LIST — and no decision is made
+//! here that a controller does not make the same way: `decide.rs` calls the controllers' own
+//! pure functions, and `tests/explain.rs` drives the same objects through both.
+
+pub mod decide;
+pub mod gather;
+pub mod plan;
+pub mod render;
+pub mod resolve;
+
+use serde::Serialize;
+
+pub use decide::decide;
+pub use gather::{gather, GatherError, Gathered, OwnerState, Target as ExplainTarget};
+pub use resolve::{resolve, UnknownType};
+
+/// The answer in one word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VerdictKind {
+    /// Due now: the next reconcile deletes it.
+    DeleteNow,
+    /// Deleted at `deleteAt`, unless something changes.
+    DeleteAt,
+    /// Blocked: being deleted, waiting for finalizers.
+    Blocked,
+    /// Something could not be read: kube-gc keeps it and says why.
+    Unknown,
+    /// Nothing will delete it.
+    Keep,
+}
+
+impl VerdictKind {
+    /// The word as printed.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VerdictKind::DeleteNow => "delete-now",
+            VerdictKind::DeleteAt => "delete-at",
+            VerdictKind::Blocked => "blocked",
+            VerdictKind::Unknown => "unknown",
+            VerdictKind::Keep => "keep",
+        }
+    }
+}
+
+/// Which object.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectId {
+    /// `group/version`.
+    pub api_version: String,
+    /// Kind.
+    pub kind: String,
+    /// Namespace, for namespaced objects.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// Name.
+    pub name: String,
+    /// UID.
+    pub uid: String,
+}
+
+/// What one controller makes of the object.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Decision {
+    /// `ttl-after-finished`, `volcano-job-ttl`, `retention`, `garbagecollector`.
+    pub controller: String,
+    /// Whether it governs the object at all.
+    pub governs: bool,
+    /// Its verdict.
+    pub verdict: VerdictKind,
+    /// With `delete-at`: when (RFC 3339).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delete_at: Option<String>,
+    /// One line.
+    pub summary: String,
+    /// The facts behind it, one per line.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub details: Vec<String>,
+}
+
+/// An object that keeps another from being deleted, and what keeps *it*.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Blocker {
+    /// `Kind namespace/name`.
+    pub object: String,
+    /// Why it blocks.
+    pub why: String,
+    /// Its own blockers, recursively.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub blockers: Vec<Blocker>,
+}
+
+/// One finalizer of an object being deleted, and what it waits for.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FinalizerWait {
+    /// The finalizer.
+    pub finalizer: String,
+    /// What it waits for, in a sentence.
+    pub waits_for: String,
+    /// The objects it waits on.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub blockers: Vec<Blocker>,
+}
+
+/// An object with a `deletionTimestamp`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeletionInProgress {
+    /// `metadata.deletionTimestamp`.
+    pub since: String,
+    /// Each finalizer.
+    pub finalizers: Vec<FinalizerWait>,
+}
+
+/// An Event about the object.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventLine {
+    /// When it last happened.
+    pub time: String,
+    /// `Normal` or `Warning`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// Its reason.
+    pub reason: String,
+    /// Its message.
+    pub message: String,
+    /// Who reported it.
+    pub source: String,
+}
+
+/// Everything `kube-gc explain` says about one object.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Explanation {
+    /// The object.
+    pub object: ObjectId,
+    /// The answer.
+    pub verdict: VerdictKind,
+    /// With `delete-at`: when (RFC 3339).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delete_at: Option<String>,
+    /// Why, one line per reason.
+    pub reasons: Vec<String>,
+    /// Every controller's view.
+    pub decisions: Vec<Decision>,
+    /// For an object being deleted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deletion: Option<DeletionInProgress>,
+    /// The Events about it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<EventLine>,
+}

@@ -1,0 +1,483 @@
+//! `kube-gc plan`: what kube-gc would delete, and when, from one read of the cluster — every
+//! TTL (the two TTL controllers, every retention policy), every history limit, and every object
+//! whose owners are all gone (the garbage collector) — as a table sorted by time, with totals
+//! per namespace and kind and an hourly chart of the deletions to come.
+//!
+//! Contract: only LISTs; the same decision functions as the controllers (`decide.rs` uses them
+//! for one object, this for all); deletions due now come first, then those within the window.
+//! Objects kept, and deletions beyond the window, are not listed.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt::Write;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::client::{Api, Client, Discovery, ListParams, ResourceRef};
+use crate::controllers::retention::engine::{plan as plan_watches, PolicyInput};
+use crate::controllers::retention::history::{over_limit, Member};
+use crate::controllers::retention::judge::{judge, Verdict};
+use crate::controllers::retention::judgement::project;
+use crate::controllers::retention::policy::{RetentionPolicyObject, Target};
+use crate::controllers::ttl::{
+    judge as judge_ttl, BatchJob, TtlKind, TtlObject, Verdict as TtlVerdict, VolcanoJobs,
+};
+
+use super::decide::rfc3339;
+use super::gather::GatherError;
+
+/// What to plan for.
+#[derive(Clone, Debug, Default)]
+pub struct PlanOptions {
+    /// How far ahead.
+    pub within: Duration,
+    /// One namespace (cluster-scoped objects are still read, as owners).
+    pub namespace: Option<String>,
+    /// Only objects whose labels match (a label selector, as kubectl takes it).
+    pub selector: Option<String>,
+}
+
+/// One deletion to come.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Row {
+    /// Kind.
+    pub kind: String,
+    /// Namespace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// Name.
+    pub name: String,
+    /// Which controller.
+    pub controller: String,
+    /// Why.
+    pub reason: String,
+    /// When (RFC 3339); `None`: now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deletes_at: Option<String>,
+}
+
+/// The plan.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanReport {
+    /// When it was made.
+    pub generated_at: String,
+    /// The window, in seconds.
+    pub within_seconds: u64,
+    /// Every deletion, due ones first, then by time.
+    pub deletions: Vec<Row>,
+    /// Deletions per namespace.
+    pub by_namespace: BTreeMap<String, usize>,
+    /// Deletions per kind.
+    pub by_kind: BTreeMap<String, usize>,
+    /// Deletions per hour from now (`now` first).
+    pub hourly: Vec<(String, usize)>,
+}
+
+/// Reads the cluster and plans.
+///
+/// # Errors
+///
+/// [`GatherError`] naming a list that failed.
+pub async fn plan(
+    client: &Client,
+    discovery: &Discovery,
+    options: &PlanOptions,
+    now: DateTime<Utc>,
+) -> Result<PlanReport, GatherError> {
+    let horizon =
+        now + chrono::Duration::from_std(options.within).unwrap_or(chrono::Duration::days(3650));
+    let mut rows: Vec<(Option<DateTime<Utc>>, Row)> = Vec::new();
+    let served: Vec<ResourceRef> = discovery.preferred().map(|r| r.resource.clone()).collect();
+    let serves = |r: &ResourceRef| {
+        served
+            .iter()
+            .any(|s| s.group == r.group && s.version == r.version && s.plural == r.plural)
+    };
+    for (resource, rows_of) in [
+        (
+            BatchJob::resource(),
+            ttl_rows::<BatchJob>
+                as fn(&[Value], DateTime<Utc>) -> Vec<(Option<DateTime<Utc>>, Row)>,
+        ),
+        (VolcanoJobs::resource(), ttl_rows::<VolcanoJobs>),
+    ] {
+        if serves(&resource) {
+            rows.extend(rows_of(&list(client, &resource, options).await?, now));
+        }
+    }
+    rows.extend(retention_rows(client, &served, options, now).await?);
+    rows.extend(orphan_rows(client, discovery, options).await?);
+    rows.retain(|(at, _)| at.is_none_or(|at| at <= horizon));
+    rows.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.name.cmp(&b.1.name)));
+    Ok(report(rows, options, now))
+}
+
+async fn list(
+    client: &Client,
+    resource: &ResourceRef,
+    options: &PlanOptions,
+) -> Result<Vec<Value>, GatherError> {
+    let namespace = options.namespace.as_deref().filter(|_| resource.namespaced);
+    let api: Api<Value> = Api::dynamic(client.clone(), resource.clone(), namespace);
+    let params = ListParams {
+        label_selector: options.selector.clone(),
+        ..ListParams::default()
+    };
+    api.list(&params)
+        .await
+        .map(|l| l.items)
+        .map_err(|source| GatherError::Api {
+            what: format!("list {}", resource.path_name()),
+            source,
+        })
+}
+
+fn row(
+    object: &Value,
+    kind: &str,
+    controller: &str,
+    reason: String,
+    at: Option<DateTime<Utc>>,
+) -> (Option<DateTime<Utc>>, Row) {
+    let meta = &object["metadata"];
+    let text = |v: &Value| v.as_str().map(str::to_owned);
+    (
+        at,
+        Row {
+            kind: kind.to_owned(),
+            namespace: text(&meta["namespace"]),
+            name: text(&meta["name"]).unwrap_or_default(),
+            controller: controller.to_owned(),
+            reason,
+            deletes_at: at.map(rfc3339),
+        },
+    )
+}
+
+fn ttl_rows<K: TtlKind>(
+    objects: &[Value],
+    now: DateTime<Utc>,
+) -> Vec<(Option<DateTime<Utc>>, Row)> {
+    objects
+        .iter()
+        .filter_map(|object| {
+            let state = *serde_json::from_value::<TtlObject<K>>(object.clone())
+                .ok()?
+                .state();
+            let ttl = state.ttl_seconds?;
+            let reason = format!("ttlSecondsAfterFinished {ttl}s");
+            match judge_ttl(&state, now).ok()? {
+                TtlVerdict::Expired { .. } => {
+                    Some(row(object, K::KIND, K::CONTROLLER, reason, None))
+                }
+                TtlVerdict::Wait { expires_at, .. } => Some(row(
+                    object,
+                    K::KIND,
+                    K::CONTROLLER,
+                    reason,
+                    Some(expires_at),
+                )),
+                TtlVerdict::Keep => None,
+            }
+        })
+        .collect()
+}
+
+async fn retention_rows(
+    client: &Client,
+    served: &[ResourceRef],
+    options: &PlanOptions,
+    now: DateTime<Utc>,
+) -> Result<Vec<(Option<DateTime<Utc>>, Row)>, GatherError> {
+    use crate::controllers::retention::engine::{cluster_policies, namespaced_policies};
+    let serves = |r: &ResourceRef| {
+        served
+            .iter()
+            .any(|s| s.group == r.group && s.version == r.version && s.plural == r.plural)
+    };
+    if !serves(&namespaced_policies()) || !serves(&cluster_policies()) {
+        return Ok(Vec::new());
+    }
+    let mut policies: Vec<(RetentionPolicyObject, bool)> = Vec::new();
+    for (resource, cluster) in [(namespaced_policies(), false), (cluster_policies(), true)] {
+        let api: Api<RetentionPolicyObject> = Api::dynamic(client.clone(), resource.clone(), None);
+        let list = api
+            .list(&ListParams::default())
+            .await
+            .map_err(|source| GatherError::Api {
+                what: format!("list {}", resource.path_name()),
+                source,
+            })?;
+        policies.extend(list.items.into_iter().map(|p| (p, cluster)));
+    }
+    let namespaces_api: Api<Value> = Api::dynamic(
+        client.clone(),
+        ResourceRef::new("", "v1", "namespaces", "Namespace", false),
+        None,
+    );
+    let namespaces = namespaces_api
+        .list_metadata(&ListParams::default())
+        .await
+        .map_err(|source| GatherError::Api {
+            what: "list v1/namespaces".into(),
+            source,
+        })?
+        .items
+        .into_iter()
+        .filter_map(|ns| Some((ns.metadata.name?, ns.metadata.labels)))
+        .collect();
+    let inputs: Vec<PolicyInput<'_>> = policies
+        .iter()
+        .map(|(object, cluster)| PolicyInput {
+            object,
+            cluster: *cluster,
+        })
+        .collect();
+    let resolve = |t: &Target| {
+        served
+            .iter()
+            .find(|r| r.group == t.group && r.version == t.version && r.plural == t.resource)
+            .cloned()
+    };
+    let planned = plan_watches(&inputs, &namespaces, &resolve);
+    let mut rows = Vec::new();
+    for watch in planned.watches.values() {
+        let objects = list(client, &watch.resource, options).await?;
+        let judged: Vec<_> = objects
+            .iter()
+            .map(|o| project(o, &watch.rules, now))
+            .collect();
+        let mut groups: BTreeMap<(u16, String, String), Vec<Member<usize>>> = BTreeMap::new();
+        let mut due_by_ttl = HashSet::new();
+        for (i, (object, judgement)) in objects.iter().zip(&judged).enumerate() {
+            let Some(governed) = judgement.governed() else {
+                continue;
+            };
+            let policy = &watch.rules.policies[usize::from(governed.policy)];
+            let kind = &watch.resource.kind;
+            let reason = format!("TTL ({})", policy.id);
+            match judge(&governed.facts, governed.ttl, now) {
+                Ok(Verdict::Expired { .. }) => {
+                    due_by_ttl.insert(i);
+                    rows.push(row(object, kind, "retention", reason, None));
+                }
+                Ok(Verdict::Wait { expires_at, .. }) => {
+                    rows.push(row(object, kind, "retention", reason, Some(expires_at)))
+                }
+                _ => {}
+            }
+            if let (Some(group), Some(finished)) = (&governed.group, governed.facts.finished) {
+                if !governed.facts.being_deleted {
+                    let namespace = judgement.key().namespace().unwrap_or_default().to_owned();
+                    groups
+                        .entry((governed.policy, namespace, group.to_string()))
+                        .or_default()
+                        .push(Member {
+                            id: i,
+                            outcome: finished.outcome,
+                            finished_at: finished.at,
+                        });
+                }
+            }
+        }
+        for ((policy, _, group), members) in groups {
+            let policy = &watch.rules.policies[usize::from(policy)];
+            for excess in over_limit(&members, policy.limits) {
+                if due_by_ttl.contains(&excess.id) {
+                    continue;
+                }
+                let reason = format!(
+                    "history limit {} of group {group} ({})",
+                    excess.limit.unwrap_or(0),
+                    policy.id
+                );
+                rows.push(row(
+                    &objects[excess.id],
+                    &watch.resource.kind,
+                    "retention",
+                    reason,
+                    None,
+                ));
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// Objects whose owners are all gone: the garbage collector deletes them now.
+async fn orphan_rows(
+    client: &Client,
+    discovery: &Discovery,
+    options: &PlanOptions,
+) -> Result<Vec<(Option<DateTime<Utc>>, Row)>, GatherError> {
+    let mut all = Vec::new();
+    let mut uids = HashSet::new();
+    for resource in discovery.deletable() {
+        let namespace = options.namespace.as_deref().filter(|_| resource.namespaced);
+        let api: Api<Value> = Api::dynamic(client.clone(), resource.clone(), namespace);
+        let list = api
+            .list_metadata(&ListParams::default())
+            .await
+            .map_err(|source| GatherError::Api {
+                what: format!("list {}", resource.path_name()),
+                source,
+            })?;
+        for item in list.items {
+            uids.extend(item.metadata.uid.clone());
+            all.push((resource.clone(), item.metadata));
+        }
+    }
+    let selector = options.selector.as_deref().map(parse_selector);
+    Ok(all
+        .into_iter()
+        .filter(|(_, meta)| !meta.owner_references.is_empty() && meta.deletion_timestamp.is_none())
+        .filter(|(_, meta)| {
+            meta.owner_references.iter().all(|o| {
+                !uids.contains(&o.uid)
+                    && discovery
+                        .resource_for_kind(&o.api_version, &o.kind)
+                        .is_some()
+            })
+        })
+        .filter(|(_, meta)| {
+            selector
+                .as_ref()
+                .is_none_or(|s| s.iter().all(|(k, v)| meta.labels.get(k) == Some(v)))
+        })
+        .map(|(resource, meta)| {
+            let owners: Vec<String> = meta
+                .owner_references
+                .iter()
+                .map(|o| format!("{} {}", o.kind, o.name))
+                .collect();
+            (
+                None,
+                Row {
+                    kind: resource.kind.clone(),
+                    namespace: meta.namespace.clone(),
+                    name: meta.name.clone().unwrap_or_default(),
+                    controller: "garbagecollector".to_owned(),
+                    reason: format!("every owner is gone ({})", owners.join(", ")),
+                    deletes_at: None,
+                },
+            )
+        })
+        .collect())
+}
+
+/// `a=b,c=d` (equality only; other selectors are left to the server for the listed kinds).
+fn parse_selector(text: &str) -> Vec<(String, String)> {
+    text.split(',')
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(k, v)| {
+            (
+                k.trim().trim_end_matches('=').to_owned(),
+                v.trim().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn report(
+    rows: Vec<(Option<DateTime<Utc>>, Row)>,
+    options: &PlanOptions,
+    now: DateTime<Utc>,
+) -> PlanReport {
+    let mut by_namespace = BTreeMap::new();
+    let mut by_kind = BTreeMap::new();
+    let hours = (options.within.as_secs() / 3600).clamp(1, 168) as usize;
+    let mut hourly = vec![0usize; hours + 1];
+    for (at, row) in &rows {
+        *by_namespace
+            .entry(row.namespace.clone().unwrap_or_else(|| "(cluster)".into()))
+            .or_insert(0) += 1;
+        *by_kind.entry(row.kind.clone()).or_insert(0) += 1;
+        let bucket = match at {
+            None => 0,
+            Some(at) => 1 + ((*at - now).num_seconds().max(0) as usize / 3600).min(hours - 1),
+        };
+        hourly[bucket] += 1;
+    }
+    let hourly = hourly
+        .into_iter()
+        .enumerate()
+        .map(|(i, n)| {
+            (
+                if i == 0 {
+                    "now".to_owned()
+                } else {
+                    format!("+{}h", i - 1)
+                },
+                n,
+            )
+        })
+        .collect();
+    PlanReport {
+        generated_at: rfc3339(now),
+        within_seconds: options.within.as_secs(),
+        deletions: rows.into_iter().map(|(_, r)| r).collect(),
+        by_namespace,
+        by_kind,
+        hourly,
+    }
+}
+
+/// The table, the totals and the chart, for a terminal.
+pub fn text(report: &PlanReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<14} {:<16} {:<36} {:<18} {:<21} REASON",
+        "KIND", "NAMESPACE", "NAME", "CONTROLLER", "DELETES AT"
+    );
+    for r in &report.deletions {
+        let at = r.deletes_at.as_deref().unwrap_or("now");
+        let _ = writeln!(
+            out,
+            "{:<14} {:<16} {:<36} {:<18} {:<21} {}",
+            r.kind,
+            r.namespace.as_deref().unwrap_or("-"),
+            r.name,
+            r.controller,
+            at,
+            r.reason
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\n{} deletions within {}h",
+        report.deletions.len(),
+        report.within_seconds / 3600
+    );
+    let totals = |title: &str, map: &BTreeMap<String, usize>, out: &mut String| {
+        let parts: Vec<String> = map.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        let _ = writeln!(
+            out,
+            "{title}: {}",
+            if parts.is_empty() {
+                "none".to_owned()
+            } else {
+                parts.join(", ")
+            }
+        );
+    };
+    totals("by namespace", &report.by_namespace, &mut out);
+    totals("by kind", &report.by_kind, &mut out);
+    let max = report
+        .hourly
+        .iter()
+        .map(|(_, n)| *n)
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let _ = writeln!(out, "\nper hour");
+    for (label, n) in &report.hourly {
+        let bar = "█".repeat((n * 40).div_ceil(max));
+        let _ = writeln!(out, "  {label:>5} {bar} {n}");
+    }
+    out
+}

@@ -1,0 +1,337 @@
+//! `kube-gc explain` and `kube-gc plan` (issue 18) against the simulated API server: their
+//! verdicts are the controllers' (the same objects driven through both), they only read, they
+//! name what blocks a deletion down to the root cause, and bad input is one clear error.
+
+mod client_support;
+mod ttl_support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Duration as Span;
+use kube_gc::client::Discovery;
+use kube_gc::controllers::retention::engine::{RetentionController, RetentionOptions};
+use kube_gc::controllers::ttl::{BatchJob, TtlOptions};
+use kube_gc::explain::plan::{plan, PlanOptions};
+use kube_gc::explain::{decide, gather, ExplainTarget, Explanation, GatherError, VerdictKind};
+
+use kube_gc::sim::{DeleteOptions, Gvr, Propagation, SimConfig, SimServer};
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+use ttl_support::{create_job, eventually, jobs, run_controller, wire_time, world_with, World};
+
+fn pods() -> Gvr {
+    Gvr::new("", "v1", "pods")
+}
+
+async fn world() -> World {
+    world_with(SimConfig::default().with_namespaces(&["default", "data"])).await
+}
+
+async fn explain(
+    world: &World,
+    type_: &str,
+    namespace: &str,
+    name: &str,
+) -> Result<Explanation, GatherError> {
+    let client = &world.harness.client;
+    let discovery = Discovery::run(client).await.expect("discovery");
+    let target = ExplainTarget {
+        type_: type_.into(),
+        name: name.into(),
+        namespace: namespace.into(),
+    };
+    let gathered = gather(client, &discovery, &target).await?;
+    Ok(decide(&gathered, world.now()))
+}
+
+fn finished_pod(
+    sim: &SimServer,
+    namespace: &str,
+    name: &str,
+    at: chrono::DateTime<chrono::Utc>,
+    extra: Value,
+) -> Value {
+    let mut pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox:1.36"}]}});
+    if let Some(meta) = extra.as_object() {
+        for (k, v) in meta {
+            pod["metadata"][k] = v.clone();
+        }
+    }
+    let mut created = sim.create(&pods(), pod).expect("create the Pod");
+    created["status"] = json!({"phase": "Succeeded", "containerStatuses": [{"name": "main", "state":
+        {"terminated": {"exitCode": 0, "startedAt": wire_time(at), "finishedAt": wire_time(at)}}}]});
+    sim.update_status(&pods(), created).expect("finish the Pod")
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_verdict_is_what_the_ttl_controller_then_does() {
+    let world = world().await;
+    create_job(world.sim(), "nightly", Some(600), Some(world.now()));
+    let said = explain(&world, "jobs", "default", "nightly").await.unwrap();
+    assert_eq!(said.verdict, VerdictKind::DeleteAt, "{said:#?}");
+    let delete_at = said.delete_at.clone().expect("a time");
+    assert_eq!(delete_at, wire_time(world.now() + Span::seconds(600)));
+    let ttl = said
+        .decisions
+        .iter()
+        .find(|d| d.controller == "ttl-after-finished")
+        .unwrap();
+    assert!(ttl.governs && ttl.summary.contains("600s"), "{ttl:?}");
+
+    let started = world.now();
+    let running = run_controller::<BatchJob>(&world, TtlOptions::with_workers(1));
+    ttl_support::wait_deleted(world.sim(), &jobs(), "nightly").await;
+    let deleted_after = world.now() - started;
+    assert!(
+        (599..=601).contains(&deleted_after.num_seconds()),
+        "{deleted_after}"
+    );
+    running.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_verdict_is_what_the_retention_controller_then_does() {
+    let world = world().await;
+    let sim = world.sim();
+    let now = world.now();
+    for i in 0..4 {
+        finished_pod(
+            sim,
+            "data",
+            &format!("run-{i}"),
+            now - Span::minutes(10 - i),
+            json!({"labels": {"app": "etl"}}),
+        );
+    }
+    let policies = Gvr::new("kube-gc.io", "v1alpha1", "clusterretentionpolicies");
+    sim.create(
+        &policies,
+        json!({"apiVersion": "kube-gc.io/v1alpha1", "kind": "ClusterRetentionPolicy",
+        "metadata": {"name": "etl"},
+        "spec": {"preset": "pods", "ttlSecondsAfterFinished": 3600, "successfulHistoryLimit": 2,
+                 "groupBy": {"label": "app"}}}),
+    )
+    .unwrap();
+
+    let oldest = explain(&world, "po", "data", "run-0").await.unwrap();
+    assert_eq!(oldest.verdict, VerdictKind::DeleteNow, "{oldest:#?}");
+    let retention = oldest
+        .decisions
+        .iter()
+        .find(|d| d.controller == "retention")
+        .unwrap();
+    assert!(
+        retention
+            .details
+            .iter()
+            .any(|l| l
+                == "4th newest of 4 successful in its group (etl); limit 2: beyond it: deleted"),
+        "{retention:#?}"
+    );
+    let newest = explain(&world, "pods", "data", "run-3").await.unwrap();
+    assert_eq!(newest.verdict, VerdictKind::DeleteAt);
+    let newest_at = newest.delete_at.clone().unwrap();
+    assert_eq!(
+        newest_at,
+        wire_time(now - Span::minutes(7) + Span::hours(1))
+    );
+
+    let controller =
+        RetentionController::builder(world.harness.client.clone(), RetentionOptions::default())
+            .clock(Arc::clone(&world.clock))
+            .build();
+    let stop = CancellationToken::new();
+    let task = tokio::spawn(controller.run(stop.clone()));
+    eventually("the two oldest are deleted", || {
+        sim.get(&pods(), Some("data"), "run-0").is_err()
+            && sim.get(&pods(), Some("data"), "run-1").is_err()
+    })
+    .await;
+    assert!(sim.get(&pods(), Some("data"), "run-3").is_ok());
+    eventually("the newest goes when explain said", || {
+        sim.get(&pods(), Some("data"), "run-3").is_err()
+    })
+    .await;
+    let gone_at = wire_time(world.now());
+    assert!(gone_at >= newest_at, "{gone_at} < {newest_at}");
+    assert!(
+        world.now()
+            - chrono::DateTime::parse_from_rfc3339(&newest_at)
+                .unwrap()
+                .with_timezone(&chrono::Utc)
+            <= Span::seconds(1)
+    );
+    stop.cancel();
+    task.await.unwrap().unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn explain_and_plan_only_read() {
+    let world = world().await;
+    create_job(world.sim(), "done", Some(0), Some(world.now()));
+    let before = world.sim().journal().entries().len();
+    explain(&world, "jobs", "default", "done").await.unwrap();
+    let discovery = Discovery::run(&world.harness.client).await.unwrap();
+    let options = PlanOptions {
+        within: Duration::from_secs(86_400),
+        ..PlanOptions::default()
+    };
+    plan(&world.harness.client, &discovery, &options, world.now())
+        .await
+        .unwrap();
+    let entries = world.sim().journal().entries();
+    let methods: std::collections::BTreeSet<&str> = entries[before..]
+        .iter()
+        .map(|e| e.method.as_str())
+        .collect();
+    assert_eq!(
+        methods,
+        std::collections::BTreeSet::from(["GET"]),
+        "only GET (get, list)"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_blocked_foreground_deletion_names_the_chain_to_its_root_cause() {
+    let world = world().await;
+    let sim = world.sim();
+    let job = create_job(sim, "owner", None, None);
+    let owner_ref = |o: &Value, kind: &str| {
+        json!([{"apiVersion": o["apiVersion"], "kind": kind,
+        "name": o["metadata"]["name"], "uid": o["metadata"]["uid"], "controller": true, "blockOwnerDeletion": true}])
+    };
+    // A Pod of the Job, held by a finalizer of some other controller.
+    let pod = finished_pod(
+        sim,
+        "default",
+        "worker",
+        world.now(),
+        json!({
+        "ownerReferences": owner_ref(&job, "Job"), "finalizers": ["example.com/protect"]}),
+    );
+    sim.delete(
+        &pods(),
+        Some("default"),
+        "worker",
+        &DeleteOptions::default(),
+    )
+    .unwrap();
+    sim.delete(
+        &jobs(),
+        Some("default"),
+        "owner",
+        &DeleteOptions::propagation(Propagation::Foreground),
+    )
+    .unwrap();
+
+    let said = explain(&world, "jobs", "default", "owner").await.unwrap();
+    assert_eq!(said.verdict, VerdictKind::Blocked, "{said:#?}");
+    let deletion = said.deletion.as_ref().expect("being deleted");
+    let foreground = deletion
+        .finalizers
+        .iter()
+        .find(|f| f.finalizer == "foregroundDeletion")
+        .expect("foregroundDeletion");
+    assert_eq!(foreground.blockers.len(), 1);
+    assert_eq!(foreground.blockers[0].object, "Pod default/worker");
+    assert!(
+        foreground.blockers[0].why.contains("example.com/protect"),
+        "{:?}",
+        foreground.blockers[0]
+    );
+    let held = explain(&world, "pods", "default", "worker").await.unwrap();
+    assert_eq!(held.verdict, VerdictKind::Blocked);
+    let other = &held.deletion.as_ref().unwrap().finalizers[0];
+    assert!(other.waits_for.contains("example.com"), "{other:?}");
+    assert_eq!(pod["metadata"]["name"], "worker");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_owner_deleted_and_recreated_no_longer_owns() {
+    let world = world().await;
+    let sim = world.sim();
+    let job = create_job(sim, "parent", None, None);
+    let reference = json!([{"apiVersion": "batch/v1", "kind": "Job", "name": "parent", "uid": job["metadata"]["uid"]}]);
+    finished_pod(
+        sim,
+        "default",
+        "child",
+        world.now(),
+        json!({"ownerReferences": reference}),
+    );
+    let kept = explain(&world, "pods", "default", "child").await.unwrap();
+    let gc = kept
+        .decisions
+        .iter()
+        .find(|d| d.controller == "garbagecollector")
+        .unwrap();
+    assert_eq!(gc.verdict, VerdictKind::Keep, "{gc:?}");
+    sim.delete(
+        &jobs(),
+        Some("default"),
+        "parent",
+        &DeleteOptions::propagation(Propagation::Background),
+    )
+    .unwrap();
+    eventually("the Job is gone", || {
+        sim.get(&jobs(), Some("default"), "parent").is_err()
+    })
+    .await;
+    create_job(sim, "parent", None, None);
+    let orphan = explain(&world, "pods", "default", "child").await.unwrap();
+    assert_eq!(orphan.verdict, VerdictKind::DeleteNow, "{orphan:#?}");
+    let gc = orphan
+        .decisions
+        .iter()
+        .find(|d| d.controller == "garbagecollector")
+        .unwrap();
+    assert!(gc.details[0].contains("deleted and re-created"), "{gc:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn bad_input_is_one_line_naming_what_was_asked() {
+    let world = world().await;
+    let unknown = explain(&world, "widgets", "default", "x")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        unknown.to_string(),
+        "the server doesn't have a resource type \"widgets\""
+    );
+    let missing = explain(&world, "jobs", "default", "nope")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        missing.to_string(),
+        "jobs.batch \"nope\" not found in namespace \"default\""
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn plan_lists_what_goes_and_when_sorted_and_totalled() {
+    let world = world().await;
+    let sim = world.sim();
+    create_job(sim, "soon", Some(3600), Some(world.now()));
+    create_job(sim, "now", Some(0), Some(world.now()));
+    create_job(sim, "later", Some(3 * 86_400), Some(world.now()));
+    create_job(sim, "running", Some(0), None);
+    let discovery = Discovery::run(&world.harness.client).await.unwrap();
+    let options = PlanOptions {
+        within: Duration::from_secs(86_400),
+        ..PlanOptions::default()
+    };
+    let report = plan(&world.harness.client, &discovery, &options, world.now())
+        .await
+        .unwrap();
+    let names: Vec<&str> = report.deletions.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["now", "soon"], "{report:#?}");
+    assert_eq!(report.by_kind.get("Job"), Some(&2));
+    assert_eq!(report.hourly[0], ("now".to_owned(), 1));
+    assert_eq!(report.hourly[1], ("+0h".to_owned(), 0));
+    assert_eq!(report.hourly[2], ("+1h".to_owned(), 1));
+    let text = kube_gc::explain::plan::text(&report);
+    assert!(text.contains("2 deletions within 24h"), "{text}");
+}
