@@ -1,0 +1,103 @@
+//! `kube-gc explain` and `kube-gc plan` as the binary runs them against the simulated API
+//! server: the verdict as data (`-o json`), the screen, the plan's table, and one-line errors
+//! with a non-zero exit.
+
+mod run_support;
+
+use std::process::{Command, Output};
+
+use kube_gc::sim::{SimConfig, SimServer};
+use run_support::{create_expired_job, Kubeconfig};
+use serde_json::Value;
+
+fn kube_gc(kubeconfig: &Kubeconfig, args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_kube-gc"))
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(kubeconfig.path())
+        .output();
+    out.expect("run kube-gc")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_and_plan_answer_as_an_operator_reads_them() {
+    let sim = SimServer::start(SimConfig::default())
+        .await
+        .expect("start the sim");
+    let kubeconfig = Kubeconfig::for_sim(&sim);
+    create_expired_job(&sim, "done");
+
+    let kc = kubeconfig;
+    let json = tokio::task::spawn_blocking(move || {
+        let out = kube_gc(
+            &kc,
+            &["explain", "jobs/done", "-n", "default", "-o", "json"],
+        );
+        (out, kc)
+    })
+    .await
+    .unwrap();
+    let (out, kubeconfig) = json;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let said: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(said["verdict"], "delete-now", "{said:#}");
+    assert_eq!(said["object"]["kind"], "Job");
+    assert!(said["reasons"][0]
+        .as_str()
+        .unwrap_or("")
+        .starts_with("ttl-after-finished: "));
+
+    let kc = kubeconfig;
+    let (screen, kc) =
+        tokio::task::spawn_blocking(move || (kube_gc(&kc, &["explain", "job", "done"]), kc))
+            .await
+            .unwrap();
+    assert!(screen.status.success(), "{}", text(&screen.stderr));
+    let screen = text(&screen.stdout);
+    assert!(
+        screen.starts_with("Job default/done (batch/v1, uid "),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("Verdict: delete-now") && screen.contains("Who decides"),
+        "{screen}"
+    );
+
+    let (plan, kc) =
+        tokio::task::spawn_blocking(move || (kube_gc(&kc, &["plan", "--within", "2h"]), kc))
+            .await
+            .unwrap();
+    assert!(plan.status.success(), "{}", text(&plan.stderr));
+    let plan = text(&plan.stdout);
+    assert!(
+        plan.lines().next().unwrap_or("").starts_with("KIND"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("done") && plan.contains("1 deletions within 2h"),
+        "{plan}"
+    );
+
+    let (unknown, kc) =
+        tokio::task::spawn_blocking(move || (kube_gc(&kc, &["explain", "widgets/x"]), kc))
+            .await
+            .unwrap();
+    assert!(!unknown.status.success());
+    assert_eq!(
+        text(&unknown.stderr).trim(),
+        "kube-gc: the server doesn't have a resource type \"widgets\""
+    );
+    let (missing, _kc) =
+        tokio::task::spawn_blocking(move || (kube_gc(&kc, &["explain", "jobs/nope"]), kc))
+            .await
+            .unwrap();
+    assert!(!missing.status.success());
+    assert_eq!(
+        text(&missing.stderr).trim(),
+        "kube-gc: jobs.batch \"nope\" not found in namespace \"default\""
+    );
+}
