@@ -312,6 +312,10 @@ pub fn last_expiry(items: &[Item]) -> Duration {
 pub struct SceneRecord {
     uids: HashMap<usize, String>,
     finished_at: HashMap<usize, DateTime<Utc>>,
+    /// Just before the finish was written: nothing can have reacted to it earlier.
+    writing_at: HashMap<usize, DateTime<Utc>>,
+    /// Once the write returned: Pod latencies count from no earlier than this, as the TTL
+    /// scene's do.
     written_at: HashMap<usize, DateTime<Utc>>,
 }
 
@@ -425,8 +429,10 @@ impl Scene {
             tokio::time::sleep_until(start + at).await;
             let item = &self.items[index];
             let current = sim.get(&item.kind.gvr(), Some(item.kind.namespace()), &item.name)?;
-            let finished_at = whole_seconds(Utc::now());
+            let writing_at = Utc::now();
+            let finished_at = whole_seconds(writing_at);
             finish(sim, item, current, outcome, finished_at)?;
+            record.writing_at.insert(index, writing_at);
             record.finished_at.insert(index, finished_at);
             record.written_at.insert(index, Utc::now());
         }
@@ -483,7 +489,7 @@ impl Scene {
                     .push(format!("unexpected DELETE {}", entry.path)),
                 Fate::History { displaced_by } => {
                     report.deletes.1 += 1;
-                    let newer = displaced_by.and_then(|by| record.written_at.get(&by));
+                    let newer = displaced_by.and_then(|by| record.writing_at.get(&by));
                     if let Some(newer) = newer.filter(|newer| entry.at < **newer) {
                         report.problems.push(format!(
                             "{} {} was deleted at {}, before the newer run that pushed it over the history limit finished ({newer})",
