@@ -73,6 +73,8 @@ fn a_small_demo_passes_and_prints_its_summary() {
             "30",
             "--volcano-jobs",
             "10",
+            "--pods",
+            "10",
             "--spread",
             "1s",
         ])
@@ -93,6 +95,22 @@ fn a_small_demo_passes_and_prints_its_summary() {
     ] {
         assert!(stdout.contains(tree), "{stdout}");
     }
+    // The retention scene: standalone Pods under a TTL, PipelineRuns under history limits,
+    // both policies Ready with the counts they should report.
+    for line in [
+        "RETENTION",
+        "bad-annotation",
+        "PipelineRun  build",
+        "ClusterRetentionPolicy finished-pods    True",
+        "RetentionPolicy demo/pipeline-history   True",
+        "Pod deletion after expiry",
+    ] {
+        assert!(stdout.contains(line), "{line}: {stdout}");
+    }
+    assert!(
+        stdout.contains("8 over a history limit"),
+        "newest 2 succeeded and 1 failed run kept per Pipeline: {stdout}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

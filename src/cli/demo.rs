@@ -19,7 +19,13 @@ pub struct DemoArgs {
     #[arg(long, value_name = "N", default_value_t = 100)]
     pub volcano_jobs: usize,
 
-    /// Jobs finish at random times within this long after the start (Go duration: 5s, 500ms).
+    /// Standalone Pods in the retention scene (a ClusterRetentionPolicy with a TTL); Tekton
+    /// PipelineRuns under history limits come with them.
+    #[arg(long, value_name = "N", default_value_t = 50)]
+    pub pods: usize,
+
+    /// Jobs and Pods finish at random times within this long after the start (Go duration: 5s,
+    /// 500ms).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5s")]
     pub spread: Duration,
 
@@ -46,6 +52,7 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
         size: WorkloadSize {
             jobs: args.jobs,
             volcano_jobs: args.volcano_jobs,
+            pods: args.pods,
             spread: args.spread,
             seed: args.seed,
         },
@@ -54,8 +61,8 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
         progress: !args.no_progress,
     };
     println!(
-        "kube-gc demo: {} Jobs, {} Volcano Jobs and a few owner trees on a simulated API server; the TTL controllers and the garbage collector run against it over HTTP.",
-        args.jobs, args.volcano_jobs
+        "kube-gc demo: {} Jobs, {} Volcano Jobs, a few owner trees, {} standalone Pods and Tekton PipelineRuns under retention policies on a simulated API server; the TTL controllers, the garbage collector and the retention controller run against it over HTTP.",
+        args.jobs, args.volcano_jobs, args.pods
     );
     let summary = crate::demo::run(options).await?;
     println!();

@@ -1,20 +1,26 @@
 //! `kube-gc demo`: the real controllers, over HTTP, against the simulated API server holding a
 //! realistic batch workload — then a check that they did exactly what they should.
 //!
-//! Contract: [`run`] starts a [`SimServer`], fills it with the [`workload`] (Jobs and Volcano
-//! Jobs running, finishing over the next seconds with short TTLs, without TTL, re-created under
-//! the same name, one whose TTL is extended before it expires) and the [`owners`] trees
-//! (Deployments → ReplicaSets → Pods, Jobs with Pods), starts the controller [`Manager`] — the
-//! TTL controllers and the garbage collector — against it through a kubeconfig like any
-//! cluster, deletes three Deployments Background, Foreground and Orphan once the controllers
-//! are ready, plays the workload's changes on time ([`driver`]), shows a live [`progress`]
-//! line, and returns the [`Summary`] once every expected deletion happened, every cascade
-//! settled and every trap has had its chance to spring (or a deadline passed). Nothing is left running: the controllers drain, the server shuts down, the
-//! temporary kubeconfig is removed.
+//! Contract: [`run`] starts a [`SimServer`] serving the workload CRDs too (Tekton among them),
+//! fills it with the [`workload`] (Jobs and Volcano Jobs running, finishing over the next
+//! seconds with short TTLs, without TTL, re-created under the same name, one whose TTL is
+//! extended before it expires), the [`owners`] trees (Deployments → ReplicaSets → Pods, Jobs
+//! with Pods) and the [`retention`] scene (standalone Pods under a `ClusterRetentionPolicy` with
+//! a TTL — finished, finishing, running, one with its TTL extended by annotation, one with a
+//! malformed annotation — and Tekton PipelineRuns of two Pipelines under a `RetentionPolicy`
+//! with history limits), starts the controller [`Manager`] — the TTL controllers, the garbage
+//! collector and the retention controller — against it through a kubeconfig like any cluster,
+//! deletes three Deployments Background, Foreground and Orphan once the controllers are ready,
+//! plays the workload's and the scene's changes on time ([`driver`], [`retention::Scene::drive`]),
+//! shows a live [`progress`] line, and returns the [`Summary`] once every expected deletion
+//! happened, every cascade settled, both policies report the expected status and every trap
+//! has had its chance to spring (or a deadline passed). Nothing is left running: the
+//! controllers drain, the server shuts down, the temporary kubeconfig is removed.
 
 pub mod driver;
 pub mod owners;
 pub mod progress;
+pub mod retention;
 pub mod summary;
 pub mod workload;
 
@@ -36,6 +42,7 @@ pub use workload::WorkloadSize;
 use driver::Record;
 use owners::OwnerTrees;
 use progress::Progress;
+use retention::{Scene, SceneRecord};
 use workload::{Expect, NAMESPACE};
 
 /// How the demo runs.
@@ -95,12 +102,19 @@ const GRACE: Duration = Duration::from_secs(20);
 /// Runs the demo and returns what it found (see the module docs).
 pub async fn run(options: DemoOptions) -> Result<Summary, DemoError> {
     let planned = workload::plan(&options.size);
+    let scene = retention::plan(options.size.pods, options.size.spread, options.size.seed);
     let config = SimConfig::default()
-        .with_namespaces(&["default", "kube-system", NAMESPACE])
-        .with_journal_capacity(planned.len() * 4 + 10_000);
+        .with_workload_custom_resources()
+        .with_namespaces(&[
+            "default",
+            "kube-system",
+            NAMESPACE,
+            retention::PODS_NAMESPACE,
+        ])
+        .with_journal_capacity((planned.len() + scene.len()) * 4 + 10_000);
     let sim = SimServer::start(config).await?;
     let dir = TempDir::new()?;
-    let outcome = run_against(&sim, &dir, &planned, options).await;
+    let outcome = run_against(&sim, &dir, &planned, scene, options).await;
     sim.shutdown().await;
     outcome
 }
@@ -109,11 +123,15 @@ async fn run_against(
     sim: &SimServer,
     dir: &TempDir,
     planned: &[workload::Planned],
+    scene: Vec<retention::Item>,
     options: DemoOptions,
 ) -> Result<Summary, DemoError> {
     let mut record = Record::default();
     driver::create_all(sim, planned, &mut record)?;
     let trees = OwnerTrees::create(sim)?;
+    let last_expiry = workload::last_expiry(planned).max(retention::last_expiry(&scene));
+    let mut scene_record = SceneRecord::default();
+    let scene = Scene::create(sim, scene, &mut scene_record)?;
 
     let config = sim
         .kubeconfig_spec()
@@ -122,7 +140,13 @@ async fn run_against(
         &config,
         &ClientOptions::default().with_rate(options.qps, options.burst),
     )?;
-    let manager = Manager::new(client, ManagerOptions::default());
+    let manager_options = ManagerOptions {
+        // The policies' status is part of the check; on the demo's timescale it cannot wait
+        // the usual ten seconds.
+        retention_status_interval: Duration::from_millis(500),
+        ..ManagerOptions::default()
+    };
+    let manager = Manager::new(client, manager_options);
     let metrics = Arc::clone(manager.ttl_metrics());
     let controllers = manager.start().await?;
 
@@ -136,17 +160,20 @@ async fn run_against(
     let shutdown = CancellationToken::new();
     let running = tokio::spawn(controllers.run(shutdown.clone()));
 
-    let last_expiry = workload::last_expiry(planned);
     let played = async {
         // Deleted once the collector watches, so the cascades are seen happening.
         let _ = readiness.wait(&shutdown).await;
         trees.delete_owners(sim)?;
-        driver::drive(sim, planned, start, &mut record).await?;
-        // Until every expected deletion happened, every cascade settled and every trap had
-        // its chance, or too late.
+        tokio::try_join!(
+            driver::drive(sim, planned, start, &mut record),
+            scene.drive(sim, start, &mut scene_record),
+        )?;
+        // Until every expected deletion happened, every cascade settled, the policies report
+        // it and every trap had its chance, or too late.
         while start.elapsed() < last_expiry + GRACE {
             let done = progress.deleted() >= u64::try_from(expected).unwrap_or(u64::MAX)
-                && trees.settled(sim);
+                && trees.settled(sim)
+                && scene.settled(sim, &scene_record);
             if done && start.elapsed() >= last_expiry {
                 break;
             }
@@ -174,7 +201,7 @@ async fn run_against(
         Err(join) => tracing::error!(error = %join, "the controllers' task ended abnormally"),
     }
 
-    let mut summary = summary::check(sim, planned, &record, &trees);
+    let mut summary = summary::check(sim, planned, &record, &trees, &scene, &scene_record);
     summary.elapsed = start.elapsed();
     Ok(summary)
 }

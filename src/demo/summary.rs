@@ -4,8 +4,12 @@
 //! Contract: the demo passes only if every object expected to be deleted was (deletion
 //! accepted: gone, or marked by the Foreground DELETE), every other object is still there with
 //! the UID it should have and untouched, every owner tree reached its end state ([`OwnerTrees`]:
-//! dependents gone, or orphans kept with the reference removed), and the controllers sent at
-//! most one successful DELETE per object they may delete and none for anything else.
+//! dependents gone, or orphans kept with the reference removed), the retention [`Scene`]
+//! reached its own (finished Pods deleted no sooner than their TTL allows, running, extended and
+//! malformed-annotation Pods kept, exactly the newest runs per Pipeline kept, no run deleted
+//! before a newer one pushed it over the limit, both policies `Ready=True` with the expected
+//! counts), and the controllers sent at most one successful DELETE per object they may delete
+//! and none for anything else.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -17,6 +21,7 @@ use crate::sim::SimServer;
 
 use super::driver::{gvr, DemoKey, Record};
 use super::owners::{OwnerTrees, TreeRow};
+use super::retention::{self, Scene, SceneRecord};
 use super::workload::{DemoKind, Expect, Planned, NAMESPACE};
 
 /// Counts for one category of objects.
@@ -46,6 +51,8 @@ pub struct Summary {
     /// Deletion latency after expiry (or after the finish was written, when the whole-second
     /// finish time put the expiry before it), for objects that expired during the demo, sorted.
     pub latencies: Vec<Duration>,
+    /// What the retention scene found.
+    pub retention: retention::Report,
     /// How long the demo ran.
     pub elapsed: Duration,
 }
@@ -55,12 +62,24 @@ impl Summary {
     pub fn passed(&self) -> bool {
         self.problems.is_empty()
     }
+}
 
-    fn percentile(&self, p: f64) -> Option<Duration> {
-        let last = self.latencies.len().checked_sub(1)?;
-        let index = ((last as f64) * p).round() as usize;
-        self.latencies.get(index.min(last)).copied()
-    }
+/// The `p` percentile of sorted `latencies`.
+fn percentile(latencies: &[Duration], p: f64) -> Option<Duration> {
+    let last = latencies.len().checked_sub(1)?;
+    let index = ((last as f64) * p).round() as usize;
+    latencies.get(index.min(last)).copied()
+}
+
+/// `p50 …, p99 …, max …` of sorted `latencies`, if any.
+fn latency_line(latencies: &[Duration]) -> Option<String> {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    Some(format!(
+        "p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms",
+        ms(percentile(latencies, 0.5)?),
+        ms(percentile(latencies, 0.99)?),
+        ms(*latencies.last()?)
+    ))
 }
 
 fn being_deleted(object: &Value) -> bool {
@@ -68,7 +87,20 @@ fn being_deleted(object: &Value) -> bool {
 }
 
 /// Checks the server against the plan.
-pub fn check(sim: &SimServer, planned: &[Planned], record: &Record, trees: &OwnerTrees) -> Summary {
+pub fn check(
+    sim: &SimServer,
+    planned: &[Planned],
+    record: &Record,
+    trees: &OwnerTrees,
+    scene: &Scene,
+    scene_record: &SceneRecord,
+) -> Summary {
+    let deletes: Vec<_> = sim
+        .journal()
+        .deletes()
+        .into_iter()
+        .filter(|entry| (200..300).contains(&entry.status))
+        .collect();
     let mut summary = Summary {
         trees: trees.rows(sim),
         problems: trees.check(sim),
@@ -112,12 +144,16 @@ pub fn check(sim: &SimServer, planned: &[Planned], record: &Record, trees: &Owne
         }
     }
 
+    summary.retention = scene.check(sim, scene_record, &deletes);
+    summary
+        .problems
+        .extend(summary.retention.problems.iter().cloned());
     let mut deletes_per_path: HashMap<String, usize> = HashMap::new();
-    for entry in sim.journal().deletes() {
-        if !(200..300).contains(&entry.status) {
-            continue;
-        }
+    for entry in &deletes {
         *deletes_per_path.entry(entry.path.clone()).or_default() += 1;
+        if scene.owns(&entry.path) {
+            continue; // The scene's check judged it.
+        }
         if collectable.contains(&entry.path) {
             summary.tree_deletes += 1;
             continue;
@@ -199,6 +235,41 @@ impl fmt::Display for Summary {
                 label, row.total, row.expected_gone, row.gone
             )?;
         }
+        writeln!(f)?;
+        writeln!(
+            f,
+            "{:<12} {:<14} {:>7} {:>17} {:>8}",
+            "RETENTION", "CATEGORY", "OBJECTS", "SHOULD BE DELETED", "DELETED"
+        )?;
+        for ((kind, category), row) in &self.retention.rows {
+            writeln!(
+                f,
+                "{:<12} {:<14} {:>7} {:>17} {:>8}",
+                kind.as_str(),
+                category,
+                row.total,
+                row.expected_deleted,
+                row.deleted
+            )?;
+        }
+        writeln!(f)?;
+        writeln!(
+            f,
+            "{:<38} {:>5} {:>13} {:>13} {:>13}",
+            "POLICY STATUS (EXPECTED)", "READY", "MATCHED", "WAITING", "DELETED"
+        )?;
+        for policy in &self.retention.policies {
+            let (matched, waiting, deleted) = policy.expected;
+            writeln!(
+                f,
+                "{:<38} {:>5} {:>13} {:>13} {:>13}",
+                policy.label,
+                policy.ready,
+                format!("{} ({matched})", policy.matched),
+                format!("{} ({waiting})", policy.waiting),
+                format!("{} ({deleted})", policy.deleted),
+            )?;
+        }
         let expected: usize = self.rows.values().map(|r| r.expected_deleted).sum();
         writeln!(f)?;
         writeln!(
@@ -208,23 +279,30 @@ impl fmt::Display for Summary {
             self.tree_deletes,
             self.elapsed.as_secs_f64()
         )?;
-        if let (Some(p50), Some(p99), Some(max)) = (
-            self.percentile(0.5),
-            self.percentile(0.99),
-            self.latencies.last(),
-        ) {
+        if let Some(line) = latency_line(&self.latencies) {
             writeln!(
                 f,
-                "Deletion after expiry (or after the finish was written, if later): p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms.",
-                p50.as_secs_f64() * 1e3,
-                p99.as_secs_f64() * 1e3,
-                max.as_secs_f64() * 1e3
+                "Deletion after expiry (or after the finish was written, if later): {line}."
+            )?;
+        }
+        let rows = self.retention.rows.values();
+        let expected_retention: usize = rows.map(|r| r.expected_deleted).sum();
+        let (ttl, history) = self.retention.deletes;
+        writeln!(
+            f,
+            "Retention: {} DELETE requests for {expected_retention} expected deletions ({ttl} after a TTL, {history} over a history limit).",
+            ttl + history
+        )?;
+        if let Some(line) = latency_line(&self.retention.latencies) {
+            writeln!(
+                f,
+                "Pod deletion after expiry (or after the finish was written, if later): {line}."
             )?;
         }
         if self.passed() {
             writeln!(
                 f,
-                "PASS: every expected deletion happened, every cascade finished (orphans kept, their reference removed), and nothing else was deleted."
+                "PASS: every expected deletion happened, every cascade finished (orphans kept, their reference removed), the retention policies are Ready and kept exactly what they should, and nothing else was deleted."
             )
         } else {
             writeln!(f, "FAIL: {} problem(s):", self.problems.len())?;

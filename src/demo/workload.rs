@@ -76,6 +76,8 @@ pub struct WorkloadSize {
     pub jobs: usize,
     /// Volcano Jobs.
     pub volcano_jobs: usize,
+    /// Standalone Pods of the retention scene ([`super::retention`]).
+    pub pods: usize,
     /// Jobs finish within this long after the start.
     pub spread: Duration,
     /// Seed of the random finish times and TTLs.
@@ -249,6 +251,7 @@ mod tests {
         WorkloadSize {
             jobs,
             volcano_jobs,
+            pods: 10,
             spread: Duration::from_secs(5),
             seed: 1,
         }

@@ -45,6 +45,7 @@ pub use set::{BoxError, ControllerFailed, ControllerSet, ManagedController, Read
 
 use crate::client::{Client, Discovery, ResourceRef};
 use crate::clock::{SharedClock, SystemClock};
+use crate::controllers::retention::engine::RetentionOptions;
 use crate::controllers::ttl::{
     BatchJob, FreshRead, TtlController, TtlKind, TtlMetrics, TtlOptions, VolcanoJobs,
     DEFAULT_JOB_WORKERS, DEFAULT_VOLCANO_WORKERS,
@@ -92,6 +93,9 @@ pub struct ManagerOptions {
     pub gc_initial_sync_timeout: Duration,
     /// `--concurrent-retention-syncs`: workers of the retention controller.
     pub retention_workers: usize,
+    /// How often the retention controller recounts its policies' statuses (the demo, on a
+    /// timescale of seconds, wants them sooner than a cluster does).
+    pub retention_status_interval: Duration,
     /// How informers list and watch.
     pub reflector: ReflectorConfig,
 }
@@ -109,6 +113,7 @@ impl Default for ManagerOptions {
             gc_discovery_period: DEFAULT_GC_DISCOVERY_PERIOD,
             gc_initial_sync_timeout: DEFAULT_GC_INITIAL_SYNC_TIMEOUT,
             retention_workers: DEFAULT_RETENTION_WORKERS,
+            retention_status_interval: RetentionOptions::default().status_interval,
             reflector: ReflectorConfig::default(),
         }
     }

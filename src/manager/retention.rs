@@ -39,6 +39,7 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<Option<ManagedCont
     let retention_options = RetentionOptions {
         workers: options.retention_workers,
         dry_run: options.dry_run,
+        status_interval: options.retention_status_interval,
         reflector: options.reflector.clone(),
         ..RetentionOptions::default()
     };
