@@ -3,7 +3,7 @@
 //! 1. **Memory** (`memory`): heap held by a `Store<Judgement>` — what the engine caches per
 //!    object — after N Pods (~3.0 KB of JSON each: labels, annotations, a controlling
 //!    ownerReference, a container with env and mounts, conditions, a terminated container
-//!    status) are decoded (`serde_json::from_slice::<Value>`), judged (`judgement::project`) and
+//!    status) are decoded as the engine decodes them (`retention::wire::decode`), judged (`judgement::project`) and
 //!    inserted, as the watch's item decoder and informer do, under three compiled policies:
 //!    a `ClusterRetentionPolicy` `pods` with a label selector, one with a CEL `match`, and a
 //!    `RetentionPolicy` in one namespace with a history limit (so its judgements keep a group).
@@ -51,6 +51,7 @@ use kube_gc::controllers::retention::engine::{
 };
 use kube_gc::controllers::retention::judgement::{project, Judged, Judgement, Rules};
 use kube_gc::controllers::retention::policy::{RetentionPolicyObject, Target};
+use kube_gc::controllers::retention::wire::{decode as decode_object, decode_needed, Need};
 use kube_gc::controllers::retention::CelExpr;
 use kube_gc::controllers::ttl::{BatchJob, TtlObject};
 use kube_gc::runtime::cache::Store;
@@ -219,7 +220,7 @@ fn memory(n: usize) {
     for i in 0..n {
         memory_pod(&mut buffer, i, &names, &finished_at);
         json_bytes += buffer.len();
-        let object: Value = match serde_json::from_slice(buffer.as_bytes()) {
+        let object: Value = match decode_object(buffer.as_bytes()) {
             Ok(object) => object,
             Err(e) => panic!("pod {i}: {e}"),
         };
@@ -277,10 +278,11 @@ fn rate(jobs: &[Vec<u8>], n: usize, mut decode: impl FnMut(&[u8])) -> f64 {
     n as f64 / started.elapsed().as_secs_f64()
 }
 
-/// The watch's item decoder: the object as a `Value`, judged, dropped.
+/// The watch's item decoder: what the rules read as a `Value`, judged, dropped.
 fn retention_path(rules: Arc<Rules>, now: DateTime<Utc>) -> impl FnMut(&[u8]) {
+    let need = Need::of(&rules.policies);
     move |bytes: &[u8]| {
-        let object: Value = serde_json::from_slice(bytes).unwrap_or_default();
+        let object: Value = decode_needed(bytes, &need).unwrap_or_default();
         black_box(project(&object, &rules, now));
     }
 }
@@ -318,7 +320,7 @@ fn decode(n: usize) {
     let now = Utc::now();
     // The judgements must say what the engine would: every Job governed.
     for rules in [&plain, &with_cel] {
-        let object: Value = serde_json::from_slice(&jobs[0]).unwrap_or_default();
+        let object: Value = decode_object(&jobs[0]).unwrap_or_default();
         assert!(
             project(&object, rules, now).governed().is_some(),
             "{:?}",
@@ -367,7 +369,7 @@ fn decode(n: usize) {
     // Where (c)'s time goes, per object.
     let decoded: Vec<Value> = jobs
         .iter()
-        .map(|b| serde_json::from_slice(b).unwrap_or_default())
+        .map(|b| decode_object(b).unwrap_or_default())
         .collect();
     let per = |total: Duration, count: usize| total.as_secs_f64() * 1e6 / count as f64;
     let time = |f: &mut dyn FnMut(usize)| {

@@ -128,3 +128,37 @@ fn every_fixture_directory_names_a_preset() {
         }
     }
 }
+
+/// The engine decodes only what a policy's rules read (`retention::wire`): every fixture must
+/// be judged the same from that pruned object as from the whole one — with the preset alone,
+/// and with a CEL `match` reading labels and a custom finish time read by CEL.
+#[test]
+fn the_pruned_object_is_judged_as_the_whole_one() {
+    use std::sync::Arc;
+
+    use kube_gc::controllers::retention::judgement::{project, Rules};
+    use kube_gc::controllers::retention::policy::{compile, RetentionPolicyObject};
+    use kube_gc::controllers::retention::wire::{decode_needed, Need};
+
+    for name in NAMES {
+        for spec in [
+            format!("{{preset: {name}}}"),
+            format!("{{preset: {name}, ttlSecondsAfterFinished: 60, successfulHistoryLimit: 1, includeControlled: true, match: \"!has(object.metadata.labels) || size(object.metadata.labels) >= 0\"}}"),
+        ] {
+            let yaml = format!("metadata: {{name: p}}\nspec: {spec}");
+            let policy: RetentionPolicyObject = serde_saphyr::from_str(&yaml).unwrap();
+            let compiled = Arc::new(compile(&policy, true).unwrap_or_else(|e| panic!("{yaml}: {e:?}")));
+            let need = Need::of(std::slice::from_ref(&compiled));
+            let rules = Rules { policies: vec![compiled], namespaces: Default::default() };
+            for file in fixtures(&root().join(name)) {
+                let fixture: Fixture = serde_json::from_str(&fs::read_to_string(&file).unwrap()).unwrap();
+                let bytes = serde_json::to_vec(&fixture.object).unwrap();
+                let pruned = decode_needed(&bytes, &need).unwrap();
+                assert!(serde_json::to_vec(&pruned).unwrap().len() <= bytes.len());
+                let whole = project(&fixture.object, &rules, now());
+                let from_pruned = project(&pruned, &rules, now());
+                assert_eq!(whole, from_pruned, "{} under {spec}", file.display());
+            }
+        }
+    }
+}

@@ -133,7 +133,7 @@ mod tests {
         assert_eq!(enabled(&["volcano-job-ttl"]), [VOLCANO_JOB_TTL]);
         assert_eq!(
             enabled(&["*", "-garbagecollector"]),
-            [TTL_AFTER_FINISHED, VOLCANO_JOB_TTL]
+            [TTL_AFTER_FINISHED, VOLCANO_JOB_TTL, RETENTION]
         );
         assert_eq!(
             enabled(&["ttl-after-finished", "-ttl-after-finished"]),
@@ -149,7 +149,7 @@ mod tests {
         );
         assert_eq!(
             enabled(&["*", "-garbage-collector-controller"]),
-            [TTL_AFTER_FINISHED, VOLCANO_JOB_TTL]
+            [TTL_AFTER_FINISHED, VOLCANO_JOB_TTL, RETENTION]
         );
     }
 

@@ -24,6 +24,12 @@ pub const VARIABLES: [&str; 2] = ["object", "now"];
 pub struct CelExpr {
     source: Arc<str>,
     program: Arc<cel::Program>,
+    /// The standard library, built once: each evaluation opens a scope on it (a fresh context
+    /// per object cost ~25 µs, a scope ~1 µs).
+    root: Arc<cel::Context<'static, 'static>>,
+    /// The object's top-level fields the expression reads (`None`: it uses the object whole).
+    /// Only those are handed to the interpreter, which copies what it is given.
+    reads: Option<Arc<[String]>>,
 }
 
 /// An expression that does not compile, or reads a variable that does not exist.
@@ -81,7 +87,14 @@ impl CelExpr {
         Ok(CelExpr {
             source: source.into(),
             program: Arc::new(program),
+            root: Arc::new(cel::Context::default()),
+            reads: top_level_reads(source).map(Into::into),
         })
+    }
+
+    /// The object's top-level fields it reads; `None` when it uses the object whole.
+    pub fn reads(&self) -> Option<&[String]> {
+        self.reads.as_deref()
     }
 
     /// The text it was compiled from.
@@ -129,10 +142,14 @@ impl CelExpr {
         object: &serde_json::Value,
         now: DateTime<Utc>,
     ) -> Result<cel::Value, CelEvalError> {
-        let mut context = cel::Context::default();
-        context
-            .add_variable("object", object)
-            .map_err(|e| self.failed(e.to_string()))?;
+        let mut context = self.root.new_inner_scope();
+        let added = match (&self.reads, object.as_object()) {
+            (Some(reads), Some(fields)) => {
+                context.add_variable("object", Selected { fields, reads })
+            }
+            _ => context.add_variable("object", object),
+        };
+        added.map_err(|e| self.failed(e.to_string()))?;
         context.add_variable_from_value("now", cel::Value::Timestamp(now.fixed_offset()));
         self.program
             .execute(&context)
@@ -152,6 +169,68 @@ impl CelExpr {
             expected,
             found: format!("{found:?}"),
         }
+    }
+}
+
+/// The top-level fields of `object` an expression reads — `object.status…`,
+/// `object["spec"]…`, `has(object.metadata…)` — or `None` when it uses `object` any other way
+/// (whole, or with a computed key), and must be given all of it.
+fn top_level_reads(source: &str) -> Option<Vec<String>> {
+    let bytes = source.as_bytes();
+    let mut reads = Vec::new();
+    let mut from = 0;
+    while let Some(found) = source[from..].find("object") {
+        let start = from + found;
+        let end = start + "object".len();
+        from = end;
+        let before = start.checked_sub(1).map(|i| bytes[i]);
+        if before.is_some_and(|b| {
+            b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'\'' || b == b'"'
+        }) {
+            continue; // part of another identifier, a field, or a string
+        }
+        let rest = &source[end..];
+        let field = if let Some(after) = rest.strip_prefix('.') {
+            after
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .next()
+        } else if let Some(after) = rest.strip_prefix('[') {
+            let quote = after.chars().next().filter(|c| *c == '\'' || *c == '"')?;
+            after[1..].split(quote).next()
+        } else if rest.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
+            continue; // `objects`, `object_name`: another identifier
+        } else {
+            None
+        };
+        match field {
+            Some(name) if !name.is_empty() => reads.push(name.to_owned()),
+            _ => return None,
+        }
+    }
+    reads.sort();
+    reads.dedup();
+    Some(reads)
+}
+
+/// The object with only the top-level fields an expression reads, serialized in place.
+struct Selected<'a> {
+    fields: &'a serde_json::Map<String, serde_json::Value>,
+    reads: &'a [String],
+}
+
+impl serde::Serialize for Selected<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let present: Vec<(&String, &serde_json::Value)> = self
+            .reads
+            .iter()
+            .filter_map(|key| self.fields.get_key_value(key))
+            .collect();
+        let mut map = serializer.serialize_map(Some(present.len()))?;
+        for (key, value) in present {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
     }
 }
 
@@ -214,6 +293,33 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    #[test]
+    fn only_the_fields_an_expression_reads_are_handed_over() {
+        assert_eq!(
+            top_level_reads("object.metadata.name == 'a' && has(object.status.x)"),
+            Some(vec!["metadata".to_owned(), "status".to_owned()])
+        );
+        assert_eq!(
+            top_level_reads("object['spec'].x > 1"),
+            Some(vec!["spec".to_owned()])
+        );
+        assert_eq!(top_level_reads("size(object) > 2"), None);
+        assert_eq!(top_level_reads("object[k]"), None);
+        assert_eq!(top_level_reads("'object' == 'object'"), Some(Vec::new()));
+        // Either way, the answers are the same.
+        let object = json!({"metadata": {"name": "a"}, "spec": {"x": 2}, "status": {}});
+        for text in [
+            "object.metadata.name == 'a'",
+            "object['spec'].x > 1",
+            "size(object) == 3",
+        ] {
+            let expr = CelExpr::compile(text).unwrap();
+            assert_eq!(expr.eval_bool(&object, now()), Ok(true), "{text}");
+        }
+        let missing = CelExpr::compile("object.spec.x == 2 && object.nope == 1").unwrap();
+        assert!(missing.eval_bool(&object, now()).is_err());
     }
 
     #[test]

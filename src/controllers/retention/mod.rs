@@ -13,6 +13,7 @@
 //! | `path.rs` | [`FieldPath`](path::FieldPath): dotted (and bracketed) paths into an object's JSON |
 //! | `rule.rs` | finish rules: has it finished, how, and when; own TTLs (`rule/from_spec.rs`: from a policy) |
 //! | `preset/` | the presets, a file per family: Pods and Jobs, Volcano, Argo, Tekton, Kubeflow, Spark, Ray |
+//! | `wire.rs` | an object decoded for judging, without `metadata.managedFields` |
 //! | `judgement.rs` | [`Judgement`](judgement::Judgement): what is cached per object, judged as it is decoded |
 //! | `engine/` | the controller: plans, watches, reconciles, reports status |
 //! | `ttl.rs` | the TTL an object gets: policy, own field or annotation; Go durations |
@@ -31,6 +32,7 @@ pub mod precedence;
 pub mod preset;
 pub mod rule;
 pub mod ttl;
+pub mod wire;
 
 pub use cel::{CelCompileError, CelEvalError, CelExpr};
 

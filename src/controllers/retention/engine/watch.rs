@@ -22,6 +22,7 @@ use crate::clock::SharedClock;
 use crate::controllers::retention::judge::{judge, Verdict};
 use crate::controllers::retention::judgement::{project, Judged, Judgement, Rules};
 use crate::controllers::retention::policy::Target;
+use crate::controllers::retention::wire::{decode_needed, Need};
 use crate::runtime::cache::{Cacheable, Store};
 use crate::runtime::informer::{HandlerFns, InformerSynced, SharedInformer};
 use crate::runtime::reflector::{Decoded, Reflector, ReflectorConfig, ReflectorMetrics};
@@ -78,8 +79,10 @@ impl ResourceWatch {
         let rules = Arc::clone(&plan.rules);
         let decoder = {
             let (rules, clock) = (Arc::clone(&rules), Arc::clone(&context.clock));
+            // Only what the rules read is built, judged, and dropped: the judgement is kept.
+            let need = Need::of(&rules.policies);
             Arc::new(move |bytes: &[u8]| {
-                let object: serde_json::Value = serde_json::from_slice(bytes)?;
+                let object = decode_needed(bytes, &need)?;
                 Ok(project(&object, &rules, clock.now()))
             })
         };
