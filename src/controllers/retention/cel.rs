@@ -16,6 +16,8 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
+use super::wire::Need;
+
 /// The variables an expression may read.
 pub const VARIABLES: [&str; 2] = ["object", "now"];
 
@@ -27,9 +29,9 @@ pub struct CelExpr {
     /// The standard library, built once: each evaluation opens a scope on it (a fresh context
     /// per object cost ~25 µs, a scope ~1 µs).
     root: Arc<cel::Context<'static, 'static>>,
-    /// The object's top-level fields the expression reads (`None`: it uses the object whole).
+    /// The paths into the object the expression reads (`None`: it uses the object whole).
     /// Only those are handed to the interpreter, which copies what it is given.
-    reads: Option<Arc<[String]>>,
+    reads: Option<Arc<Need>>,
 }
 
 /// An expression that does not compile, or reads a variable that does not exist.
@@ -88,12 +90,12 @@ impl CelExpr {
             source: source.into(),
             program: Arc::new(program),
             root: Arc::new(cel::Context::default()),
-            reads: top_level_reads(source).map(Into::into),
+            reads: reads_of(source).map(Arc::new),
         })
     }
 
-    /// The object's top-level fields it reads; `None` when it uses the object whole.
-    pub fn reads(&self) -> Option<&[String]> {
+    /// The paths into the object it reads; `None` when it uses the object whole.
+    pub fn reads(&self) -> Option<&Need> {
         self.reads.as_deref()
     }
 
@@ -143,11 +145,15 @@ impl CelExpr {
         now: DateTime<Utc>,
     ) -> Result<cel::Value, CelEvalError> {
         let mut context = self.root.new_inner_scope();
-        let added = match (&self.reads, object.as_object()) {
-            (Some(reads), Some(fields)) => {
-                context.add_variable("object", Selected { fields, reads })
-            }
-            _ => context.add_variable("object", object),
+        let added = match &self.reads {
+            Some(need) => context.add_variable(
+                "object",
+                Selected {
+                    value: object,
+                    need,
+                },
+            ),
+            None => context.add_variable("object", object),
         };
         added.map_err(|e| self.failed(e.to_string()))?;
         context.add_variable_from_value("now", cel::Value::Timestamp(now.fixed_offset()));
@@ -172,63 +178,83 @@ impl CelExpr {
     }
 }
 
-/// The top-level fields of `object` an expression reads — `object.status…`,
-/// `object["spec"]…`, `has(object.metadata…)` — or `None` when it uses `object` any other way
-/// (whole, or with a computed key), and must be given all of it.
-fn top_level_reads(source: &str) -> Option<Vec<String>> {
+/// The paths into `object` an expression reads — `object.status.phase`,
+/// `object["spec"].x`, `has(object.metadata.labels)`, `object.spec.containers.all(…)` (up to
+/// the method call) — or `None` when it uses `object` any other way (whole, or with a computed
+/// key at the top), and must be given all of it.
+fn reads_of(source: &str) -> Option<Need> {
     let bytes = source.as_bytes();
-    let mut reads = Vec::new();
+    let mut need = Need::nothing();
     let mut from = 0;
     while let Some(found) = source[from..].find("object") {
         let start = from + found;
         let end = start + "object".len();
         from = end;
         let before = start.checked_sub(1).map(|i| bytes[i]);
-        if before.is_some_and(|b| {
-            b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'\'' || b == b'"'
-        }) {
+        let after = bytes.get(end).copied();
+        let in_identifier = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+        if before.is_some_and(|b| in_identifier(b) || b == b'.' || b == b'\'' || b == b'"')
+            || after.is_some_and(in_identifier)
+        {
             continue; // part of another identifier, a field, or a string
         }
-        let rest = &source[end..];
-        let field = if let Some(after) = rest.strip_prefix('.') {
-            after
-                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .next()
-        } else if let Some(after) = rest.strip_prefix('[') {
-            let quote = after.chars().next().filter(|c| *c == '\'' || *c == '"')?;
-            after[1..].split(quote).next()
-        } else if rest.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
-            continue; // `objects`, `object_name`: another identifier
-        } else {
-            None
-        };
-        match field {
-            Some(name) if !name.is_empty() => reads.push(name.to_owned()),
-            _ => return None,
+        let path = path_after(&source[end..]);
+        if path.is_empty() {
+            return None;
         }
+        need.add(&path);
     }
-    reads.sort();
-    reads.dedup();
-    Some(reads)
+    Some(need)
 }
 
-/// The object with only the top-level fields an expression reads, serialized in place.
+/// The fields selected right after `object`: `.name` (not followed by `(`: a method) and
+/// `['key']`, as far as they go.
+fn path_after(mut rest: &str) -> Vec<String> {
+    let mut path = Vec::new();
+    loop {
+        if let Some(after) = rest.strip_prefix('.') {
+            let len = after
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(after.len());
+            if len == 0 || after[len..].trim_start().starts_with('(') {
+                return path;
+            }
+            path.push(after[..len].to_owned());
+            rest = &after[len..];
+        } else if let Some(after) = rest.strip_prefix('[') {
+            let Some(quote) = after.chars().next().filter(|c| *c == '\'' || *c == '"') else {
+                return path;
+            };
+            let Some(close) = after[1..].find(quote) else {
+                return path;
+            };
+            path.push(after[1..1 + close].to_owned());
+            rest = after[2 + close..].strip_prefix(']').unwrap_or("");
+        } else {
+            return path;
+        }
+    }
+}
+
+/// The parts of the object an expression reads, serialized in place (no copy is made).
 struct Selected<'a> {
-    fields: &'a serde_json::Map<String, serde_json::Value>,
-    reads: &'a [String],
+    value: &'a serde_json::Value,
+    need: &'a Need,
 }
 
 impl serde::Serialize for Selected<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let present: Vec<(&String, &serde_json::Value)> = self
-            .reads
+        let (Need::Fields(wanted), Some(fields)) = (self.need, self.value.as_object()) else {
+            return self.value.serialize(serializer);
+        };
+        let present: Vec<(&String, &serde_json::Value, &Need)> = wanted
             .iter()
-            .filter_map(|key| self.fields.get_key_value(key))
+            .filter_map(|(key, need)| fields.get_key_value(key).map(|(k, v)| (k, v, need)))
             .collect();
         let mut map = serializer.serialize_map(Some(present.len()))?;
-        for (key, value) in present {
-            map.serialize_entry(key, value)?;
+        for (key, value, need) in present {
+            map.serialize_entry(key, &Selected { value, need })?;
         }
         map.end()
     }
@@ -297,23 +323,34 @@ mod tests {
 
     #[test]
     fn only_the_fields_an_expression_reads_are_handed_over() {
+        let paths = |text: &str| {
+            let mut need = Need::nothing();
+            for path in [["metadata", "name"], ["status", "x"]] {
+                need.add(&path);
+            }
+            (reads_of(text), need)
+        };
+        let (read, want) = paths("object.metadata.name.startsWith('a') && has(object.status.x)");
+        assert_eq!(read, Some(want));
+        let mut spec = Need::nothing();
+        spec.add(&["spec", "x"]);
+        assert_eq!(reads_of("object['spec'].x > 1"), Some(spec));
+        let mut containers = Need::nothing();
+        containers.add(&["spec", "containers"]);
         assert_eq!(
-            top_level_reads("object.metadata.name == 'a' && has(object.status.x)"),
-            Some(vec!["metadata".to_owned(), "status".to_owned()])
+            reads_of("object.spec.containers.all(c, c.name != '')"),
+            Some(containers)
         );
-        assert_eq!(
-            top_level_reads("object['spec'].x > 1"),
-            Some(vec!["spec".to_owned()])
-        );
-        assert_eq!(top_level_reads("size(object) > 2"), None);
-        assert_eq!(top_level_reads("object[k]"), None);
-        assert_eq!(top_level_reads("'object' == 'object'"), Some(Vec::new()));
+        assert_eq!(reads_of("size(object) > 2"), None);
+        assert_eq!(reads_of("object[k]"), None);
+        assert_eq!(reads_of("'object' == 'object'"), Some(Need::nothing()));
         // Either way, the answers are the same.
-        let object = json!({"metadata": {"name": "a"}, "spec": {"x": 2}, "status": {}});
+        let object = json!({"metadata": {"name": "a", "labels": {"x": "y"}}, "spec": {"x": 2}, "status": {}});
         for text in [
             "object.metadata.name == 'a'",
             "object['spec'].x > 1",
             "size(object) == 3",
+            "object.metadata.labels['x'] == 'y' && !has(object.metadata.namespace)",
         ] {
             let expr = CelExpr::compile(text).unwrap();
             assert_eq!(expr.eval_bool(&object, now()), Ok(true), "{text}");

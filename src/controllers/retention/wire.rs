@@ -75,8 +75,23 @@ impl Need {
 
     fn add_cel(&mut self, expr: &CelExpr) {
         match expr.reads() {
-            Some(fields) => fields.iter().for_each(|f| self.add(&[f])),
+            Some(read) => self.merge(read),
             None => *self = Need::All,
+        }
+    }
+
+    /// Needs also what `other` needs.
+    pub fn merge(&mut self, other: &Need) {
+        match (&mut *self, other) {
+            (Need::All, _) => {}
+            (_, Need::All) => *self = Need::All,
+            (Need::Fields(mine), Need::Fields(theirs)) => {
+                for (key, below) in theirs {
+                    mine.entry(key.clone())
+                        .or_insert_with(Need::nothing)
+                        .merge(below);
+                }
+            }
         }
     }
 
