@@ -47,10 +47,10 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use kube_gc::client::{Client, ClientOptions, ResourceRef};
 use kube_gc::controllers::retention::engine::{
-    plan, PolicyInput, RetentionController, RetentionMetrics, RetentionOptions, WatchMap,
+    plan_served, RetentionController, RetentionMetrics, RetentionOptions, WatchMap,
 };
 use kube_gc::controllers::retention::judgement::{project, Judged, Judgement, Rules};
-use kube_gc::controllers::retention::policy::{RetentionPolicyObject, Target};
+use kube_gc::controllers::retention::policy::RetentionPolicyObject;
 use kube_gc::controllers::retention::wire::{decode as decode_object, decode_needed, Need};
 use kube_gc::controllers::retention::CelExpr;
 use kube_gc::controllers::ttl::{BatchJob, TtlObject};
@@ -108,19 +108,11 @@ fn rules_for(
     namespaces: &[String],
     resource: ResourceRef,
 ) -> Arc<Rules> {
-    let inputs: Vec<PolicyInput<'_>> = policies
-        .iter()
-        .map(|(object, cluster)| PolicyInput {
-            object,
-            cluster: *cluster,
-        })
-        .collect();
     let namespaces: BTreeMap<String, BTreeMap<String, String>> = namespaces
         .iter()
         .map(|n| (n.clone(), BTreeMap::from([("team".to_owned(), n.clone())])))
         .collect();
-    let served = |t: &Target| (t.resource == resource.plural).then(|| resource.clone());
-    let planned = plan(&inputs, &namespaces, &served);
+    let planned = plan_served(policies, &namespaces, &[resource]);
     for (id, state) in &planned.policies {
         assert!(
             matches!(

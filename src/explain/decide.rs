@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::api::{ObjectMeta, OwnerReference, PropagationPolicy};
 use crate::client::ResourceRef;
 use crate::controllers::garbagecollector::{action, Action};
-use crate::controllers::retention::engine::{plan, PolicyInput};
+use crate::controllers::retention::engine::plan_served;
 use crate::controllers::retention::history::{rank, Member};
 use crate::controllers::retention::judge::{judge as judge_retention, KeepReason, Verdict};
 use crate::controllers::retention::judgement::{project, Judged, Rules};
@@ -165,21 +165,7 @@ fn retention_decision(gathered: &Gathered, meta: &ObjectMeta, now: DateTime<Utc>
             "does not apply: the kube-gc.io retention policy CRDs are not installed".into(),
         );
     };
-    let inputs: Vec<PolicyInput<'_>> = policies
-        .iter()
-        .map(|(object, cluster)| PolicyInput {
-            object,
-            cluster: *cluster,
-        })
-        .collect();
-    let served = |t: &Target| {
-        gathered
-            .served
-            .iter()
-            .find(|r| r.group == t.group && r.version == t.version && r.plural == t.resource)
-            .cloned()
-    };
-    let planned = plan(&inputs, &gathered.namespaces, &served);
+    let planned = plan_served(policies, &gathered.namespaces, &gathered.served);
     let target = Target {
         group: gathered.resource.group.clone(),
         version: gathered.resource.version.clone(),

@@ -173,9 +173,9 @@ pub async fn gather(
         related: Vec::new(),
         events: Vec::new(),
     };
-    gathered.policies = policies(client, &gathered.served).await?;
+    gathered.policies = read_policies(client, &gathered.served).await?;
     if gathered.policies.is_some() {
-        gathered.namespaces = namespaces(client).await?;
+        gathered.namespaces = read_namespaces(client).await?;
         if has_history_limits(gathered.policies.as_deref().unwrap_or_default()) {
             let list = Api::<Value>::dynamic(client.clone(), gathered.resource.clone(), namespace);
             gathered.siblings = list_all(&list, "list the object's siblings").await?;
@@ -222,7 +222,7 @@ fn has_history_limits(policies: &[(RetentionPolicyObject, bool)]) -> bool {
 }
 
 /// Both policy kinds, or `None` when the CRDs are not served.
-async fn policies(
+pub(super) async fn read_policies(
     client: &Client,
     served: &[ResourceRef],
 ) -> Result<Option<Vec<(RetentionPolicyObject, bool)>>, GatherError> {
@@ -247,7 +247,8 @@ async fn policies(
     Ok(Some(found))
 }
 
-async fn namespaces(
+/// Every namespace's labels.
+pub(super) async fn read_namespaces(
     client: &Client,
 ) -> Result<BTreeMap<String, BTreeMap<String, String>>, GatherError> {
     let resource = ResourceRef::new("", "v1", "namespaces", "Namespace", false);

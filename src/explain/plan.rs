@@ -16,17 +16,16 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::client::{Api, Client, Discovery, ListParams, ResourceRef};
-use crate::controllers::retention::engine::{plan as plan_watches, PolicyInput};
+use crate::controllers::retention::engine::plan_served;
 use crate::controllers::retention::history::{over_limit, Member};
 use crate::controllers::retention::judge::{judge, Verdict};
 use crate::controllers::retention::judgement::project;
-use crate::controllers::retention::policy::{RetentionPolicyObject, Target};
 use crate::controllers::ttl::{
     judge as judge_ttl, BatchJob, TtlKind, TtlObject, Verdict as TtlVerdict, VolcanoJobs,
 };
 
 use super::decide::rfc3339;
-use super::gather::GatherError;
+use super::gather::{read_namespaces, read_policies, GatherError};
 
 /// What to plan for.
 #[derive(Clone, Debug, Default)]
@@ -193,57 +192,11 @@ async fn retention_rows(
     options: &PlanOptions,
     now: DateTime<Utc>,
 ) -> Result<Vec<(Option<DateTime<Utc>>, Row)>, GatherError> {
-    use crate::controllers::retention::engine::{cluster_policies, namespaced_policies};
-    let serves = |r: &ResourceRef| {
-        served
-            .iter()
-            .any(|s| s.group == r.group && s.version == r.version && s.plural == r.plural)
-    };
-    if !serves(&namespaced_policies()) || !serves(&cluster_policies()) {
+    let Some(policies) = read_policies(client, served).await? else {
         return Ok(Vec::new());
-    }
-    let mut policies: Vec<(RetentionPolicyObject, bool)> = Vec::new();
-    for (resource, cluster) in [(namespaced_policies(), false), (cluster_policies(), true)] {
-        let api: Api<RetentionPolicyObject> = Api::dynamic(client.clone(), resource.clone(), None);
-        let list = api
-            .list(&ListParams::default())
-            .await
-            .map_err(|source| GatherError::Api {
-                what: format!("list {}", resource.path_name()),
-                source,
-            })?;
-        policies.extend(list.items.into_iter().map(|p| (p, cluster)));
-    }
-    let namespaces_api: Api<Value> = Api::dynamic(
-        client.clone(),
-        ResourceRef::new("", "v1", "namespaces", "Namespace", false),
-        None,
-    );
-    let namespaces = namespaces_api
-        .list_metadata(&ListParams::default())
-        .await
-        .map_err(|source| GatherError::Api {
-            what: "list v1/namespaces".into(),
-            source,
-        })?
-        .items
-        .into_iter()
-        .filter_map(|ns| Some((ns.metadata.name?, ns.metadata.labels)))
-        .collect();
-    let inputs: Vec<PolicyInput<'_>> = policies
-        .iter()
-        .map(|(object, cluster)| PolicyInput {
-            object,
-            cluster: *cluster,
-        })
-        .collect();
-    let resolve = |t: &Target| {
-        served
-            .iter()
-            .find(|r| r.group == t.group && r.version == t.version && r.plural == t.resource)
-            .cloned()
     };
-    let planned = plan_watches(&inputs, &namespaces, &resolve);
+    let namespaces = read_namespaces(client).await?;
+    let planned = plan_served(&policies, &namespaces, served);
     let mut rows = Vec::new();
     for watch in planned.watches.values() {
         let objects = list(client, &watch.resource, options).await?;

@@ -51,7 +51,7 @@ use crate::runtime::workqueue::{MetricsProvider, WorkQueue};
 
 pub use groups::{GroupIndex, GroupKey};
 pub use metrics::RetentionMetrics;
-pub use plan::{plan, Plan, PolicyInput, PolicyState, WatchPlan};
+pub use plan::{plan, plan_served, Plan, PolicyInput, PolicyState, WatchPlan};
 pub use reconcile::{RetentionError, RetentionReconciler};
 pub use status::{count, status_for, Counts};
 pub use watch::{ResourceWatch, WatchContext};

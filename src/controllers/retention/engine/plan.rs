@@ -141,6 +141,29 @@ pub fn plan(
     plan
 }
 
+/// [`plan`] for policies read as `(object, is_cluster)`, each target resolved among the
+/// `served` resources (for tools that read the cluster once: `kube-gc explain` and `plan`).
+pub fn plan_served(
+    policies: &[(RetentionPolicyObject, bool)],
+    namespaces: &BTreeMap<String, BTreeMap<String, String>>,
+    served: &[ResourceRef],
+) -> Plan {
+    let inputs: Vec<PolicyInput<'_>> = policies
+        .iter()
+        .map(|(object, cluster)| PolicyInput {
+            object,
+            cluster: *cluster,
+        })
+        .collect();
+    let resolve = |t: &Target| {
+        served
+            .iter()
+            .find(|r| r.group == t.group && r.version == t.version && r.plural == t.resource)
+            .cloned()
+    };
+    plan(&inputs, namespaces, &resolve)
+}
+
 /// Cluster policies first, then namespaced ones; by namespace and name within each.
 fn order_key(id: &PolicyId) -> (bool, &str, &str) {
     (
