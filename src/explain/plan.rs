@@ -96,17 +96,11 @@ pub async fn plan(
             .iter()
             .any(|s| s.group == r.group && s.version == r.version && s.plural == r.plural)
     };
-    for (resource, rows_of) in [
-        (
-            BatchJob::resource(),
-            ttl_rows::<BatchJob>
-                as fn(&[Value], DateTime<Utc>) -> Vec<(Option<DateTime<Utc>>, Row)>,
-        ),
-        (VolcanoJobs::resource(), ttl_rows::<VolcanoJobs>),
-    ] {
-        if serves(&resource) {
-            rows.extend(rows_of(&list(client, &resource, options).await?, now));
-        }
+    if serves(&BatchJob::resource()) {
+        rows.extend(ttl_rows::<BatchJob>(client, options, now).await?);
+    }
+    if serves(&VolcanoJobs::resource()) {
+        rows.extend(ttl_rows::<VolcanoJobs>(client, options, now).await?);
     }
     rows.extend(retention_rows(client, &served, options, now).await?);
     rows.extend(orphan_rows(client, discovery, options).await?);
@@ -157,33 +151,55 @@ fn row(
     )
 }
 
-fn ttl_rows<K: TtlKind>(
-    objects: &[Value],
+/// The TTL controller of kind `K`: its objects listed as the controller caches them (its
+/// compact projection, decoded straight from the list), judged by its `judge`.
+async fn ttl_rows<K: TtlKind>(
+    client: &Client,
+    options: &PlanOptions,
     now: DateTime<Utc>,
-) -> Vec<(Option<DateTime<Utc>>, Row)> {
-    objects
+) -> Result<Vec<(Option<DateTime<Utc>>, Row)>, GatherError> {
+    let resource = K::resource();
+    let api: Api<TtlObject<K>> = Api::dynamic(
+        client.clone(),
+        resource.clone(),
+        options.namespace.as_deref(),
+    );
+    let params = ListParams {
+        label_selector: options.selector.clone(),
+        ..ListParams::default()
+    };
+    let objects = api
+        .list(&params)
+        .await
+        .map_err(|source| GatherError::Api {
+            what: format!("list {}", resource.path_name()),
+            source,
+        })?
+        .items;
+    Ok(objects
         .iter()
         .filter_map(|object| {
-            let state = *serde_json::from_value::<TtlObject<K>>(object.clone())
-                .ok()?
-                .state();
+            let state = *object.state();
             let ttl = state.ttl_seconds?;
-            let reason = format!("ttlSecondsAfterFinished {ttl}s");
-            match judge_ttl(&state, now).ok()? {
-                TtlVerdict::Expired { .. } => {
-                    Some(row(object, K::KIND, K::CONTROLLER, reason, None))
-                }
-                TtlVerdict::Wait { expires_at, .. } => Some(row(
-                    object,
-                    K::KIND,
-                    K::CONTROLLER,
-                    reason,
-                    Some(expires_at),
-                )),
-                TtlVerdict::Keep => None,
-            }
+            let at = match judge_ttl(&state, now).ok()? {
+                TtlVerdict::Expired { .. } => None,
+                TtlVerdict::Wait { expires_at, .. } => Some(expires_at),
+                TtlVerdict::Keep => return None,
+            };
+            let key = object.key();
+            Some((
+                at,
+                Row {
+                    kind: K::KIND.to_owned(),
+                    namespace: key.namespace().map(str::to_owned),
+                    name: key.name().to_owned(),
+                    controller: K::CONTROLLER.to_owned(),
+                    reason: format!("ttlSecondsAfterFinished {ttl}s"),
+                    deletes_at: at.map(rfc3339),
+                },
+            ))
         })
-        .collect()
+        .collect())
 }
 
 async fn retention_rows(
