@@ -111,6 +111,16 @@ fn a_small_demo_passes_and_prints_its_summary() {
         stdout.contains("8 over a history limit"),
         "newest 2 succeeded and 1 failed run kept per Pipeline: {stdout}"
     );
+    // Issue 18: the summary explains a kept and a blocked object.
+    for line in [
+        "$ kube-gc explain pods/explain-running -n demo-pods",
+        "Verdict: keep",
+        "$ kube-gc explain configmaps/explain-owner -n demo",
+        "Verdict: blocked",
+        "- Pod demo/explain-held: being deleted, waiting for its finalizers [\"demo.kube-gc.io/hold\"]",
+    ] {
+        assert!(stdout.contains(line), "{line}: {stdout}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

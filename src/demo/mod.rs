@@ -18,6 +18,7 @@
 //! controllers drain, the server shuts down, the temporary kubeconfig is removed.
 
 pub mod driver;
+pub mod explained;
 pub mod owners;
 pub mod progress;
 pub mod retention;
@@ -146,7 +147,7 @@ async fn run_against(
         retention_status_interval: Duration::from_millis(500),
         ..ManagerOptions::default()
     };
-    let manager = Manager::new(client, manager_options);
+    let manager = Manager::new(client.clone(), manager_options);
     let metrics = Arc::clone(manager.ttl_metrics());
     let controllers = manager.start().await?;
 
@@ -203,6 +204,9 @@ async fn run_against(
 
     let mut summary = summary::check(sim, planned, &record, &trees, &scene, &scene_record);
     summary.elapsed = start.elapsed();
+    let (screens, problems) = explained::examples(sim, &client).await;
+    summary.explained = screens;
+    summary.problems.extend(problems);
     Ok(summary)
 }
 

@@ -55,6 +55,8 @@ pub struct Summary {
     pub retention: retention::Report,
     /// How long the demo ran.
     pub elapsed: Duration,
+    /// `kube-gc explain` of a kept and of a blocked object (`explained.rs`).
+    pub explained: Vec<String>,
 }
 
 impl Summary {
@@ -298,6 +300,9 @@ impl fmt::Display for Summary {
                 f,
                 "Pod deletion after expiry (or after the finish was written, if later): {line}."
             )?;
+        }
+        for screen in &self.explained {
+            writeln!(f, "\n{screen}")?;
         }
         if self.passed() {
             writeln!(

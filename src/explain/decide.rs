@@ -19,6 +19,7 @@ use crate::controllers::retention::history::{rank, Member};
 use crate::controllers::retention::judge::{judge as judge_retention, KeepReason, Verdict};
 use crate::controllers::retention::judgement::{project, Judged, Rules};
 use crate::controllers::retention::policy::{CompiledPolicy, Target};
+use crate::controllers::retention::ttl::{Since, Ttl, TtlSource};
 use crate::controllers::ttl::{
     judge as judge_ttl, BatchJob, TtlKind, TtlObject, Verdict as TtlVerdict, VolcanoJobs,
 };
@@ -242,10 +243,7 @@ fn retention_decision(gathered: &Gathered, meta: &ObjectMeta, now: DateTime<Utc>
             None => format!("finished ({}), time unknown", f.outcome.as_str()),
         },
     });
-    details.push(format!(
-        "TTL from {:?}: {:?}",
-        governed.ttl_source, governed.ttl
-    ));
+    details.push(ttl_line(governed.ttl, &governed.ttl_source));
     let mut d = match judge_retention(&governed.facts, governed.ttl, now) {
         Ok(Verdict::Keep(KeepReason::NoTtl)) => decision(
             NAME,
@@ -309,6 +307,38 @@ fn retention_decision(gathered: &Gathered, meta: &ObjectMeta, now: DateTime<Utc>
     }
     d.details = details;
     d
+}
+
+/// The TTL in words, and who set it.
+fn ttl_line(ttl: Ttl, source: &TtlSource) -> String {
+    let from = match source {
+        TtlSource::Policy => "the policy".to_owned(),
+        TtlSource::OwnField(path) => format!("the object's {path}"),
+        TtlSource::TtlAnnotation => "annotation kube-gc.io/ttl".to_owned(),
+        TtlSource::ExpiresAtAnnotation => "annotation kube-gc.io/expires-at".to_owned(),
+    };
+    let since = |since: Since| match since {
+        Since::Finished => "it finished",
+        Since::Created => "it was created",
+    };
+    match ttl {
+        Ttl::None => format!("no TTL (none from {from}): only a history limit can delete it"),
+        Ttl::After { since: s, length } => format!(
+            "TTL {} after {} (from {from})",
+            human(length.num_seconds().unsigned_abs()),
+            since(s)
+        ),
+        Ttl::At {
+            since: Since::Finished,
+            at,
+        } => {
+            format!("expires at {} once finished (from {from})", rfc3339(at))
+        }
+        Ttl::At {
+            since: Since::Created,
+            at,
+        } => format!("expires at {} (from {from})", rfc3339(at)),
+    }
 }
 
 /// Its place in its history group: the sentence, and whether it is beyond the limit.
