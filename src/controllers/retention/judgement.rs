@@ -20,14 +20,14 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
-use crate::api::{ObjectMeta, OwnerReference};
+use crate::api::Time;
 use crate::runtime::cache::{Cacheable, ObjectKey};
 
 use super::judge::Facts;
 use super::policy::CompiledPolicy;
 use super::precedence::{self, Candidate, Scope};
 use super::rule::{own_ttl_field, GroupBy};
-use super::ttl::{self, Ttl, TtlSource, EXPIRES_AT_ANNOTATION, TTL_ANNOTATION};
+use super::ttl::{self, Ttl, TtlSource};
 
 /// The policies of one resource, and what they are applied with.
 #[derive(Debug, Default)]
@@ -144,11 +144,69 @@ impl fmt::Debug for Judgement {
     }
 }
 
-/// The metadata read; the rest of the object is read through the policies' rules.
+/// The metadata a judgement reads — only that is built: labels (for selectors and label
+/// groups), the two `kube-gc.io` annotations, and of each owner reference its UID and whether
+/// it is the controller. The rest of the object is read through the policies' rules.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct Meta {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    namespace: Option<String>,
+    #[serde(default)]
+    uid: Option<String>,
+    #[serde(default)]
+    resource_version: Option<String>,
+    #[serde(default)]
+    creation_timestamp: Option<Time>,
+    #[serde(default)]
+    deletion_timestamp: Option<Time>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    labels: BTreeMap<String, String>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    annotations: KubeGcAnnotations,
+    #[serde(default, deserialize_with = "null_as_default")]
+    owner_references: Vec<Owner>,
+}
+
+/// `kube-gc.io/ttl` and `kube-gc.io/expires-at`; other annotations are skipped unbuilt.
+#[derive(Deserialize, Default)]
+struct KubeGcAnnotations {
+    #[serde(default, rename = "kube-gc.io/ttl")]
+    ttl: Option<String>,
+    #[serde(default, rename = "kube-gc.io/expires-at")]
+    expires_at: Option<String>,
+}
+
+/// What a judgement needs of an owner reference.
+#[derive(Deserialize)]
+struct Owner {
+    #[serde(default)]
+    uid: String,
+    #[serde(default)]
+    controller: Option<bool>,
+}
+
+impl Owner {
+    fn is_controller(&self) -> bool {
+        self.controller == Some(true)
+    }
+}
+
+/// `null` reads as the default, as the API server writes it for empty maps and lists.
+fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
+
 #[derive(Deserialize, Default)]
 struct Wire {
     #[serde(default)]
-    metadata: ObjectMeta,
+    metadata: Meta,
 }
 
 /// Judges one object.
@@ -168,7 +226,7 @@ pub fn project(object: &serde_json::Value, rules: &Rules, now: DateTime<Utc>) ->
 
 fn judge_object(
     object: &serde_json::Value,
-    meta: &ObjectMeta,
+    meta: &Meta,
     rules: &Rules,
     now: DateTime<Utc>,
 ) -> Judged {
@@ -217,15 +275,12 @@ fn judge_object(
 /// The indices of the policies that apply to the object.
 fn applying_policies(
     object: &serde_json::Value,
-    meta: &ObjectMeta,
+    meta: &Meta,
     rules: &Rules,
     now: DateTime<Utc>,
 ) -> Result<Vec<usize>, Problem> {
     let namespace = meta.namespace.as_deref().unwrap_or_default();
-    let controlled = meta
-        .owner_references
-        .iter()
-        .any(OwnerReference::is_controller);
+    let controlled = meta.owner_references.iter().any(Owner::is_controller);
     let mut applying = Vec::new();
     for (i, policy) in rules.policies.iter().enumerate() {
         let in_scope = match (&policy.id.namespace, &policy.namespace_selector) {
@@ -261,7 +316,7 @@ fn applying_policies(
 /// The governing policy's reading of the object.
 fn governed(
     object: &serde_json::Value,
-    meta: &ObjectMeta,
+    meta: &Meta,
     policy: &CompiledPolicy,
     now: DateTime<Utc>,
 ) -> Result<Governed, (&'static str, String)> {
@@ -276,10 +331,8 @@ fn governed(
         policy.ttl,
         own.as_ref()
             .map(|(path, seconds)| (path.as_str(), *seconds)),
-        meta.annotations.get(TTL_ANNOTATION).map(String::as_str),
-        meta.annotations
-            .get(EXPIRES_AT_ANNOTATION)
-            .map(String::as_str),
+        meta.annotations.ttl.as_deref(),
+        meta.annotations.expires_at.as_deref(),
     )
     .map_err(|e| ("annotation", e.to_string()))?;
     let group = if policy.limits.any() && finished.is_some() {
@@ -305,7 +358,7 @@ fn governed(
 /// The history group: the controlling owner's UID, or `(none)` for objects without one (they
 /// form one group per namespace); or a label's value (objects without the label are in no
 /// group, so no limit deletes them).
-fn group_of(meta: &ObjectMeta, group_by: &GroupBy) -> Option<Box<str>> {
+fn group_of(meta: &Meta, group_by: &GroupBy) -> Option<Box<str>> {
     match group_by {
         GroupBy::Owner => Some(
             meta.owner_references

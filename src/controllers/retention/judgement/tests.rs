@@ -161,6 +161,11 @@ fn annotations_override_and_a_bad_one_keeps_the_object() {
         judge(&g.facts, g.ttl, now()),
         Ok(Verdict::Wait { .. })
     ));
+    let mut fixed = pod("data", "c");
+    fixed["metadata"]["annotations"] =
+        json!({"kube-gc.io/expires-at": "2026-12-01T00:00:00Z", "other": "x"});
+    let g = governed(&project(&fixed, &rules, now())).clone();
+    assert_eq!(g.ttl_source, TtlSource::ExpiresAtAnnotation);
     let mut bad = pod("data", "b");
     bad["metadata"]["annotations"] = json!({"kube-gc.io/ttl": "soon"});
     match project(&bad, &rules, now()).judged {
