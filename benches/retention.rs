@@ -112,6 +112,7 @@ fn rules_for(
         .iter()
         .map(|n| (n.clone(), BTreeMap::from([("team".to_owned(), n.clone())])))
         .collect();
+    let policies = policies.iter().map(|(object, cluster)| (object, *cluster));
     let planned = plan_served(policies, &namespaces, &[resource]);
     for (id, state) in &planned.policies {
         assert!(

@@ -29,6 +29,7 @@
 //! | `defaults.rs` | private serde helpers for `null` and default values |
 
 mod defaults;
+pub(crate) use defaults::null_as_default;
 mod delete;
 mod event;
 mod job;

@@ -12,7 +12,6 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::Value;
 
 use crate::api::{ObjectMeta, OwnerReference, PropagationPolicy};
-use crate::client::ResourceRef;
 use crate::controllers::garbagecollector::{action, Action};
 use crate::controllers::retention::engine::plan_served;
 use crate::controllers::retention::history::{rank, Member};
@@ -25,7 +24,7 @@ use crate::controllers::ttl::{
 };
 use crate::runtime::cache::Cacheable;
 
-use super::gather::{Gathered, OwnerState, Related};
+use super::gather::{same_resource, Gathered, OwnerState, Related};
 use super::{
     Blocker, Decision, DeletionInProgress, EventLine, Explanation, FinalizerWait, ObjectId,
     VerdictKind,
@@ -101,10 +100,6 @@ fn decision(controller: &str, governs: bool, verdict: VerdictKind, summary: Stri
     }
 }
 
-fn same_resource(a: &ResourceRef, b: &ResourceRef) -> bool {
-    a.group == b.group && a.version == b.version && a.plural == b.plural
-}
-
 /// The TTL controller of kind `K`: its projection and its `judge`.
 fn ttl_decision<K: TtlKind>(gathered: &Gathered, now: DateTime<Utc>) -> Decision {
     let resource = K::resource();
@@ -166,6 +161,7 @@ fn retention_decision(gathered: &Gathered, meta: &ObjectMeta, now: DateTime<Utc>
             "does not apply: the kube-gc.io retention policy CRDs are not installed".into(),
         );
     };
+    let policies = policies.iter().map(|(object, cluster)| (object, *cluster));
     let planned = plan_served(policies, &gathered.namespaces, &gathered.served);
     let target = Target {
         group: gathered.resource.group.clone(),

@@ -111,7 +111,8 @@ pub struct Gathered {
     pub policies: Option<Vec<(RetentionPolicyObject, bool)>>,
     /// Namespaces and their labels.
     pub namespaces: BTreeMap<String, BTreeMap<String, String>>,
-    /// The preferred version of every served resource.
+    /// Every served resource, in every version: the engine resolves a policy's target among
+    /// them all, and so does explain.
     pub served: Vec<ResourceRef>,
     /// The other objects of its resource in its namespace (for history ranks), if needed.
     pub siblings: Vec<Value>,
@@ -161,7 +162,7 @@ pub async fn gather(
             ))
         }
     };
-    let served: Vec<ResourceRef> = discovery.preferred().map(|r| r.resource.clone()).collect();
+    let served = every_version(discovery);
     let mut gathered = Gathered {
         resource,
         object,
@@ -221,18 +222,32 @@ fn has_history_limits(policies: &[(RetentionPolicyObject, bool)]) -> bool {
     })
 }
 
+/// The same group, version and plural.
+pub(super) fn same_resource(a: &ResourceRef, b: &ResourceRef) -> bool {
+    a.group == b.group && a.version == b.version && a.plural == b.plural
+}
+
+/// Whether `resource` is among `served`.
+pub(super) fn serves(served: &[ResourceRef], resource: &ResourceRef) -> bool {
+    served.iter().any(|s| same_resource(s, resource))
+}
+
+/// Every resource discovery found, in every version.
+pub(super) fn every_version(discovery: &Discovery) -> Vec<ResourceRef> {
+    discovery
+        .resources()
+        .iter()
+        .map(|r| r.resource.clone())
+        .collect()
+}
+
 /// Both policy kinds, or `None` when the CRDs are not served.
 pub(super) async fn read_policies(
     client: &Client,
     served: &[ResourceRef],
 ) -> Result<Option<Vec<(RetentionPolicyObject, bool)>>, GatherError> {
-    let is_served = |r: &ResourceRef| {
-        served
-            .iter()
-            .any(|s| s.group == r.group && s.version == r.version && s.plural == r.plural)
-    };
     let (namespaced, cluster) = (namespaced_policies(), cluster_policies());
-    if !is_served(&namespaced) || !is_served(&cluster) {
+    if !serves(served, &namespaced) || !serves(served, &cluster) {
         return Ok(None);
     }
     let mut found = Vec::new();

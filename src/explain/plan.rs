@@ -25,7 +25,7 @@ use crate::controllers::ttl::{
 };
 
 use super::decide::rfc3339;
-use super::gather::{read_namespaces, read_policies, GatherError};
+use super::gather::{every_version, read_namespaces, read_policies, serves, GatherError};
 
 /// What to plan for.
 #[derive(Clone, Debug, Default)]
@@ -90,16 +90,11 @@ pub async fn plan(
     let horizon =
         now + chrono::Duration::from_std(options.within).unwrap_or(chrono::Duration::days(3650));
     let mut rows: Vec<(Option<DateTime<Utc>>, Row)> = Vec::new();
-    let served: Vec<ResourceRef> = discovery.preferred().map(|r| r.resource.clone()).collect();
-    let serves = |r: &ResourceRef| {
-        served
-            .iter()
-            .any(|s| s.group == r.group && s.version == r.version && s.plural == r.plural)
-    };
-    if serves(&BatchJob::resource()) {
+    let served = every_version(discovery);
+    if serves(&served, &BatchJob::resource()) {
         rows.extend(ttl_rows::<BatchJob>(client, options, now).await?);
     }
-    if serves(&VolcanoJobs::resource()) {
+    if serves(&served, &VolcanoJobs::resource()) {
         rows.extend(ttl_rows::<VolcanoJobs>(client, options, now).await?);
     }
     rows.extend(retention_rows(client, &served, options, now).await?);
@@ -212,7 +207,8 @@ async fn retention_rows(
         return Ok(Vec::new());
     };
     let namespaces = read_namespaces(client).await?;
-    let planned = plan_served(&policies, &namespaces, served);
+    let policies = policies.iter().map(|(object, cluster)| (object, *cluster));
+    let planned = plan_served(policies, &namespaces, served);
     let mut rows = Vec::new();
     for watch in planned.watches.values() {
         let objects = list(client, &watch.resource, options).await?;

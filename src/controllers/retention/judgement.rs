@@ -20,7 +20,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
-use crate::api::Time;
+use crate::api::{null_as_default, Time};
 use crate::runtime::cache::{Cacheable, ObjectKey};
 
 use super::judge::Facts;
@@ -192,15 +192,6 @@ impl Owner {
     fn is_controller(&self) -> bool {
         self.controller == Some(true)
     }
-}
-
-/// `null` reads as the default, as the API server writes it for empty maps and lists.
-fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Default + Deserialize<'de>,
-{
-    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
 }
 
 #[derive(Deserialize, Default)]

@@ -142,18 +142,16 @@ pub fn plan(
 }
 
 /// [`plan`] for policies read as `(object, is_cluster)`, each target resolved among the
-/// `served` resources (for tools that read the cluster once: `kube-gc explain` and `plan`).
-pub fn plan_served(
-    policies: &[(RetentionPolicyObject, bool)],
+/// `served` resources, every version of every group as discovery lists them (the engine's
+/// planner, `kube-gc explain` and `plan`, so that all resolve a target alike).
+pub fn plan_served<'a>(
+    policies: impl IntoIterator<Item = (&'a RetentionPolicyObject, bool)>,
     namespaces: &BTreeMap<String, BTreeMap<String, String>>,
     served: &[ResourceRef],
 ) -> Plan {
     let inputs: Vec<PolicyInput<'_>> = policies
-        .iter()
-        .map(|(object, cluster)| PolicyInput {
-            object,
-            cluster: *cluster,
-        })
+        .into_iter()
+        .map(|(object, cluster)| PolicyInput { object, cluster })
         .collect();
     let resolve = |t: &Target| {
         served

@@ -11,23 +11,22 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::ObjectReference;
-use crate::client::Discovery;
+use crate::client::{Discovery, ResourceRef};
 use crate::events::{EventRecord, EventType};
 use crate::runtime::cache::ObjectKey;
-use crate::runtime::informer::InformerSynced;
+use crate::runtime::informer::{wait_for_cache_sync, InformerSynced};
 
-use super::plan::{plan, Plan, PolicyInput, PolicyState};
+use super::plan::{plan_served, Plan, PolicyState};
 use super::watch::ResourceWatch;
 use super::{cluster_policies, namespaced_policies, Shared};
 use crate::controllers::retention::policy::{PolicyId, RetentionPolicyObject, Target};
 
+/// Waits for `caches`; false when `stop` fired first.
 pub(super) async fn wait_synced(caches: &[InformerSynced], stop: &CancellationToken) -> bool {
-    for cache in caches {
-        if cache.wait(stop).await.is_err() {
-            return false;
-        }
-    }
-    !stop.is_cancelled()
+    wait_for_cache_sync(caches.iter().cloned(), stop)
+        .await
+        .is_ok()
+        && !stop.is_cancelled()
 }
 
 /// Plans again after every change (debounced), and periodically while a policy waits for a
@@ -80,15 +79,10 @@ pub(super) async fn planner(
 fn make_plan(shared: &Shared, discovery: Option<&Discovery>) -> Plan {
     let namespaced = shared.namespaced.store().list();
     let cluster = shared.cluster.store().list();
-    let mut inputs: Vec<PolicyInput<'_>> = Vec::new();
-    inputs.extend(namespaced.iter().map(|o| PolicyInput {
-        object: o,
-        cluster: false,
-    }));
-    inputs.extend(cluster.iter().map(|o| PolicyInput {
-        object: o,
-        cluster: true,
-    }));
+    let policies = namespaced
+        .iter()
+        .map(|o| (&**o, false))
+        .chain(cluster.iter().map(|o| (&**o, true)));
     let namespaces: BTreeMap<String, BTreeMap<String, String>> = shared
         .namespaces
         .store()
@@ -96,14 +90,10 @@ fn make_plan(shared: &Shared, discovery: Option<&Discovery>) -> Plan {
         .iter()
         .filter_map(|ns| Some((ns.metadata.name.clone()?, ns.metadata.labels.clone())))
         .collect();
-    let served = |target: &Target| {
-        discovery?.resources().iter().find_map(|found| {
-            let r = &found.resource;
-            (r.group == target.group && r.version == target.version && r.plural == target.resource)
-                .then(|| r.clone())
-        })
-    };
-    plan(&inputs, &namespaces, &served)
+    let served: Vec<ResourceRef> = discovery
+        .map(|d| d.resources().iter().map(|r| r.resource.clone()).collect())
+        .unwrap_or_default();
+    plan_served(policies, &namespaces, &served)
 }
 
 /// Makes the running watches match `plan`, and records the policies' states.
