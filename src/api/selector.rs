@@ -89,11 +89,21 @@ impl LabelSelector {
     /// Whether `labels` satisfy every requirement. A malformed expression (see
     /// [`validate`](Self::validate)) selects nothing.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.matches_lookup(|key| labels.get(key).map(String::as_str))
+    }
+
+    /// Like [`matches`](Self::matches), with the labels read through `label` (a key's value),
+    /// for labels held in some other map (borrowed from a decoded object, say).
+    pub fn matches_lookup<'v>(&self, label: impl Fn(&str) -> Option<&'v str>) -> bool {
         let pairs = self
             .match_labels
             .iter()
-            .all(|(k, v)| labels.get(k) == Some(v));
-        pairs && self.match_expressions.iter().all(|r| r.matches(labels))
+            .all(|(k, v)| label(k) == Some(v.as_str()));
+        pairs
+            && self
+                .match_expressions
+                .iter()
+                .all(|r| r.matches(label(&r.key)))
     }
 
     /// Selects everything.
@@ -103,11 +113,11 @@ impl LabelSelector {
 }
 
 impl LabelSelectorRequirement {
-    fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        let value = labels.get(&self.key);
+    /// Whether the value of its key (`None`: no such label) satisfies it.
+    fn matches(&self, value: Option<&str>) -> bool {
         match self.operator.as_str() {
-            "In" => value.is_some_and(|v| self.values.contains(v)),
-            "NotIn" => value.is_none_or(|v| !self.values.contains(v)),
+            "In" => value.is_some_and(|v| self.values.iter().any(|w| w == v)),
+            "NotIn" => value.is_none_or(|v| !self.values.iter().any(|w| w == v)),
             "Exists" => value.is_some(),
             "DoesNotExist" => value.is_none(),
             _ => false,

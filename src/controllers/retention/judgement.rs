@@ -28,6 +28,7 @@ use super::policy::CompiledPolicy;
 use super::precedence::{self, Candidate, Scope};
 use super::rule::{own_ttl_field, GroupBy};
 use super::ttl::{self, Ttl, TtlSource};
+use super::wire::Need;
 
 /// The policies of one resource, and what they are applied with.
 #[derive(Debug, Default)]
@@ -144,60 +145,85 @@ impl fmt::Debug for Judgement {
     }
 }
 
-/// The metadata a judgement reads — only that is built: labels (for selectors and label
-/// groups), the two `kube-gc.io` annotations, and of each owner reference its UID and whether
-/// it is the controller. The rest of the object is read through the policies' rules.
+/// The metadata a judgement reads — only that is built, and its strings are borrowed from
+/// the decoded object rather than copied: labels (for selectors and label groups), the two
+/// `kube-gc.io` annotations, and of each owner reference its UID and whether it is the
+/// controller. The rest of the object is read through the policies' rules.
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
-struct Meta {
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    namespace: Option<String>,
-    #[serde(default)]
-    uid: Option<String>,
-    #[serde(default)]
-    resource_version: Option<String>,
+struct Meta<'a> {
+    #[serde(default, borrow)]
+    name: Option<&'a str>,
+    #[serde(default, borrow)]
+    namespace: Option<&'a str>,
+    #[serde(default, borrow)]
+    uid: Option<&'a str>,
+    #[serde(default, borrow)]
+    resource_version: Option<&'a str>,
     #[serde(default)]
     creation_timestamp: Option<Time>,
     #[serde(default)]
     deletion_timestamp: Option<Time>,
-    #[serde(default, deserialize_with = "null_as_default")]
-    labels: BTreeMap<String, String>,
-    #[serde(default, deserialize_with = "null_as_default")]
-    annotations: KubeGcAnnotations,
-    #[serde(default, deserialize_with = "null_as_default")]
-    owner_references: Vec<Owner>,
+    #[serde(default, borrow, deserialize_with = "null_as_default")]
+    labels: BTreeMap<&'a str, &'a str>,
+    #[serde(default, borrow, deserialize_with = "null_as_default")]
+    annotations: KubeGcAnnotations<'a>,
+    #[serde(default, borrow, deserialize_with = "null_as_default")]
+    owner_references: Vec<Owner<'a>>,
+}
+
+/// What [`Meta`] reads of an object, as a [`Need`]: the watch's decoder builds this much of
+/// `metadata` (plus what the rules read), so it names exactly the fields of `Meta`.
+pub fn judged_metadata() -> Need {
+    let mut need = Need::nothing();
+    for field in [
+        "name",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "labels",
+    ] {
+        need.add(&["metadata", field]);
+    }
+    for annotation in [ttl::TTL_ANNOTATION, ttl::EXPIRES_AT_ANNOTATION] {
+        need.add(&["metadata", "annotations", annotation]);
+    }
+    for field in ["uid", "controller"] {
+        need.add(&["metadata", "ownerReferences", field]);
+    }
+    need
 }
 
 /// `kube-gc.io/ttl` and `kube-gc.io/expires-at`; other annotations are skipped unbuilt.
 #[derive(Deserialize, Default)]
-struct KubeGcAnnotations {
-    #[serde(default, rename = "kube-gc.io/ttl")]
-    ttl: Option<String>,
-    #[serde(default, rename = "kube-gc.io/expires-at")]
-    expires_at: Option<String>,
+struct KubeGcAnnotations<'a> {
+    #[serde(default, borrow, rename = "kube-gc.io/ttl")]
+    ttl: Option<&'a str>,
+    #[serde(default, borrow, rename = "kube-gc.io/expires-at")]
+    expires_at: Option<&'a str>,
 }
 
 /// What a judgement needs of an owner reference.
 #[derive(Deserialize)]
-struct Owner {
-    #[serde(default)]
-    uid: String,
+struct Owner<'a> {
+    #[serde(default, borrow)]
+    uid: &'a str,
     #[serde(default)]
     controller: Option<bool>,
 }
 
-impl Owner {
+impl Owner<'_> {
     fn is_controller(&self) -> bool {
         self.controller == Some(true)
     }
 }
 
 #[derive(Deserialize, Default)]
-struct Wire {
-    #[serde(default)]
-    metadata: Meta,
+struct Wire<'a> {
+    #[serde(default, borrow)]
+    metadata: Meta<'a>,
 }
 
 /// Judges one object.
@@ -206,18 +232,18 @@ pub fn project(object: &serde_json::Value, rules: &Rules, now: DateTime<Utc>) ->
     let judged = judge_object(object, &meta, rules, now);
     Judgement {
         key: ObjectKey::new(
-            meta.namespace.as_deref().unwrap_or_default(),
-            meta.name.as_deref().unwrap_or_default(),
+            meta.namespace.unwrap_or_default(),
+            meta.name.unwrap_or_default(),
         ),
-        uid: meta.uid.as_deref().unwrap_or_default().into(),
-        resource_version: meta.resource_version.as_deref().unwrap_or_default().into(),
+        uid: meta.uid.unwrap_or_default().into(),
+        resource_version: meta.resource_version.unwrap_or_default().into(),
         judged,
     }
 }
 
 fn judge_object(
     object: &serde_json::Value,
-    meta: &Meta,
+    meta: &Meta<'_>,
     rules: &Rules,
     now: DateTime<Utc>,
 ) -> Judged {
@@ -266,11 +292,11 @@ fn judge_object(
 /// The indices of the policies that apply to the object.
 fn applying_policies(
     object: &serde_json::Value,
-    meta: &Meta,
+    meta: &Meta<'_>,
     rules: &Rules,
     now: DateTime<Utc>,
 ) -> Result<Vec<usize>, Problem> {
-    let namespace = meta.namespace.as_deref().unwrap_or_default();
+    let namespace = meta.namespace.unwrap_or_default();
     let controlled = meta.owner_references.iter().any(Owner::is_controller);
     let mut applying = Vec::new();
     for (i, policy) in rules.policies.iter().enumerate() {
@@ -285,7 +311,7 @@ fn applying_policies(
         let selected = policy
             .selector
             .as_ref()
-            .is_none_or(|s| s.matches(&meta.labels));
+            .is_none_or(|s| s.matches_lookup(|key| meta.labels.get(key).copied()));
         if !in_scope || !selected || (policy.skip_controlled && controlled) {
             continue;
         }
@@ -307,7 +333,7 @@ fn applying_policies(
 /// The governing policy's reading of the object.
 fn governed(
     object: &serde_json::Value,
-    meta: &Meta,
+    meta: &Meta<'_>,
     policy: &CompiledPolicy,
     now: DateTime<Utc>,
 ) -> Result<Governed, (&'static str, String)> {
@@ -322,8 +348,8 @@ fn governed(
         policy.ttl,
         own.as_ref()
             .map(|(path, seconds)| (path.as_str(), *seconds)),
-        meta.annotations.ttl.as_deref(),
-        meta.annotations.expires_at.as_deref(),
+        meta.annotations.ttl,
+        meta.annotations.expires_at,
     )
     .map_err(|e| ("annotation", e.to_string()))?;
     let group = if policy.limits.any() && finished.is_some() {
@@ -349,16 +375,16 @@ fn governed(
 /// The history group: the controlling owner's UID, or `(none)` for objects without one (they
 /// form one group per namespace); or a label's value (objects without the label are in no
 /// group, so no limit deletes them).
-fn group_of(meta: &Meta, group_by: &GroupBy) -> Option<Box<str>> {
+fn group_of(meta: &Meta<'_>, group_by: &GroupBy) -> Option<Box<str>> {
     match group_by {
         GroupBy::Owner => Some(
             meta.owner_references
                 .iter()
                 .find(|o| o.is_controller())
-                .map_or("(none)", |o| o.uid.as_str())
+                .map_or("(none)", |o| o.uid)
                 .into(),
         ),
-        GroupBy::Label(key) => meta.labels.get(key).map(|v| v.as_str().into()),
+        GroupBy::Label(key) => meta.labels.get(key.as_str()).map(|v| (*v).into()),
     }
 }
 

@@ -1,13 +1,16 @@
-//! Decoding an object for judging: only what the policies' rules can read, as a
-//! `serde_json::Value` — `metadata` whole (but `managedFields`, about half of a real object's
-//! bytes, read by no rule), and of the rest the paths the finish rules, own TTL fields and
-//! CEL expressions name ([`Need`]). Everything else is skipped without being built.
+//! Decoding an object for judging: only what the judgement and the policies' rules can read,
+//! as a `serde_json::Value` — of `metadata` the fields the judgement reads (names, UID,
+//! resourceVersion, times, labels, the two `kube-gc.io` annotations, the owners' UIDs and
+//! controller flags), never `managedFields` (about half of a real object's bytes); of the rest
+//! the paths the finish rules, own TTL fields and CEL expressions name ([`Need`]). Everything
+//! else is skipped without being built.
 //!
 //! Contract: a rule evaluated on the pruned object gives what it gives on the whole one
 //! (`tests/retention_presets.rs` checks every preset fixture both ways): a path is kept with
 //! its whole subtree, a CEL expression keeps each top-level field it reads, and one that uses
 //! `object` whole keeps everything.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
@@ -16,6 +19,7 @@ use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::{Map, Value};
 
 use super::cel::CelExpr;
+use super::judgement::judged_metadata;
 use super::policy::CompiledPolicy;
 use super::rule::{FinishKind, FinishTime};
 
@@ -35,10 +39,9 @@ impl Need {
         Need::Fields(BTreeMap::new())
     }
 
-    /// What the rules of `policies` read, plus `metadata`.
+    /// What the rules of `policies` read, plus the metadata a judgement reads.
     pub fn of(policies: &[Arc<CompiledPolicy>]) -> Need {
-        let mut need = Need::nothing();
-        need.add(&["metadata".to_owned()]);
+        let mut need = judged_metadata();
         for policy in policies {
             if let Some(expr) = &policy.match_expr {
                 need.add_cel(expr);
@@ -141,15 +144,50 @@ pub fn decode_needed(bytes: &[u8], need: &Need) -> serde_json::Result<Value> {
         return serde_json::from_slice::<Map<String, Value>>(bytes).map(Value::Object);
     }
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
-    let value = Pruned { need, depth: 0 }.deserialize(&mut deserializer)?;
+    let value = Pruned {
+        need,
+        at: Level::Top,
+    }
+    .deserialize(&mut deserializer)?;
     deserializer.end()?;
     Ok(value)
 }
 
-/// An object pruned to `need`; at depth 1 under `metadata`, `managedFields` is dropped.
+/// What of the tree being decoded is built: the part `need` names. Arrays are transparent: a
+/// [`Need::Fields`] on an array applies to each element (paths do not index arrays, so only
+/// the judgement's own `metadata.ownerReferences` need uses this).
+#[derive(Clone, Copy)]
 struct Pruned<'n> {
     need: &'n Need,
-    depth: u8,
+    at: Level,
+}
+
+/// Where in the object a map is: its top, its `metadata` (whose `managedFields` is never
+/// built), or anywhere else.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Level {
+    Top,
+    Metadata,
+    Below,
+}
+
+impl<'n> Pruned<'n> {
+    /// How the value of `key` in this map is decoded: skipped (`None`), built whole, or pruned.
+    fn child(&self, key: &str) -> Option<Pruned<'n>> {
+        if self.at == Level::Metadata && key == "managedFields" {
+            return None;
+        }
+        let need = match self.need {
+            Need::All => self.need,
+            Need::Fields(wanted) => wanted.get(key)?,
+        };
+        let at = if self.at == Level::Top && key == "metadata" {
+            Level::Metadata
+        } else {
+            Level::Below
+        };
+        Some(Pruned { need, at })
+    }
 }
 
 impl<'de> DeserializeSeed<'de> for Pruned<'_> {
@@ -169,27 +207,19 @@ impl<'de> Visitor<'de> for Pruned<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut fields = Map::new();
-        while let Some(key) = map.next_key::<String>()? {
-            let top = self.depth == 0;
-            let value = if top && key == "metadata" {
-                map.next_value_seed(Metadata)?
-            } else {
-                match self.need {
-                    Need::All => map.next_value::<Value>()?,
-                    Need::Fields(wanted) => match wanted.get(&key) {
-                        None => {
-                            map.next_value::<IgnoredAny>()?;
-                            continue;
-                        }
-                        Some(Need::All) => map.next_value::<Value>()?,
-                        Some(below) => map.next_value_seed(Pruned {
-                            need: below,
-                            depth: self.depth + 1,
-                        })?,
-                    },
+        while let Some(key) = map.next_key_seed(Key)? {
+            let value = match self.child(&key) {
+                None => {
+                    map.next_value::<IgnoredAny>()?;
+                    continue;
                 }
+                // Only `metadata` needs this visitor under a whole need (for managedFields).
+                Some(child) if child.at == Level::Below && *child.need == Need::All => {
+                    map.next_value::<Value>()?
+                }
+                Some(child) => map.next_value_seed(child)?,
             };
-            fields.insert(key, value);
+            fields.insert(key.into_owned(), value);
         }
         Ok(Value::Object(fields))
     }
@@ -214,47 +244,44 @@ impl<'de> Visitor<'de> for Pruned<'_> {
         Ok(Value::from(v))
     }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let element = Pruned {
+            need: self.need,
+            at: Level::Below,
+        };
         let mut items = Vec::new();
-        while let Some(item) = seq.next_element::<Value>()? {
+        while let Some(item) = seq.next_element_seed(element)? {
             items.push(item);
         }
         Ok(Value::Array(items))
     }
 }
 
-/// `metadata`, without `managedFields`.
-struct Metadata;
+/// A map key, borrowed from the input where it can be: most keys are of skipped fields, and
+/// copying each into a `String` only to drop it cost more than building what is kept.
+struct Key;
 
-impl<'de> DeserializeSeed<'de> for Metadata {
-    type Value = Value;
+impl<'de> DeserializeSeed<'de> for Key {
+    type Value = Cow<'de, str>;
 
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
-        deserializer.deserialize_any(self)
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_str(self)
     }
 }
 
-impl<'de> Visitor<'de> for Metadata {
-    type Value = Value;
+impl<'de> Visitor<'de> for Key {
+    type Value = Cow<'de, str>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an object's metadata")
+        f.write_str("a field name")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut fields = Map::new();
-        while let Some(key) = map.next_key::<String>()? {
-            if key == "managedFields" {
-                map.next_value::<IgnoredAny>()?;
-                continue;
-            }
-            let value = map.next_value::<Value>()?;
-            fields.insert(key, value);
-        }
-        Ok(Value::Object(fields))
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(Cow::Borrowed(v))
     }
 
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
+    // A key with escapes is unescaped into a buffer the input does not hold.
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(v.to_owned()))
     }
 }
 
@@ -292,11 +319,36 @@ mod tests {
         let value = decode_needed(text.as_bytes(), &need).unwrap();
         assert_eq!(
             value,
-            json!({"metadata":{"name":"j"},"spec":{"ttlSecondsAfterFinished":5},
+            json!({"spec":{"ttlSecondsAfterFinished":5},
                    "status":{"conditions":[{"type":"Complete"}]}})
         );
         // A scalar where an object was expected is kept, for the rule to report.
         let odd = decode_needed(br#"{"status":"weird"}"#, &need).unwrap();
         assert_eq!(odd, json!({"status": "weird"}));
+    }
+
+    #[test]
+    fn of_metadata_only_what_the_judgement_reads_is_built() {
+        let text = r#"{"metadata":{"name":"j","namespace":"n","uid":"u","generation":3,
+            "finalizers":["f"],"labels":{"app":"x"},
+            "annotations":{"kube-gc.io/ttl":"1h","last-applied":"{...}"},
+            "ownerReferences":[{"apiVersion":"batch/v1","kind":"CronJob","name":"c",
+                                "uid":"o","controller":true,"blockOwnerDeletion":true}],
+            "managedFields":[{"manager":"m"}]},"spec":{"big":1}}"#;
+        let value = decode_needed(text.as_bytes(), &Need::of(&[])).unwrap();
+        assert_eq!(
+            value,
+            json!({"metadata":{"name":"j","namespace":"n","uid":"u","labels":{"app":"x"},
+                   "annotations":{"kube-gc.io/ttl":"1h"},
+                   "ownerReferences":[{"uid":"o","controller":true}]}})
+        );
+        // Asked for by name, managedFields is still never built; a whole need on the owner
+        // references keeps them whole.
+        let mut need = Need::of(&[]);
+        need.add(&["metadata", "managedFields"]);
+        need.add(&["metadata", "ownerReferences"]);
+        let value = decode_needed(text.as_bytes(), &need).unwrap();
+        assert!(value["metadata"].get("managedFields").is_none());
+        assert_eq!(value["metadata"]["ownerReferences"][0]["kind"], "CronJob");
     }
 }
