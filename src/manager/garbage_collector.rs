@@ -10,8 +10,6 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
-
 use super::{BoxError, ControllerContext, ManagedController, GARBAGE_COLLECTOR};
 use crate::controllers::garbagecollector::{GarbageCollector, GcHandle, GcOptions};
 use crate::server::{DebugPage, Endpoints};
@@ -76,9 +74,8 @@ fn publish(handle: &GcHandle, endpoints: &Endpoints) {
     );
     for path in GRAPH_PATHS {
         let handle = handle.clone();
-        endpoints.add_debug_route_with_query(path, move |query| DebugPage {
-            content_type: GRAPHVIZ.to_owned(),
-            body: Bytes::from(handle.debug_graph(&uids(query))),
+        endpoints.add_debug_route_with_query(path, move |query| {
+            DebugPage::ok(GRAPHVIZ, handle.debug_graph(&uids(query)))
         });
     }
 }
