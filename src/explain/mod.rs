@@ -7,14 +7,17 @@
 //! | `gather.rs` | the read-only requests: the object, its owners, policies, dependents, Events |
 //! | `decide/` | the verdict of every controller, pure: the TTL controllers' `judge`, the retention engine's `project` / `judge` / `rank`, the garbage collector's `action` |
 //! | `render.rs` | the screen an operator reads |
+//! | `live/` | `/debug/explain` on a running kube-gc: the same decisions, from its caches |
 //! | `plan.rs` | `kube-gc plan`: every deletion to come, sorted, totalled, charted |
 //!
-//! Contract: nothing here writes to the cluster — only GET and LIST — and no decision is made
-//! here that a controller does not make the same way: `decide/` calls the controllers' own
-//! pure functions, and `tests/explain.rs` drives the same objects through both.
+//! Contract: nothing here writes to the cluster — only GET and LIST, and `live` not even those —
+//! and no decision is made here that a controller does not make the same way: `decide/` calls
+//! the controllers' own pure functions, `tests/explain.rs` drives the same objects through
+//! both, and `tests/explain_live.rs` checks the live answer against the CLI's.
 
 pub mod decide;
 pub mod gather;
+pub mod live;
 pub mod plan;
 pub mod render;
 pub mod resolve;

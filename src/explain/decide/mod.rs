@@ -25,6 +25,13 @@ use crate::controllers::ttl::{BatchJob, VolcanoJobs};
 use super::gather::Gathered;
 use super::{Decision, DeletionInProgress, EventLine, Explanation, ObjectId, VerdictKind};
 
+pub(crate) use gc::{
+    decision_on as gc_decision, deletion, Deleting, Dependent, DependentIndex, GcFacts,
+    CONTROLLER as GARBAGE_COLLECTOR,
+};
+pub(crate) use retention::{group_members, judged as retention_decision, no_policy, Judging};
+pub(crate) use ttl::{not_its_resource, state_decision as ttl_decision};
+
 /// Explains `gathered` at `now`.
 pub fn decide(gathered: &Gathered, now: DateTime<Utc>) -> Explanation {
     let meta = gathered.meta();
