@@ -84,9 +84,11 @@ async fn every_endpoint_answers_over_https_and_http() {
     endpoints
         .readiness
         .add("informer-sync", move || flag.load(Ordering::Relaxed));
-    endpoints.add_debug_route(GRAPH, || DebugPage {
-        content_type: "text/vnd.graphviz".into(),
-        body: Bytes::from_static(b"digraph full {\n}\n"),
+    endpoints.add_debug_route(GRAPH, || {
+        DebugPage::ok(
+            "text/vnd.graphviz",
+            Bytes::from_static(b"digraph full {\n}\n"),
+        )
     });
     // Retries an hour away, so no timer fires while the test runs.
     let hour = Duration::from_secs(3_600);
@@ -161,10 +163,7 @@ async fn every_endpoint_answers_over_https_and_http() {
 #[tokio::test]
 async fn debug_pages_are_absent_unless_enabled() {
     let endpoints = Endpoints::new(Metrics::new(), false);
-    endpoints.add_debug_route(GRAPH, || DebugPage {
-        content_type: "text/vnd.graphviz".into(),
-        body: Bytes::new(),
-    });
+    endpoints.add_debug_route(GRAPH, || DebugPage::ok("text/vnd.graphviz", Bytes::new()));
     let running = start(endpoints).await;
     let client = http_client(None);
     for path in ["/debug/workqueue", GRAPH] {

@@ -84,6 +84,14 @@ pub enum OwnerState {
         /// The reference.
         reference: OwnerReference,
     },
+    /// Where the facts were read, the owner could not be told apart from absent (a running
+    /// kube-gc's graph that has not listed, or does not watch, the owner's kind).
+    NotCached {
+        /// The reference.
+        reference: OwnerReference,
+        /// Why, in a sentence.
+        why: String,
+    },
     /// A cluster-scoped object naming a namespaced owner: never collected.
     InvalidClusterScoped {
         /// The reference.

@@ -5,23 +5,26 @@
 //! |---|---|
 //! | `resolve.rs` | `TYPE` → resource, as kubectl resolves it |
 //! | `gather.rs` | the read-only requests: the object, its owners, policies, dependents, Events |
-//! | `decide.rs` | the verdict of every controller, pure: the TTL controllers' `judge`, the retention engine's `project` / `judge` / `rank`, the garbage collector's `action` |
+//! | `decide/` | the verdict of every controller, pure: the TTL controllers' `judge`, the retention engine's `project` / `judge` / `rank`, the garbage collector's `action` |
 //! | `render.rs` | the screen an operator reads |
+//! | `live/` | `/debug/explain` on a running kube-gc: the same decisions, from its caches |
 //! | `plan.rs` | `kube-gc plan`: every deletion to come, sorted, totalled, charted |
 //!
-//! Contract: nothing here writes to the cluster — only GET and LIST — and no decision is made
-//! here that a controller does not make the same way: `decide.rs` calls the controllers' own
-//! pure functions, and `tests/explain.rs` drives the same objects through both.
+//! Contract: nothing here writes to the cluster — only GET and LIST, and `live` not even those —
+//! and no decision is made here that a controller does not make the same way: `decide/` calls
+//! the controllers' own pure functions, `tests/explain.rs` drives the same objects through
+//! both, and `tests/explain_live.rs` checks the live answer against the CLI's.
 
 pub mod decide;
 pub mod gather;
+pub mod live;
 pub mod plan;
 pub mod render;
 pub mod resolve;
 
 use serde::Serialize;
 
-pub use decide::decide;
+pub use decide::{decide, explanation, overall};
 pub use gather::{gather, GatherError, Gathered, OwnerState, Target as ExplainTarget};
 pub use resolve::{resolve, UnknownType};
 
@@ -121,10 +124,16 @@ pub struct FinalizerWait {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DeletionInProgress {
-    /// `metadata.deletionTimestamp`.
-    pub since: String,
-    /// Each finalizer.
+    /// `metadata.deletionTimestamp` (RFC 3339); absent when answered from caches that do not
+    /// keep it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
+    /// Each finalizer known.
     pub finalizers: Vec<FinalizerWait>,
+    /// What could not be told about its deletion (from caches that keep only some
+    /// finalizers); absent when every finalizer is listed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unknown: Option<String>,
 }
 
 /// An Event about the object.
@@ -165,4 +174,7 @@ pub struct Explanation {
     /// The Events about it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<EventLine>,
+    /// Where the answer came from and what that source cannot tell (`/debug/explain`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }

@@ -44,8 +44,9 @@ pub fn text(explanation: &Explanation) -> String {
         }
     }
     if let Some(deletion) = &explanation.deletion {
-        let _ = writeln!(out, "\nDeletion in progress (since {})", deletion.since);
-        if deletion.finalizers.is_empty() {
+        let since = deletion.since.as_deref().unwrap_or("a time not cached");
+        let _ = writeln!(out, "\nDeletion in progress (since {since})");
+        if deletion.finalizers.is_empty() && deletion.unknown.is_none() {
             let _ = writeln!(out, "  no finalizers: it should be gone shortly");
         }
         for finalizer in &deletion.finalizers {
@@ -56,6 +57,9 @@ pub fn text(explanation: &Explanation) -> String {
             );
             blockers(&mut out, &finalizer.blockers, 2);
         }
+        if let Some(unknown) = &deletion.unknown {
+            let _ = writeln!(out, "  {unknown}");
+        }
     }
     if !explanation.events.is_empty() {
         let _ = writeln!(out, "\nEvents");
@@ -65,6 +69,12 @@ pub fn text(explanation: &Explanation) -> String {
                 "  {} {} {} ({}): {}",
                 e.time, e.type_, e.reason, e.source, e.message
             );
+        }
+    }
+    if !explanation.notes.is_empty() {
+        let _ = writeln!(out, "\nNotes");
+        for note in &explanation.notes {
+            let _ = writeln!(out, "  {note}");
         }
     }
     out

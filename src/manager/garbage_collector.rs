@@ -6,14 +6,14 @@
 //! from a partial graph. It is ready once its workers run (its graph synced, or the initial sync
 //! timed out). With [`Endpoints`](crate::server::Endpoints) it publishes its metrics (its
 //! monitors' reflector counters among them), its two queues and its graph, in Graphviz DOT, at
-//! both of upstream's debug paths.
+//! both of upstream's debug paths; with a [`LiveExplainer`](crate::explain::live::LiveExplainer),
+//! its graph for `/debug/explain`.
 
 use std::sync::Arc;
 
-use bytes::Bytes;
-
 use super::{BoxError, ControllerContext, ManagedController, GARBAGE_COLLECTOR};
 use crate::controllers::garbagecollector::{GarbageCollector, GcHandle, GcOptions};
+use crate::explain::live::GcView;
 use crate::server::{DebugPage, Endpoints};
 
 /// Where the graph is served: upstream's current path and its older alias.
@@ -53,6 +53,9 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<Option<ManagedCont
     if let Some(endpoints) = context.endpoints {
         publish(&handle, endpoints);
     }
+    if let Some(explainer) = context.explainer {
+        explainer.register(Arc::new(GcView::new(handle.clone())));
+    }
     let managed = ManagedController::new(GARBAGE_COLLECTOR, Vec::new(), move |shutdown| {
         collector.run(shutdown)
     });
@@ -76,9 +79,8 @@ fn publish(handle: &GcHandle, endpoints: &Endpoints) {
     );
     for path in GRAPH_PATHS {
         let handle = handle.clone();
-        endpoints.add_debug_route_with_query(path, move |query| DebugPage {
-            content_type: GRAPHVIZ.to_owned(),
-            body: Bytes::from(handle.debug_graph(&uids(query))),
+        endpoints.add_debug_route_with_query(path, move |query| {
+            DebugPage::ok(GRAPHVIZ, handle.debug_graph(&uids(query)))
         });
     }
 }

@@ -16,7 +16,9 @@
 //!   [`ControllerSet::run`] without the manager knowing.
 //! - With [`Manager::publish_to`], controllers publish on the HTTP server's [`Endpoints`]: their
 //!   metrics (TTL, garbage collector, workqueues, reflectors), their queues for
-//!   `/debug/workqueue`, and the garbage collector's graph.
+//!   `/debug/workqueue`, the garbage collector's graph, and their caches for `/debug/explain`
+//!   ([`LiveExplainer`]: each running controller registers its cache, and the manager records
+//!   why each other one does not run).
 //!
 //! ```text
 //! Manager::new(client, options)            ttl-after-finished, volcano-job-ttl, garbagecollector,
@@ -51,6 +53,7 @@ use crate::controllers::ttl::{
     DEFAULT_JOB_WORKERS, DEFAULT_VOLCANO_WORKERS,
 };
 use crate::events::{NoopRecorder, SharedRecorder};
+use crate::explain::live::{LiveExplainer, TtlView};
 use crate::runtime::reflector::ReflectorConfig;
 use crate::runtime::workqueue::MetricsProvider;
 use crate::server::Endpoints;
@@ -143,6 +146,8 @@ pub struct ControllerContext<'a> {
     pub ttl_metrics: &'a Arc<TtlMetrics>,
     /// Where controllers publish their metrics, queues and debug pages, if anywhere.
     pub endpoints: Option<&'a Endpoints>,
+    /// Where controllers register their caches for `/debug/explain` (with `endpoints`).
+    pub explainer: Option<&'a LiveExplainer>,
 }
 
 impl ControllerContext<'_> {
@@ -261,7 +266,12 @@ impl Manager {
     ///
     /// [`ManagerError::Discovery`] or [`ManagerError::Init`].
     pub async fn start(self) -> Result<ControllerSet, ManagerError> {
-        let discovery = discover_patiently(&self.client).await?;
+        let discovery = Arc::new(discover_patiently(&self.client).await?);
+        let explainer = self.endpoints.as_ref().map(|endpoints| {
+            let explainer = LiveExplainer::new(Arc::clone(&discovery), Arc::clone(&self.clock));
+            explainer.publish(endpoints);
+            explainer
+        });
         // One token bucket per client, as kube-controller-manager has: informers' lists and
         // watches never delay a controller's deletions, nor one controller another's.
         let informers = self.client.for_component(SHARED_INFORMERS, 1.0);
@@ -277,6 +287,7 @@ impl Manager {
             queue_metrics: self.queue_metrics.as_ref(),
             ttl_metrics: &self.ttl_metrics,
             endpoints: self.endpoints.as_ref(),
+            explainer: explainer.as_ref(),
         };
         for known in KNOWN_CONTROLLERS {
             let registered = self.inits.iter().any(|(name, _)| *name == known);
@@ -288,6 +299,9 @@ impl Manager {
         for (name, init) in self.inits {
             if !self.options.controllers.is_enabled(name) {
                 tracing::info!(controller = name, "disabled by --controllers");
+                if let Some(explainer) = &explainer {
+                    explainer.not_running(name, "disabled by --controllers");
+                }
                 continue;
             }
             match init(&context).map_err(|source| ManagerError::Init {
@@ -295,7 +309,11 @@ impl Manager {
                 source,
             })? {
                 Some(controller) => set.push(controller),
-                None => continue,
+                None => {
+                    if let Some(explainer) = &explainer {
+                        explainer.not_running(name, skipped(name, &self.options));
+                    }
+                }
             }
         }
         if set.is_empty() {
@@ -359,6 +377,22 @@ async fn discover_patiently(client: &Client) -> Result<Discovery, ManagerError> 
     }
 }
 
+/// Why an enabled controller was skipped at start-up, as its init function decides: the
+/// collector and retention need every namespace; otherwise the cluster lacks its resource.
+fn skipped(name: &str, options: &ManagerOptions) -> String {
+    match (&options.namespace, name) {
+        (Some(namespace), GARBAGE_COLLECTOR | RETENTION) => {
+            format!(
+                "skipped at start-up: it needs every namespace, and --namespace is {namespace:?}"
+            )
+        }
+        (_, RETENTION) => {
+            "skipped at start-up: the kube-gc.io retention policy CRDs are not installed".to_owned()
+        }
+        _ => "skipped at start-up: the server does not serve its resource".to_owned(),
+    }
+}
+
 /// The init function of the TTL controller for kind `K`.
 fn init_ttl<K: TtlKind>(
     context: &ControllerContext<'_>,
@@ -412,6 +446,10 @@ fn init_ttl<K: TtlKind>(
                 .reflectors()
                 .add(K::CONTROLLER, &resource.path_name(), reflector);
         }
+    }
+    if let Some(explainer) = context.explainer {
+        let store = Arc::clone(controller.store());
+        explainer.register(Arc::new(TtlView::new(store, controller.synced())));
     }
     let caches = vec![controller.synced()];
     let probe = controller.progress_probe(Arc::clone(context.clock));

@@ -14,6 +14,7 @@ use super::{BoxError, ControllerContext, ManagedController, RETENTION};
 use crate::controllers::retention::engine::{
     cluster_policies, namespaced_policies, RetentionController, RetentionMetrics, RetentionOptions,
 };
+use crate::explain::live::RetentionView;
 
 /// Builds the retention controller, or skips it.
 pub(super) fn init(context: &ControllerContext<'_>) -> Result<Option<ManagedController>, BoxError> {
@@ -62,6 +63,9 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<Option<ManagedCont
             reflectors.add(RETENTION, &resource, reflector);
         }
         reflectors.add_source(RETENTION, Arc::new(controller.watch_reflectors()));
+    }
+    if let Some(explainer) = context.explainer {
+        explainer.register(Arc::new(RetentionView::new(controller.watches())));
     }
     let caches = controller.synced();
     Ok(Some(ManagedController::new(

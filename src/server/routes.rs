@@ -7,7 +7,7 @@
 //! | `/readyz`           | `ok`, or 500 listing the failing [`Readiness`] checks            |
 //! | `/metrics`          | every registered metric, OpenMetrics text                       |
 //! | `/debug/workqueue`  | JSON of every registered queue ([`Queues`])                      |
-//! | registered debug routes | whatever their [`DebugPage`] says (e.g. the GC graph, Graphviz) |
+//! | registered debug routes | whatever their [`DebugPage`] says (e.g. the GC graph, Graphviz; `/debug/explain`) |
 //!
 //! Contract: only `GET` and `HEAD` are served (405 otherwise). Debug paths answer 404 unless
 //! debug handlers are enabled, exactly as if they did not exist.
@@ -30,10 +30,32 @@ const JSON: &str = "application/json";
 /// What a debug route answers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DebugPage {
+    /// The status: 200, or what was wrong with the request (400, 404...).
+    pub status: StatusCode,
     /// The `Content-Type`, e.g. `text/vnd.graphviz`.
     pub content_type: String,
     /// The body.
     pub body: Bytes,
+}
+
+impl DebugPage {
+    /// A 200 page.
+    pub fn ok(content_type: &str, body: impl Into<Bytes>) -> DebugPage {
+        DebugPage {
+            status: StatusCode::OK,
+            content_type: content_type.to_owned(),
+            body: body.into(),
+        }
+    }
+
+    /// An error: `status` with `message` as one line of text.
+    pub fn error(status: StatusCode, message: &str) -> DebugPage {
+        DebugPage {
+            status,
+            content_type: TEXT.to_owned(),
+            body: Bytes::from(format!("{message}\n")),
+        }
+    }
 }
 
 /// A debug page, given the request's query string (`uid=a&uid=b`, empty when there is none).
@@ -146,7 +168,7 @@ impl Endpoints {
         match route {
             Some(route) => {
                 let page = route(query);
-                response(StatusCode::OK, &page.content_type, page.body)
+                response(page.status, &page.content_type, page.body)
             }
             None => plain(StatusCode::NOT_FOUND, "404 page not found\n"),
         }
@@ -189,9 +211,8 @@ mod tests {
     fn debug_routes_exist_only_when_enabled() {
         for enabled in [false, true] {
             let endpoints = Endpoints::new(Metrics::new(), enabled);
-            endpoints.add_debug_route("/debug/graph", || DebugPage {
-                content_type: "text/vnd.graphviz".into(),
-                body: Bytes::from_static(b"digraph {}"),
+            endpoints.add_debug_route("/debug/graph", || {
+                DebugPage::ok("text/vnd.graphviz", Bytes::from_static(b"digraph {}"))
             });
             let expected = if enabled {
                 StatusCode::OK
@@ -202,6 +223,20 @@ mod tests {
             assert_eq!(get(&endpoints, "/debug/workqueue").0, expected);
             assert_eq!(get(&endpoints, "/healthz").0, StatusCode::OK);
         }
+    }
+
+    #[test]
+    fn a_debug_page_answers_with_its_own_status() {
+        let endpoints = Endpoints::new(Metrics::new(), true);
+        endpoints.add_debug_route_with_query("/debug/echo", |query| match query {
+            "" => DebugPage::error(StatusCode::BAD_REQUEST, "say something"),
+            said => DebugPage::ok(TEXT, said.to_owned()),
+        });
+        assert_eq!(get(&endpoints, "/debug/echo").0, StatusCode::BAD_REQUEST);
+        assert_eq!(
+            get(&endpoints, "/debug/echo?hi"),
+            (StatusCode::OK, TEXT.to_owned())
+        );
     }
 
     #[test]

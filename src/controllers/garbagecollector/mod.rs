@@ -489,6 +489,17 @@ impl GcHandle {
         dot::render(&self.shared.graph.read(), uids)
     }
 
+    /// `read` applied to the graph under its read lock (the builder waits meanwhile: keep it
+    /// short, and never await inside).
+    pub fn read_graph<R>(&self, read: impl FnOnce(&Graph) -> R) -> R {
+        read(&self.shared.graph.read())
+    }
+
+    /// What the collector last discovered (refreshed every discovery period).
+    pub fn discovery(&self) -> Arc<Discovery> {
+        Arc::clone(&self.shared.discovery.read())
+    }
+
     /// The collector's metrics (register them once).
     pub fn metrics(&self) -> &GcMetrics {
         &self.shared.metrics

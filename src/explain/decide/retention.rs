@@ -1,0 +1,353 @@
+//! The retention engine's decision: which policy governs the object (the engine's `project`),
+//! whether its TTL is up (`judge`), and its place in its history group (`rank`).
+//!
+//! Contract: [`judged`] is the one place the decision is worded, from a [`Judgement`] and the
+//! [`Rules`] it was made with. `kube-gc explain` makes both itself ([`from_gathered`]: the
+//! engine's `plan_served` over the policies it listed, `project` over the object it read);
+//! `/debug/explain` passes the running engine's rules and cached judgement. The history group
+//! is ranked from the judgements of the same group either path has ([`group_members`]), and why
+//! a policy does not apply is asked of the caller, who may or may not have the object to say.
+
+use std::borrow::Borrow;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use crate::api::{ObjectMeta, OwnerReference};
+use crate::controllers::retention::engine::{plan_served, CONTROLLER};
+use crate::controllers::retention::history::{rank, Member};
+use crate::controllers::retention::judge::{judge, KeepReason, Verdict};
+use crate::controllers::retention::judgement::{project, Governed, Judged, Judgement, Rules};
+use crate::controllers::retention::policy::{CompiledPolicy, Target};
+use crate::controllers::retention::rule::Outcome;
+use crate::controllers::retention::ttl::{Since, Ttl, TtlSource};
+use crate::explain::gather::Gathered;
+use crate::explain::{Decision, VerdictKind};
+use crate::runtime::cache::Cacheable;
+
+use super::{decision, human, relative, rfc3339};
+
+/// The members of one history group: the policy's index and the group's value.
+pub(crate) type Members<'a> = dyn Fn(u16, &str) -> Vec<Member<String>> + 'a;
+
+/// What a judgement is read with.
+pub(crate) struct Judging<'a> {
+    /// The object's resource.
+    pub target: &'a Target,
+    /// The policies naming it, as the judgement was made with them.
+    pub rules: &'a Rules,
+    /// The time of the verdict.
+    pub now: DateTime<Utc>,
+    /// The members of a history group.
+    pub members: &'a Members<'a>,
+    /// Why a policy does not apply to the object.
+    pub why_not: &'a dyn Fn(&CompiledPolicy) -> String,
+}
+
+/// The retention decision on `gathered`: the plan for its resource, its judgement, its group.
+pub(super) fn from_gathered(
+    gathered: &Gathered,
+    meta: &ObjectMeta,
+    now: DateTime<Utc>,
+) -> Decision {
+    let Some(policies) = &gathered.policies else {
+        return decision(
+            CONTROLLER,
+            false,
+            VerdictKind::Keep,
+            "does not apply: the kube-gc.io retention policy CRDs are not installed".into(),
+        );
+    };
+    let policies = policies.iter().map(|(object, cluster)| (object, *cluster));
+    let planned = plan_served(policies, &gathered.namespaces, &gathered.served);
+    let target = Target {
+        group: gathered.resource.group.clone(),
+        version: gathered.resource.version.clone(),
+        resource: gathered.resource.plural.clone(),
+    };
+    let Some(watch) = planned.watches.get(&target) else {
+        return no_policy(&target);
+    };
+    let rules = &watch.rules;
+    let members = |index: u16, group: &str| {
+        let siblings = gathered.siblings.iter().map(|s| project(s, rules, now));
+        group_members(siblings, index, group)
+    };
+    let why_not = |p: &CompiledPolicy| why_not(p, meta, rules, &gathered.object, now);
+    let judging = Judging {
+        target: &target,
+        rules,
+        now,
+        members: &members,
+        why_not: &why_not,
+    };
+    judged(&project(&gathered.object, rules, now), &judging)
+}
+
+/// "Does not apply": no valid policy names `target`.
+pub(crate) fn no_policy(target: &Target) -> Decision {
+    decision(
+        CONTROLLER,
+        false,
+        VerdictKind::Keep,
+        format!("does not apply: no valid policy names {target}"),
+    )
+}
+
+/// The decision on an object judged as `judgement`.
+pub(crate) fn judged(judgement: &Judgement, judging: &Judging<'_>) -> Decision {
+    match &judgement.judged {
+        Judged::Ungoverned => ungoverned(judging),
+        Judged::Problem(problem) => decision(
+            CONTROLLER,
+            true,
+            VerdictKind::Unknown,
+            format!("kept: {}", problem.message),
+        ),
+        Judged::Governed(governed) => governed_decision(judgement, governed, judging),
+    }
+}
+
+fn ungoverned(judging: &Judging<'_>) -> Decision {
+    let policies = &judging.rules.policies;
+    let mut d = decision(
+        CONTROLLER,
+        false,
+        VerdictKind::Keep,
+        format!(
+            "no policy applies (of {} naming {})",
+            policies.len(),
+            judging.target
+        ),
+    );
+    d.details = policies
+        .iter()
+        .map(|p| format!("{}: {}", p.id, (judging.why_not)(p)))
+        .collect();
+    d
+}
+
+fn governed_decision(
+    judgement: &Judgement,
+    governed: &Governed,
+    judging: &Judging<'_>,
+) -> Decision {
+    let (rules, now) = (judging.rules, judging.now);
+    let Some(policy) = rules.policies.get(usize::from(governed.policy)) else {
+        let why = "kept: its judgement names a policy its rules do not hold".into();
+        return decision(CONTROLLER, true, VerdictKind::Unknown, why);
+    };
+    let mut details = who_governs(governed, policy, rules);
+    details.push(match governed.facts.finished {
+        None => "not finished".to_owned(),
+        Some(f) => match f.at {
+            Some(at) => format!("finished ({}) at {}", f.outcome.as_str(), rfc3339(at)),
+            None => format!("finished ({}), time unknown", f.outcome.as_str()),
+        },
+    });
+    details.push(ttl_line(governed.ttl, &governed.ttl_source));
+    let mut d = ttl_verdict(governed, now);
+    let place = governed.group.as_deref().and_then(|group| {
+        let ranked = (judging.members)(governed.policy, group);
+        history_line(&ranked, policy, group, judgement.uid())
+    });
+    if let Some((line, beyond)) = place {
+        if beyond && d.verdict != VerdictKind::DeleteNow {
+            d.verdict = VerdictKind::DeleteNow;
+            d.delete_at = None;
+            d.summary = format!("beyond its history limit: {line}");
+        }
+        details.push(line);
+    }
+    d.details = details;
+    d
+}
+
+fn who_governs(governed: &Governed, policy: &CompiledPolicy, rules: &Rules) -> Vec<String> {
+    let preset = policy
+        .preset
+        .map(|p| format!(" (preset {p})"))
+        .unwrap_or_default();
+    let mut details = vec![format!("governed by {}{preset}", policy.id)];
+    let tie = if governed.tie {
+        ", equally specific: the name decided"
+    } else {
+        ""
+    };
+    let losers = governed
+        .shadowed
+        .iter()
+        .filter_map(|&loser| rules.policies.get(usize::from(loser)));
+    details.extend(losers.map(|p| format!("also matched by {} (less specific{tie})", p.id)));
+    details
+}
+
+/// The engine's `judge` on the TTL.
+fn ttl_verdict(governed: &Governed, now: DateTime<Utc>) -> Decision {
+    let said = |verdict, summary: String| decision(CONTROLLER, true, verdict, summary);
+    match judge(&governed.facts, governed.ttl, now) {
+        Ok(Verdict::Keep(KeepReason::NoTtl)) => said(
+            VerdictKind::Keep,
+            "no TTL: only a history limit can delete it".into(),
+        ),
+        Ok(Verdict::Keep(KeepReason::NotFinished)) => said(
+            VerdictKind::Keep,
+            "not finished: its TTL counts from the finish".into(),
+        ),
+        Ok(Verdict::Keep(KeepReason::BeingDeleted)) => {
+            said(VerdictKind::Keep, "already being deleted".into())
+        }
+        Ok(Verdict::Wait { expires_at, .. }) => {
+            let when = format!("{} ({})", rfc3339(expires_at), relative(expires_at, now));
+            let mut d = said(VerdictKind::DeleteAt, format!("its TTL expires at {when}"));
+            d.delete_at = Some(rfc3339(expires_at));
+            d
+        }
+        Ok(Verdict::Expired { expired_at }) => said(
+            VerdictKind::DeleteNow,
+            format!(
+                "its TTL expired at {} ({})",
+                rfc3339(expired_at),
+                relative(expired_at, now)
+            ),
+        ),
+        Err(e) => said(VerdictKind::Unknown, format!("kept: {e}")),
+    }
+}
+
+/// The TTL in words, and who set it.
+fn ttl_line(ttl: Ttl, source: &TtlSource) -> String {
+    let from = match source {
+        TtlSource::Policy => "the policy".to_owned(),
+        TtlSource::OwnField(path) => format!("the object's {path}"),
+        TtlSource::TtlAnnotation => "annotation kube-gc.io/ttl".to_owned(),
+        TtlSource::ExpiresAtAnnotation => "annotation kube-gc.io/expires-at".to_owned(),
+    };
+    let since = |since: Since| match since {
+        Since::Finished => "it finished",
+        Since::Created => "it was created",
+    };
+    match ttl {
+        Ttl::None => format!("no TTL (none from {from}): only a history limit can delete it"),
+        Ttl::After { since: s, length } => format!(
+            "TTL {} after {} (from {from})",
+            human(length.num_seconds().unsigned_abs()),
+            since(s)
+        ),
+        Ttl::At {
+            since: Since::Finished,
+            at,
+        } => format!("expires at {} once finished (from {from})", rfc3339(at)),
+        Ttl::At {
+            since: Since::Created,
+            at,
+        } => format!("expires at {} (from {from})", rfc3339(at)),
+    }
+}
+
+/// The finished members of the group `group` of policy `index`, by UID, among `judgements`:
+/// what the engine ranks (objects being deleted have left their group).
+pub(crate) fn group_members<J: Borrow<Judgement>>(
+    judgements: impl IntoIterator<Item = J>,
+    index: u16,
+    group: &str,
+) -> Vec<Member<String>> {
+    judgements
+        .into_iter()
+        .filter_map(|j| {
+            let j = j.borrow();
+            let g = j.governed()?;
+            let finished = g.facts.finished?;
+            let same = g.policy == index && g.group.as_deref() == Some(group);
+            (same && !g.facts.being_deleted).then(|| Member {
+                id: j.uid().to_owned(),
+                outcome: finished.outcome,
+                finished_at: finished.at,
+            })
+        })
+        .collect()
+}
+
+/// Its place among `members`: the sentence, and whether it is beyond the limit.
+fn history_line(
+    members: &[Member<String>],
+    policy: &CompiledPolicy,
+    group: &str,
+    uid: &str,
+) -> Option<(String, bool)> {
+    let ranked = rank(members, policy.limits);
+    let me = ranked.iter().find(|r| r.id == uid)?;
+    let limit = me
+        .limit
+        .map_or("no limit".to_owned(), |l| format!("limit {l}"));
+    let fate = if me.kept {
+        "kept"
+    } else {
+        "beyond it: deleted"
+    };
+    let outcome = match me.outcome {
+        Outcome::Succeeded => "successful",
+        Outcome::Failed => "failed",
+    };
+    let sentence = format!(
+        "{} newest of {} {outcome} in its group ({group}); {limit}: {fate}",
+        ordinal(me.position),
+        me.of,
+    );
+    Some((sentence, !me.kept))
+}
+
+fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
+/// Why a policy does not apply to the object.
+fn why_not(
+    policy: &CompiledPolicy,
+    meta: &ObjectMeta,
+    rules: &Rules,
+    object: &Value,
+    now: DateTime<Utc>,
+) -> String {
+    let namespace = meta.namespace.as_deref().unwrap_or_default();
+    if let Some(own) = &policy.id.namespace {
+        if own != namespace {
+            return format!("applies in namespace {own} only");
+        }
+    }
+    if let Some(selector) = &policy.namespace_selector {
+        let labels = rules.namespaces.get(namespace);
+        if !labels.is_some_and(|labels| selector.matches(labels)) {
+            return format!("its namespaceSelector does not match namespace {namespace:?}");
+        }
+    }
+    if policy
+        .selector
+        .as_ref()
+        .is_some_and(|s| !s.matches(&meta.labels))
+    {
+        return "its selector does not match the object's labels".to_owned();
+    }
+    let controlled = meta
+        .owner_references
+        .iter()
+        .any(OwnerReference::is_controller);
+    if policy.skip_controlled && controlled {
+        return "the object has a controlling owner, which the preset leaves it to (includeControlled: false)".to_owned();
+    }
+    match &policy.match_expr {
+        Some(expr) => match expr.eval_bool(object, now) {
+            Ok(false) => format!("its match expression is false: {}", expr.source()),
+            Ok(true) => "applies, but another policy governs it".to_owned(),
+            Err(e) => format!("its match expression fails: {e}"),
+        },
+        None => "applies, but another policy governs it".to_owned(),
+    }
+}
