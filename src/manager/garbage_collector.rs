@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use super::{BoxError, ControllerContext, ManagedController, GARBAGE_COLLECTOR};
+use super::{BoxError, ControllerContext, Init, ManagedController, GARBAGE_COLLECTOR};
 use crate::controllers::garbagecollector::{GarbageCollector, GcHandle, GcOptions};
 use crate::explain::live::GcView;
 use crate::server::{DebugPage, Endpoints};
@@ -26,15 +26,12 @@ pub const GRAPH_PATHS: [&str; 2] = [
 const GRAPHVIZ: &str = "text/vnd.graphviz";
 
 /// Builds the collector, or skips it under `--namespace`.
-pub(super) fn init(context: &ControllerContext<'_>) -> Result<Option<ManagedController>, BoxError> {
+pub(super) fn init(context: &ControllerContext<'_>) -> Result<Init, BoxError> {
     let options = context.options;
     if let Some(namespace) = &options.namespace {
-        tracing::info!(
-            controller = GARBAGE_COLLECTOR,
-            %namespace,
-            "the garbage collector needs every namespace; skipping it under --namespace"
-        );
-        return Ok(None);
+        return Ok(Init::Skip(format!(
+            "it needs every namespace, and --namespace is {namespace:?}"
+        )));
     }
     let gc_options = GcOptions {
         workers: options.gc_workers,
@@ -59,7 +56,7 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<Option<ManagedCont
     let managed = ManagedController::new(GARBAGE_COLLECTOR, Vec::new(), move |shutdown| {
         collector.run(shutdown)
     });
-    Ok(Some(
+    Ok(Init::Run(
         managed.with_ready_flag(GARBAGE_COLLECTOR, handle.ready_watch()),
     ))
 }

@@ -163,9 +163,17 @@ impl ControllerContext<'_> {
     }
 }
 
-/// Builds one controller, or `None` when the cluster lacks what it needs.
-pub type InitFn =
-    Box<dyn FnOnce(&ControllerContext<'_>) -> Result<Option<ManagedController>, BoxError> + Send>;
+/// What an init function made of its controller.
+pub enum Init {
+    /// Built: the manager runs it.
+    Run(ManagedController),
+    /// Not built, and why (the cluster lacks what it needs; `--namespace` rules it out) — the
+    /// manager logs the reason and `/debug/explain` repeats it.
+    Skip(String),
+}
+
+/// Builds one controller, or says why it is skipped.
+pub type InitFn = Box<dyn FnOnce(&ControllerContext<'_>) -> Result<Init, BoxError> + Send>;
 
 /// Why the manager could not start or run.
 #[derive(Debug, thiserror::Error)]
@@ -308,10 +316,11 @@ impl Manager {
                 controller: name,
                 source,
             })? {
-                Some(controller) => set.push(controller),
-                None => {
+                Init::Run(controller) => set.push(controller),
+                Init::Skip(reason) => {
+                    tracing::info!(controller = name, "skipping the controller: {reason}");
                     if let Some(explainer) = &explainer {
-                        explainer.not_running(name, skipped(name, &self.options));
+                        explainer.not_running(name, format!("skipped at start-up: {reason}"));
                     }
                 }
             }
@@ -377,26 +386,16 @@ async fn discover_patiently(client: &Client) -> Result<Discovery, ManagerError> 
     }
 }
 
-/// Why an enabled controller was skipped at start-up, as its init function decides: the
-/// collector and retention need every namespace; otherwise the cluster lacks its resource.
-fn skipped(name: &str, options: &ManagerOptions) -> String {
-    match (&options.namespace, name) {
-        (Some(namespace), GARBAGE_COLLECTOR | RETENTION) => {
-            format!(
-                "skipped at start-up: it needs every namespace, and --namespace is {namespace:?}"
-            )
-        }
-        (_, RETENTION) => {
-            "skipped at start-up: the kube-gc.io retention policy CRDs are not installed".to_owned()
-        }
-        _ => "skipped at start-up: the server does not serve its resource".to_owned(),
-    }
+/// `plural.group/version`, as the logs name a resource.
+fn resource_name(resource: &ResourceRef) -> String {
+    format!(
+        "{}.{}/{}",
+        resource.plural, resource.group, resource.version
+    )
 }
 
 /// The init function of the TTL controller for kind `K`.
-fn init_ttl<K: TtlKind>(
-    context: &ControllerContext<'_>,
-) -> Result<Option<ManagedController>, BoxError> {
+fn init_ttl<K: TtlKind>(context: &ControllerContext<'_>) -> Result<Init, BoxError> {
     let resource = K::resource();
     if !context.serves(&resource) && context.discovery.group_failed(&resource.group) {
         // Absent because its discovery document failed, not because it is not served: skipping
@@ -408,12 +407,10 @@ fn init_ttl<K: TtlKind>(
         .into());
     }
     if !context.serves(&resource) {
-        tracing::info!(
-            controller = K::CONTROLLER,
-            resource = %format!("{}.{}/{}", resource.plural, resource.group, resource.version),
-            "the server does not serve this resource; skipping the controller"
-        );
-        return Ok(None);
+        return Ok(Init::Skip(format!(
+            "the server does not serve {}",
+            resource_name(&resource)
+        )));
     }
     let options = context.options;
     let workers = if K::CONTROLLER == VOLCANO_JOB_TTL {
@@ -456,5 +453,5 @@ fn init_ttl<K: TtlKind>(
     let managed = ManagedController::new(K::CONTROLLER, caches, move |shutdown| {
         controller.run(shutdown)
     });
-    Ok(Some(managed.with_progress(probe)))
+    Ok(Init::Run(managed.with_progress(probe)))
 }

@@ -10,19 +10,19 @@
 
 use std::sync::Arc;
 
-use super::{BoxError, ControllerContext, ManagedController, RETENTION};
+use super::{BoxError, ControllerContext, Init, ManagedController, RETENTION};
 use crate::controllers::retention::engine::{
     cluster_policies, namespaced_policies, RetentionController, RetentionMetrics, RetentionOptions,
 };
 use crate::explain::live::RetentionView;
 
 /// Builds the retention controller, or skips it.
-pub(super) fn init(context: &ControllerContext<'_>) -> Result<Option<ManagedController>, BoxError> {
+pub(super) fn init(context: &ControllerContext<'_>) -> Result<Init, BoxError> {
     let options = context.options;
     if let Some(namespace) = &options.namespace {
-        tracing::info!(controller = RETENTION, %namespace,
-            "retention policies need every namespace; skipping the controller under --namespace");
-        return Ok(None);
+        return Ok(Init::Skip(format!(
+            "it needs every namespace, and --namespace is {namespace:?}"
+        )));
     }
     let (namespaced, cluster) = (namespaced_policies(), cluster_policies());
     if !context.serves(&namespaced) || !context.serves(&cluster) {
@@ -33,9 +33,9 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<Option<ManagedCont
             )
             .into());
         }
-        tracing::info!(controller = RETENTION,
-            "the kube-gc.io retention policy CRDs are not installed (deploy/crds/); skipping the controller");
-        return Ok(None);
+        return Ok(Init::Skip(
+            "the kube-gc.io retention policy CRDs are not installed (deploy/crds/)".to_owned(),
+        ));
     }
     let retention_options = RetentionOptions {
         workers: options.retention_workers,
@@ -68,7 +68,7 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<Option<ManagedCont
         explainer.register(Arc::new(RetentionView::new(controller.watches())));
     }
     let caches = controller.synced();
-    Ok(Some(ManagedController::new(
+    Ok(Init::Run(ManagedController::new(
         RETENTION,
         caches,
         move |shutdown| controller.run(shutdown),
