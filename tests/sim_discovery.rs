@@ -164,3 +164,76 @@ async fn health_endpoints_answer_ok() {
         assert_eq!(response.text().await.unwrap_or_default(), "ok");
     }
 }
+
+/// A captured exchange's status, content type and body.
+fn captured(name: &str) -> (u16, String, String) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/real-apiserver/exchanges")
+        .join(format!("{name}.json"));
+    let exchange: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let response = &exchange["response"];
+    let body = match &response["body"] {
+        Value::String(text) => text.clone(),
+        json => json.to_string(),
+    };
+    let content_type = response["headers"]["content-type"].as_str().unwrap();
+    (
+        response["status"].as_u64().unwrap() as u16,
+        content_type.to_owned(),
+        body,
+    )
+}
+
+/// What the simulated server answers, in the same terms; a JSON body re-serialized compactly,
+/// as `captured` writes it.
+async fn answered(server: &kube_gc::sim::SimServer, path: &str) -> (u16, String, String) {
+    let response = client().get(url(server, path)).send().await.unwrap();
+    let status = response.status().as_u16();
+    let content_type = response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let text = response.text().await.unwrap();
+    let body = match serde_json::from_str::<Value>(&text) {
+        Ok(json) => json.to_string(),
+        Err(_) => text,
+    };
+    (status, content_type, body)
+}
+
+#[tokio::test]
+async fn a_group_nobody_serves_gets_the_plain_404_and_a_served_group_a_status_like_64_to_66() {
+    let server = start(SimConfig::default()).await;
+    let policies = [
+        kube_gc::sim::Gvr::new("kube-gc.io", "v1alpha1", "retentionpolicies"),
+        kube_gc::sim::Gvr::new("kube-gc.io", "v1alpha1", "clusterretentionpolicies"),
+    ];
+    for gvr in &policies {
+        server.unserve_resource(gvr).unwrap();
+    }
+    let cases = [
+        ("/apis/kube-gc.io/v1alpha1", "64-discovery-group-not-served"),
+        (
+            "/apis/batch/v9",
+            "65-discovery-unknown-version-of-served-group",
+        ),
+        (
+            "/apis/kube-gc.io/v1alpha1/clusterretentionpolicies",
+            "66-list-of-group-not-served",
+        ),
+    ];
+    for (path, name) in cases {
+        assert_eq!(answered(&server, path).await, captured(name), "{path}");
+    }
+    // The CRDs created: the same paths are served.
+    for gvr in &policies {
+        server.serve_resource(gvr).unwrap();
+    }
+    assert_eq!(answered(&server, "/apis/kube-gc.io/v1alpha1").await.0, 200);
+    let (code, _, _) = answered(
+        &server,
+        "/apis/kube-gc.io/v1alpha1/clusterretentionpolicies",
+    )
+    .await;
+    assert_eq!(code, 200);
+}

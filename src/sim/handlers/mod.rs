@@ -179,15 +179,31 @@ where
         headers: parts.headers,
         body,
     };
-    let route = served_route(ctx, Route::parse(&incoming.path, ctx.store.resources()));
+    let route = served_route(
+        ctx,
+        &incoming.path,
+        Route::parse(&incoming.path, ctx.store.resources()),
+    );
     let verb = classify(&incoming, &route);
     let response = respond(ctx, peer, &incoming, &route, verb).await;
     record(ctx, &incoming, verb, response.status(), arrived);
     response
 }
 
-/// A route to a resource that is not served right now leads nowhere.
-fn served_route(ctx: &Context, route: Route) -> Route {
+/// A route to a resource that is not served right now leads nowhere; a path under a group
+/// none of whose resources is served right now is [`Route::GroupNotServed`].
+fn served_route(ctx: &Context, path: &str, route: Route) -> Route {
+    if let Some(group) = route::group_of_path(path) {
+        let unserved = ctx.unserved.read();
+        let served = ctx
+            .store
+            .resources()
+            .iter()
+            .any(|(id, def)| def.group == group && !unserved.contains(&id));
+        if !served {
+            return Route::GroupNotServed;
+        }
+    }
     match route {
         Route::Resource(target) if ctx.unserved.read().contains(&target.resource) => {
             Route::NotFound
@@ -243,6 +259,9 @@ async fn respond(
     }
     match route {
         Route::NotFound => response::status(status::not_found_path()),
+        Route::GroupNotServed => {
+            response::plain_text(StatusCode::NOT_FOUND, "404 page not found\n")
+        }
         Route::Health => response::plain_text(StatusCode::OK, "ok"),
         Route::Discovery(which) => {
             if incoming.method != Method::GET {

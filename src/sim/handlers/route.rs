@@ -49,6 +49,10 @@ pub enum Route {
     Resource(Target),
     /// Nothing this server serves.
     NotFound,
+    /// Under `/apis/{group}` for a group nothing serves: the real server's handler chain falls
+    /// through to its not-found handler, a plain-text `404 page not found` (exchanges 64, 66),
+    /// where an unknown version or resource of a served group is a `NotFound` Status (65).
+    GroupNotServed,
 }
 
 impl Route {
@@ -74,6 +78,15 @@ impl Route {
             ["apis", group, version, rest @ ..] => resource_route(resources, group, version, rest),
             _ => Route::NotFound,
         }
+    }
+}
+
+/// The group a path under `/apis/` names, if it names one.
+pub fn group_of_path(path: &str) -> Option<&str> {
+    let mut segments = path.trim_matches('/').split('/');
+    match (segments.next(), segments.next()) {
+        (Some("apis"), Some(group)) if !group.is_empty() => Some(group),
+        _ => None,
     }
 }
 
