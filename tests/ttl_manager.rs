@@ -1,5 +1,6 @@
 //! The controller manager against the simulated API server: discovery decides which TTL
-//! controllers run, `--controllers` selection, `--namespace`, readiness, and a drained stop.
+//! controllers run, `--controllers` selection, `--namespace`, readiness, a drained stop, and
+//! the retention controller starting when its CRDs are installed after kube-gc.
 
 mod client_support;
 mod ttl_support;
@@ -8,7 +9,7 @@ use std::sync::Arc;
 
 use kube_gc::manager::{ControllerSelection, Manager, ManagerOptions};
 use kube_gc::sim::resources::default_resources;
-use kube_gc::sim::SimConfig;
+use kube_gc::sim::{Gvr, SimConfig};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -19,7 +20,7 @@ fn manager(world: &World, options: ManagerOptions) -> Manager {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_cluster_without_the_volcano_and_retention_crds_runs_only_the_job_controller() {
+async fn a_cluster_without_the_volcano_and_retention_crds_skips_volcano_and_retention_waits() {
     let resources = default_resources()
         .into_iter()
         .filter(|r| r.group != "batch.volcano.sh" && r.group != "kube-gc.io")
@@ -31,7 +32,11 @@ async fn a_cluster_without_the_volcano_and_retention_crds_runs_only_the_job_cont
         .start()
         .await
         .unwrap();
-    assert_eq!(set.names(), ["ttl-after-finished", "garbagecollector"]);
+    // Volcano's controller is skipped; retention waits for its CRDs, ready meanwhile.
+    assert_eq!(
+        set.names(),
+        ["ttl-after-finished", "garbagecollector", "retention"]
+    );
     let readiness = set.readiness();
     assert!(!readiness.is_ready());
     let shutdown = CancellationToken::new();
@@ -135,6 +140,68 @@ async fn a_ttl_deletion_never_waits_behind_the_collectors_monitors() {
     );
     let deletions: Vec<_> = world.sim().journal().deletes();
     assert!(deletions.iter().all(|e| e.sent_by("ttl-after-finished")));
+    shutdown.cancel();
+    running.await.unwrap().unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn retention_starts_when_its_crds_are_installed_after_kube_gc() {
+    let world = world().await;
+    let sim = world.sim();
+    let policies = [
+        Gvr::new("kube-gc.io", "v1alpha1", "retentionpolicies"),
+        Gvr::new("kube-gc.io", "v1alpha1", "clusterretentionpolicies"),
+    ];
+    for gvr in &policies {
+        sim.unserve_resource(gvr).unwrap();
+    }
+    let options = ManagerOptions {
+        controllers: ControllerSelection::parse(&["retention"]).unwrap(),
+        ..ManagerOptions::default()
+    };
+    let set = manager(&world, options).start().await.unwrap();
+    assert_eq!(set.names(), ["retention"]);
+    let readiness = set.readiness();
+    let shutdown = CancellationToken::new();
+    let running = tokio::spawn(set.run(shutdown.clone()));
+    // Waiting is ready: a cluster without the CRDs has no policies to apply.
+    readiness.wait(&shutdown).await.unwrap();
+    let pods = Gvr::new("", "v1", "pods");
+    let finished = world.now() - chrono::Duration::minutes(10);
+    let mut pod = sim
+        .create(
+            &pods,
+            json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "done", "namespace": "default"},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}),
+        )
+        .unwrap();
+    pod["status"] = json!({"phase": "Succeeded", "containerStatuses": [{"name": "c", "state":
+        {"terminated": {"exitCode": 0, "startedAt": wire_time(finished), "finishedAt": wire_time(finished)}}}]});
+    sim.update_status(&pods, pod).unwrap();
+    // A minute of looking: one GET of the group version every 30 s, each a plain 404.
+    tokio::time::sleep(std::time::Duration::from_secs(61)).await;
+    let probes: Vec<u16> = sim
+        .journal()
+        .entries()
+        .iter()
+        .filter(|e| e.path == "/apis/kube-gc.io/v1alpha1")
+        .map(|e| e.status)
+        .collect();
+    assert_eq!(probes, [404, 404, 404]);
+    assert!(untouched(sim, &pods, "done"));
+
+    // The CRDs are installed and a policy created: the controller starts and applies it.
+    for gvr in &policies {
+        sim.serve_resource(gvr).unwrap();
+    }
+    let policy = json!({"apiVersion": "kube-gc.io/v1alpha1", "kind": "ClusterRetentionPolicy",
+        "metadata": {"name": "finished-pods"},
+        "spec": {"preset": "pods", "ttlSecondsAfterFinished": 60}});
+    sim.create(&policies[1], policy).unwrap();
+    let started = tokio::time::Instant::now();
+    wait_deleted(sim, &pods, "done").await;
+    assert!(started.elapsed() <= std::time::Duration::from_secs(31));
     shutdown.cancel();
     running.await.unwrap().unwrap();
 }

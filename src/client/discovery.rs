@@ -134,6 +134,41 @@ impl Discovery {
         }
     }
 
+    /// Reads one group version's document only (`/apis/{group}/{version}`, `/api/{version}`)
+    /// — a cheap check for one API, where [`run`](Self::run) reads every group. A group version
+    /// that is not served is an empty result, not an error: a real server answers `NotFound`
+    /// (plain text when nothing serves the group, exchanges 64–66). Its resources are not
+    /// marked preferred: one document cannot tell.
+    pub async fn group_version(
+        client: &Client,
+        group: &str,
+        version: &str,
+    ) -> Result<Discovery, Error> {
+        let gv = GroupVersion {
+            group: group.to_owned(),
+            version: version.to_owned(),
+            preferred: false,
+        };
+        let mut discovery = Discovery::default();
+        match gv.fetch(client).await {
+            Ok(list) => discovery.add(&gv, list),
+            Err(e) if e.is_not_found() => {}
+            Err(e) => return Err(e),
+        }
+        Ok(discovery)
+    }
+
+    /// Whether `resource` (group, version and plural) is served with the verbs a controller
+    /// needs to list, watch and delete it.
+    pub fn serves(&self, resource: &ResourceRef) -> bool {
+        self.resources.iter().any(|r| {
+            r.resource.group == resource.group
+                && r.resource.version == resource.version
+                && r.resource.plural == resource.plural
+                && r.is_deletable()
+        })
+    }
+
     /// Every resource of every version served.
     pub fn resources(&self) -> &[DiscoveredResource] {
         &self.resources

@@ -154,12 +154,7 @@ impl ControllerContext<'_> {
     /// Whether the server serves `resource` with the verbs a controller needs to list, watch
     /// and delete it.
     pub fn serves(&self, resource: &ResourceRef) -> bool {
-        self.discovery.resources().iter().any(|r| {
-            r.resource.group == resource.group
-                && r.resource.version == resource.version
-                && r.resource.plural == resource.plural
-                && r.is_deletable()
-        })
+        self.discovery.serves(resource)
     }
 }
 
