@@ -335,3 +335,52 @@ async fn plan_lists_what_goes_and_when_sorted_and_totalled() {
     let text = kube_gc::explain::plan::text(&report);
     assert!(text.contains("2 deletions within 24h"), "{text}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn plan_selects_orphans_by_any_label_selector_and_still_sees_unselected_owners() {
+    let world = world().await;
+    let sim = world.sim();
+    let alive = create_job(sim, "alive", None, None);
+    let gone = json!([{"apiVersion": "batch/v1", "kind": "Job", "name": "gone",
+        "uid": "00000000-0000-0000-0000-00000000dead"}]);
+    let owned = json!([{"apiVersion": "batch/v1", "kind": "Job", "name": "alive",
+        "uid": alive["metadata"]["uid"]}]);
+    for (name, labels, owners) in [
+        ("web-orphan", json!({"tier": "web"}), &gone),
+        ("batch-orphan", json!({"tier": "batch"}), &gone),
+        ("bare-orphan", json!({}), &gone),
+        // Its owner exists, though the selector does not select the owner.
+        ("web-owned", json!({"tier": "web"}), &owned),
+    ] {
+        let metadata = json!({"labels": labels, "ownerReferences": owners});
+        finished_pod(sim, "default", name, world.now(), metadata);
+    }
+    let discovery = Discovery::run(&world.harness.client).await.unwrap();
+    let orphans = |selector: &str| {
+        let options = PlanOptions {
+            selector: Some(selector.to_owned()),
+            ..PlanOptions::default()
+        };
+        let (client, discovery, now) = (world.harness.client.clone(), &discovery, world.now());
+        async move {
+            let report = plan(&client, discovery, &options, now).await?;
+            let mut names: Vec<String> = report
+                .deletions
+                .iter()
+                .filter(|r| r.controller == "garbagecollector")
+                .map(|r| r.name.clone())
+                .collect();
+            names.sort();
+            Ok::<_, GatherError>(names)
+        }
+    };
+    assert_eq!(orphans("tier in (web)").await.unwrap(), ["web-orphan"]);
+    assert_eq!(orphans("tier notin (web)").await.unwrap(), ["bare-orphan", "batch-orphan"]);
+    assert_eq!(orphans("!tier").await.unwrap(), ["bare-orphan"]);
+    assert_eq!(orphans("tier=batch").await.unwrap(), ["batch-orphan"]);
+    let bad = orphans("tier in (web").await.unwrap_err();
+    assert!(
+        bad.to_string().starts_with("invalid label selector \"tier in (web\": "),
+        "{bad}"
+    );
+}

@@ -46,6 +46,14 @@ pub enum GatherError {
         /// The name.
         name: String,
     },
+    /// A label selector (`-l`) that does not parse.
+    #[error("invalid label selector {selector:?}: {message}")]
+    Selector {
+        /// The selector as given.
+        selector: String,
+        /// What is wrong with it, as the API server says it.
+        message: String,
+    },
     /// A request failed.
     #[error("{what}: {source}")]
     Api {

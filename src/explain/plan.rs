@@ -23,6 +23,7 @@ use crate::controllers::retention::judgement::project;
 use crate::controllers::ttl::{
     judge as judge_ttl, BatchJob, TtlKind, TtlObject, Verdict as TtlVerdict, VolcanoJobs,
 };
+use crate::sim::selectors::LabelSelector;
 
 use super::decide::rfc3339;
 use super::gather::{every_version, read_namespaces, read_policies, serves, GatherError};
@@ -89,6 +90,16 @@ pub async fn plan(
 ) -> Result<PlanReport, GatherError> {
     let horizon =
         now + chrono::Duration::from_std(options.within).unwrap_or(chrono::Duration::days(3650));
+    let selector = match options.selector.as_deref().map(LabelSelector::parse) {
+        None => None,
+        Some(Ok(selector)) => Some(selector),
+        Some(Err(e)) => {
+            return Err(GatherError::Selector {
+                selector: options.selector.clone().unwrap_or_default(),
+                message: e.to_string(),
+            })
+        }
+    };
     let mut rows: Vec<(Option<DateTime<Utc>>, Row)> = Vec::new();
     let served = every_version(discovery);
     if serves(&served, &BatchJob::resource()) {
@@ -98,7 +109,7 @@ pub async fn plan(
         rows.extend(ttl_rows::<VolcanoJobs>(client, options, now).await?);
     }
     rows.extend(retention_rows(client, &served, options, now).await?);
-    rows.extend(orphan_rows(client, discovery, options).await?);
+    rows.extend(orphan_rows(client, discovery, options, selector.as_ref()).await?);
     rows.retain(|(at, _)| at.is_none_or(|at| at <= horizon));
     rows.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.name.cmp(&b.1.name)));
     Ok(report(rows, options, now))
@@ -274,10 +285,16 @@ async fn retention_rows(
 }
 
 /// Objects whose owners are all gone: the garbage collector deletes them now.
+///
+/// Every object is listed unfiltered, since an owner need not match the selector; the
+/// selector then picks among the dependents, by the server's own rules (the simulated
+/// server's implementation of apimachinery's `labels.Parse`, so `-l` means what it means for
+/// the kinds the server filters).
 async fn orphan_rows(
     client: &Client,
     discovery: &Discovery,
     options: &PlanOptions,
+    selector: Option<&LabelSelector>,
 ) -> Result<Vec<(Option<DateTime<Utc>>, Row)>, GatherError> {
     let mut all = Vec::new();
     let mut uids = HashSet::new();
@@ -296,7 +313,6 @@ async fn orphan_rows(
             all.push((resource.clone(), item.metadata));
         }
     }
-    let selector = options.selector.as_deref().map(parse_selector);
     Ok(all
         .into_iter()
         .filter(|(_, meta)| !meta.owner_references.is_empty() && meta.deletion_timestamp.is_none())
@@ -308,11 +324,7 @@ async fn orphan_rows(
                         .is_some()
             })
         })
-        .filter(|(_, meta)| {
-            selector
-                .as_ref()
-                .is_none_or(|s| s.iter().all(|(k, v)| meta.labels.get(k) == Some(v)))
-        })
+        .filter(|(_, meta)| selector.is_none_or(|s| selected(s, &meta.labels)))
         .map(|(resource, meta)| {
             let owners: Vec<String> = meta
                 .owner_references
@@ -334,17 +346,13 @@ async fn orphan_rows(
         .collect())
 }
 
-/// `a=b,c=d` (equality only; other selectors are left to the server for the listed kinds).
-fn parse_selector(text: &str) -> Vec<(String, String)> {
-    text.split(',')
-        .filter_map(|pair| pair.split_once('='))
-        .map(|(k, v)| {
-            (
-                k.trim().trim_end_matches('=').to_owned(),
-                v.trim().to_owned(),
-            )
-        })
-        .collect()
+/// Whether `labels` satisfy `selector`.
+fn selected(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
+    let labels: serde_json::Map<String, Value> = labels
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    selector.matches(Some(&labels))
 }
 
 fn report(
