@@ -3,6 +3,7 @@
 //! name what blocks a deletion down to the root cause, and bad input is one clear error.
 
 mod client_support;
+mod explain_support;
 mod ttl_support;
 
 use std::sync::Arc;
@@ -13,8 +14,9 @@ use kube_gc::client::Discovery;
 use kube_gc::controllers::retention::engine::{RetentionController, RetentionOptions};
 use kube_gc::controllers::ttl::{BatchJob, TtlOptions};
 use kube_gc::explain::plan::{plan, PlanOptions};
-use kube_gc::explain::{decide, gather, ExplainTarget, Explanation, GatherError, VerdictKind};
+use kube_gc::explain::{Explanation, GatherError, VerdictKind};
 
+use explain_support::explain_at;
 use kube_gc::sim::{DeleteOptions, Gvr, Propagation, SimConfig, SimServer};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
@@ -34,15 +36,7 @@ async fn explain(
     namespace: &str,
     name: &str,
 ) -> Result<Explanation, GatherError> {
-    let client = &world.harness.client;
-    let discovery = Discovery::run(client).await.expect("discovery");
-    let target = ExplainTarget {
-        type_: type_.into(),
-        name: name.into(),
-        namespace: namespace.into(),
-    };
-    let gathered = gather(client, &discovery, &target).await?;
-    Ok(decide(&gathered, world.now()))
+    explain_at(world, type_, namespace, name, world.now()).await
 }
 
 fn finished_pod(
@@ -375,12 +369,16 @@ async fn plan_selects_orphans_by_any_label_selector_and_still_sees_unselected_ow
         }
     };
     assert_eq!(orphans("tier in (web)").await.unwrap(), ["web-orphan"]);
-    assert_eq!(orphans("tier notin (web)").await.unwrap(), ["bare-orphan", "batch-orphan"]);
+    assert_eq!(
+        orphans("tier notin (web)").await.unwrap(),
+        ["bare-orphan", "batch-orphan"]
+    );
     assert_eq!(orphans("!tier").await.unwrap(), ["bare-orphan"]);
     assert_eq!(orphans("tier=batch").await.unwrap(), ["batch-orphan"]);
     let bad = orphans("tier in (web").await.unwrap_err();
     assert!(
-        bad.to_string().starts_with("invalid label selector \"tier in (web\": "),
+        bad.to_string()
+            .starts_with("invalid label selector \"tier in (web\": "),
         "{bad}"
     );
 }

@@ -6,17 +6,18 @@
 //! cache holds.
 
 mod client_support;
+mod explain_support;
 mod ttl_support;
 
 use std::sync::Arc;
 
 use chrono::Duration as Span;
+use explain_support::explain_at;
 use futures_util::FutureExt;
 use http::{Request, StatusCode};
 use http_body_util::BodyExt;
-use kube_gc::client::Discovery;
 use kube_gc::explain::decide::rfc3339;
-use kube_gc::explain::{decide, gather, ExplainTarget, Explanation, VerdictKind};
+use kube_gc::explain::{Explanation, VerdictKind};
 use kube_gc::manager::{ControllerSelection, Manager, ManagerOptions};
 use kube_gc::metrics::Metrics;
 use kube_gc::server::Endpoints;
@@ -112,15 +113,9 @@ async fn cli(
     name: &str,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Explanation {
-    let client = &world.harness.client;
-    let discovery = Discovery::run(client).await.expect("discovery");
-    let target = ExplainTarget {
-        type_: type_.into(),
-        name: name.into(),
-        namespace: namespace.into(),
-    };
-    let gathered = gather(client, &discovery, &target).await.expect("gathered");
-    decide(&gathered, now)
+    explain_at(world, type_, namespace, name, now)
+        .await
+        .expect("gathered")
 }
 
 fn decision<'a>(explained: &'a Value, controller: &str) -> &'a Value {
