@@ -69,9 +69,18 @@ async fn get_missing_and_namespace_missing_are_404s() {
         "the namespace of the provided object does not match the namespace sent on the request"
     );
 
-    let (code, body) = send(http.get(url(&server, "/apis/nothing.example/v1/things"))).await;
+    // An unknown resource of a served group is a NotFound Status; anything under a group
+    // nothing serves, the not-found handler's plain text (exchanges 65 and 66).
+    let (code, body) = send(http.get(url(&server, "/apis/batch/v1/things"))).await;
     assert_eq!(code, 404);
     assert_eq!(body["reason"], "NotFound");
+    let response = http
+        .get(url(&server, "/apis/nothing.example/v1/things"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 404);
+    assert_eq!(response.text().await.unwrap(), "404 page not found\n");
 }
 
 #[tokio::test]
