@@ -30,7 +30,10 @@
 //! Sizes (environment): `RETENTION_BENCH_OBJECTS` (memory, comma-separated; `100000,1000000`),
 //! `RETENTION_BENCH_DECODES` (decodes per path and round; 50000), `RETENTION_BENCH_STAGGERED_PODS`
 //! (2000), `RETENTION_BENCH_CHANGE_PODS` (comma-separated; `1000,10000`),
-//! `RETENTION_BENCH_WORKERS` (the controller's workers; `RetentionOptions`' default, 5);
+//! `RETENTION_BENCH_WORKERS` (the controller's workers; `RetentionOptions`' default, 5),
+//! `RETENTION_BENCH_SIM_THREADS` (0, the default: the simulated server shares the controller's
+//! runtime, as it always has here; N: it runs on a runtime of N threads of its own, as a server
+//! in another process would);
 //! `RETENTION_BENCH_ONLY=memory,decode,staggered,single,change` picks parts.
 //!
 //! Run with `cargo bench --bench retention`; results are in `docs/performance.md`.
@@ -506,9 +509,49 @@ fn create_cluster_policy(sim: &SimServer, name: &str, ttl: i64) {
     }
 }
 
+/// With `RETENTION_BENCH_SIM_THREADS` > 0, the runtime the simulated server runs on, apart
+/// from the controller's (made once, kept to the end of the process).
+fn sim_runtime() -> Option<&'static tokio::runtime::Runtime> {
+    static RUNTIME: std::sync::OnceLock<Option<tokio::runtime::Runtime>> =
+        std::sync::OnceLock::new();
+    let threads = env_usize("RETENTION_BENCH_SIM_THREADS", 0);
+    let runtime = RUNTIME.get_or_init(|| {
+        (threads > 0).then(|| {
+            match tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(threads)
+                .thread_name("sim-worker")
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime,
+                Err(e) => panic!("the simulated server's runtime: {e}"),
+            }
+        })
+    });
+    runtime.as_ref()
+}
+
+/// Where the simulated server runs, as the deletion lines say it.
+fn sim_placement() -> String {
+    match sim_runtime() {
+        Some(_) => format!(
+            "simulated server on {} threads of its own",
+            env_usize("RETENTION_BENCH_SIM_THREADS", 0)
+        ),
+        None => "simulated server on the controller's runtime".to_owned(),
+    }
+}
+
 async fn start_sim(journal: usize) -> (SimServer, Client, tempfile::TempDir) {
     let config = SimConfig::default().with_journal_capacity(journal);
-    let sim = match SimServer::start(config).await {
+    let started = match sim_runtime() {
+        Some(runtime) => match runtime.spawn(SimServer::start(config)).await {
+            Ok(started) => started,
+            Err(e) => panic!("start the sim: {e}"),
+        },
+        None => SimServer::start(config).await,
+    };
+    let sim = match started {
         Ok(sim) => sim,
         Err(e) => panic!("start the sim: {e}"),
     };
@@ -623,9 +666,10 @@ async fn staggered(n: usize) {
     let early = latencies.iter().filter(|l| **l < 0.0).count();
     let done_after = (done - start).num_seconds();
     println!(
-        "staggered {n} Pods over {SECONDS} expiry seconds ({} per second) from 3 s after start, unthrottled, {} workers: deletion after expiry p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms ({early} before expiry; {} deletions, all done {done_after} s after start)",
+        "staggered {n} Pods over {SECONDS} expiry seconds ({} per second) from 3 s after start, unthrottled, {} workers, {}: deletion after expiry p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms ({early} before expiry; {} deletions, all done {done_after} s after start)",
         n.div_ceil(SECONDS),
         bench_options().workers,
+        sim_placement(),
         at(0.5),
         at(0.99),
         at(1.0),
