@@ -31,6 +31,8 @@
 //! `RETENTION_BENCH_DECODES` (decodes per path and round; 50000), `RETENTION_BENCH_STAGGERED_PODS`
 //! (2000), `RETENTION_BENCH_CHANGE_PODS` (comma-separated; `1000,10000`),
 //! `RETENTION_BENCH_WORKERS` (the controller's workers; `RetentionOptions`' default, 5),
+//! `RETENTION_BENCH_PROPAGATION` (the policy's `propagationPolicy`; unset: the preset's,
+//! Background; `Foreground` makes the server answer each DELETE with the object),
 //! `RETENTION_BENCH_SIM_THREADS` (0, the default: the simulated server shares the controller's
 //! runtime, as it always has here; N: it runs on a runtime of N threads of its own, as a server
 //! in another process would);
@@ -501,9 +503,12 @@ fn create_finished_pod(sim: &SimServer, buffer: &mut String, i: usize, finished:
 }
 
 fn create_cluster_policy(sim: &SimServer, name: &str, ttl: i64) {
-    let object = json!({"apiVersion": "kube-gc.io/v1alpha1", "kind": "ClusterRetentionPolicy",
+    let mut object = json!({"apiVersion": "kube-gc.io/v1alpha1", "kind": "ClusterRetentionPolicy",
         "metadata": {"name": name},
         "spec": {"preset": "pods", "includeControlled": true, "ttlSecondsAfterFinished": ttl}});
+    if let Ok(propagation) = std::env::var("RETENTION_BENCH_PROPAGATION") {
+        object["spec"]["propagationPolicy"] = json!(propagation);
+    }
     if let Err(e) = sim.create(&cluster_policies(), object) {
         panic!("create the policy: {e}");
     }
