@@ -20,14 +20,22 @@
 //!    the simulated server (as `benches/ttl.rs` runs the TTL controller), one
 //!    `ClusterRetentionPolicy` `pods` with `ttlSecondsAfterFinished`, finished Pods whose
 //!    expiries fall on twenty different seconds from 3 s after start; the journal time of each
-//!    accepted DELETE − expiry, p50 / p99 / max. `single`: one Pod per expiry second.
+//!    accepted DELETE − expiry, p50 / p99 / max. `single`: one Pod per expiry second. With
+//!    several Pods per second, also per expiry second: how late the first DELETE arrived and
+//!    how long the burst took to drain (the last − the first).
 //! 4. **Policy change** (`change`): N finished Pods cached under a policy with a one-day TTL;
 //!    the policy's TTL is then shortened so that every Pod is already expired; time from the
 //!    update to the first and to the last accepted DELETE (journal times).
 //!
 //! Sizes (environment): `RETENTION_BENCH_OBJECTS` (memory, comma-separated; `100000,1000000`),
 //! `RETENTION_BENCH_DECODES` (decodes per path and round; 50000), `RETENTION_BENCH_STAGGERED_PODS`
-//! (2000), `RETENTION_BENCH_CHANGE_PODS` (comma-separated; `1000,10000`);
+//! (2000), `RETENTION_BENCH_CHANGE_PODS` (comma-separated; `1000,10000`),
+//! `RETENTION_BENCH_WORKERS` (the controller's workers; `RetentionOptions`' default, 5),
+//! `RETENTION_BENCH_PROPAGATION` (the policy's `propagationPolicy`; unset: the preset's,
+//! Background; `Foreground` makes the server answer each DELETE with the object),
+//! `RETENTION_BENCH_SIM_THREADS` (0, the default: the simulated server shares the controller's
+//! runtime, as it always has here; N: it runs on a runtime of N threads of its own, as a server
+//! in another process would);
 //! `RETENTION_BENCH_ONLY=memory,decode,staggered,single,change` picks parts.
 //!
 //! Run with `cargo bench --bench retention`; results are in `docs/performance.md`.
@@ -495,17 +503,60 @@ fn create_finished_pod(sim: &SimServer, buffer: &mut String, i: usize, finished:
 }
 
 fn create_cluster_policy(sim: &SimServer, name: &str, ttl: i64) {
-    let object = json!({"apiVersion": "kube-gc.io/v1alpha1", "kind": "ClusterRetentionPolicy",
+    let mut object = json!({"apiVersion": "kube-gc.io/v1alpha1", "kind": "ClusterRetentionPolicy",
         "metadata": {"name": name},
         "spec": {"preset": "pods", "includeControlled": true, "ttlSecondsAfterFinished": ttl}});
+    if let Ok(propagation) = std::env::var("RETENTION_BENCH_PROPAGATION") {
+        object["spec"]["propagationPolicy"] = json!(propagation);
+    }
     if let Err(e) = sim.create(&cluster_policies(), object) {
         panic!("create the policy: {e}");
     }
 }
 
+/// With `RETENTION_BENCH_SIM_THREADS` > 0, the runtime the simulated server runs on, apart
+/// from the controller's (made once, kept to the end of the process).
+fn sim_runtime() -> Option<&'static tokio::runtime::Runtime> {
+    static RUNTIME: std::sync::OnceLock<Option<tokio::runtime::Runtime>> =
+        std::sync::OnceLock::new();
+    let threads = env_usize("RETENTION_BENCH_SIM_THREADS", 0);
+    let runtime = RUNTIME.get_or_init(|| {
+        (threads > 0).then(|| {
+            match tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(threads)
+                .thread_name("sim-worker")
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime,
+                Err(e) => panic!("the simulated server's runtime: {e}"),
+            }
+        })
+    });
+    runtime.as_ref()
+}
+
+/// Where the simulated server runs, as the deletion lines say it.
+fn sim_placement() -> String {
+    match sim_runtime() {
+        Some(_) => format!(
+            "simulated server on {} threads of its own",
+            env_usize("RETENTION_BENCH_SIM_THREADS", 0)
+        ),
+        None => "simulated server on the controller's runtime".to_owned(),
+    }
+}
+
 async fn start_sim(journal: usize) -> (SimServer, Client, tempfile::TempDir) {
     let config = SimConfig::default().with_journal_capacity(journal);
-    let sim = match SimServer::start(config).await {
+    let started = match sim_runtime() {
+        Some(runtime) => match runtime.spawn(SimServer::start(config)).await {
+            Ok(started) => started,
+            Err(e) => panic!("start the sim: {e}"),
+        },
+        None => SimServer::start(config).await,
+    };
+    let sim = match started {
         Ok(sim) => sim,
         Err(e) => panic!("start the sim: {e}"),
     };
@@ -524,6 +575,15 @@ async fn start_sim(journal: usize) -> (SimServer, Client, tempfile::TempDir) {
     }
 }
 
+/// The controller's options: the defaults, but for `RETENTION_BENCH_WORKERS`.
+fn bench_options() -> RetentionOptions {
+    let defaults = RetentionOptions::default();
+    RetentionOptions {
+        workers: env_usize("RETENTION_BENCH_WORKERS", defaults.workers),
+        ..defaults
+    }
+}
+
 struct Running {
     metrics: Arc<RetentionMetrics>,
     watches: WatchMap,
@@ -533,7 +593,7 @@ struct Running {
 
 fn start_controller(client: Client) -> Running {
     let metrics = Arc::new(RetentionMetrics::default());
-    let controller = RetentionController::builder(client, RetentionOptions::default())
+    let controller = RetentionController::builder(client, bench_options())
         .clock(Arc::new(kube_gc::clock::SystemClock))
         .metrics(Arc::clone(&metrics))
         .build();
@@ -601,23 +661,62 @@ async fn staggered(n: usize) {
     until(|| metrics.deletions("ClusterRetentionPolicy finished-pods") as usize >= n).await;
     let done = Utc::now();
     running.stop().await;
-    let mut latencies: Vec<f64> = pod_deletes(&sim)
-        .into_iter()
-        .map(|(i, at)| millis(at - expiry_of(i)))
+    let deletes = pod_deletes(&sim);
+    let mut latencies: Vec<f64> = deletes
+        .iter()
+        .map(|(i, at)| millis(*at - expiry_of(*i)))
         .collect();
     latencies.sort_by(f64::total_cmp);
     let at = |p: f64| latencies[((latencies.len() - 1) as f64 * p).round() as usize];
     let early = latencies.iter().filter(|l| **l < 0.0).count();
     let done_after = (done - start).num_seconds();
     println!(
-        "staggered {n} Pods over {SECONDS} expiry seconds ({} per second) from 3 s after start, unthrottled: deletion after expiry p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms ({early} before expiry; {} deletions, all done {done_after} s after start)",
+        "staggered {n} Pods over {SECONDS} expiry seconds ({} per second) from 3 s after start, unthrottled, {} workers, {}: deletion after expiry p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms ({early} before expiry; {} deletions, all done {done_after} s after start)",
         n.div_ceil(SECONDS),
+        bench_options().workers,
+        sim_placement(),
         at(0.5),
         at(0.99),
         at(1.0),
         latencies.len(),
     );
+    if n > SECONDS {
+        print_bursts(&deletes, expiry_of);
+    }
     sim.shutdown().await;
+}
+
+/// Where a burst's latency goes: per expiry second, how late its first DELETE arrived (the
+/// timer, a worker taking the key, the request reaching the server) and how long the rest took
+/// to follow (the drain, at the controller's deletion rate).
+fn print_bursts(deletes: &[(usize, DateTime<Utc>)], expiry_of: impl Fn(usize) -> DateTime<Utc>) {
+    let mut bursts: BTreeMap<DateTime<Utc>, Vec<f64>> = BTreeMap::new();
+    for (i, at) in deletes {
+        let expiry = expiry_of(*i);
+        bursts.entry(expiry).or_default().push(millis(*at - expiry));
+    }
+    let mut first = Vec::new();
+    let mut drain = Vec::new();
+    let mut rate = Vec::new();
+    for latencies in bursts.values() {
+        let lo = latencies.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = latencies.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        first.push(lo);
+        drain.push(hi - lo);
+        if hi > lo {
+            rate.push((latencies.len() - 1) as f64 / ((hi - lo) / 1000.0));
+        }
+    }
+    let max = |v: &[f64]| v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    println!(
+        "  per expiry second ({} bursts): first DELETE after expiry median {:.2} ms (max {:.2}); burst drained in median {:.1} ms (max {:.1}) = {:.0} deletions/s (median)",
+        bursts.len(),
+        median(first.clone()),
+        max(&first),
+        median(drain.clone()),
+        max(&drain),
+        if rate.is_empty() { 0.0 } else { median(rate) },
+    );
 }
 
 fn pods_watch_ready(watches: &WatchMap, n: usize) -> bool {

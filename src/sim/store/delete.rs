@@ -95,65 +95,76 @@ impl Store {
     ) -> Result<DeleteOutcome, StoreError> {
         let def = self.def(resource);
         let key = self.key(resource, namespace, name);
-        let now = self.clock.now();
-        let mut state = self.state.lock();
-        let existing = state.existing(resource, &key, name)?;
-        check_delete_preconditions(resource, name, &existing, options)?;
-
-        let finalizers = finalizers_after_delete(def, &existing, options);
-        if finalizers.is_empty() {
+        loop {
+            let now = self.clock.now();
+            // Read under the lock, decide and copy outside it, commit under it again only if
+            // the object is still the one read (else read again), as the real server's
+            // conditional etcd transaction does. Copying a large object takes tens of
+            // microseconds, and every request of the server — and the runtime thread each
+            // one runs on — would wait for it.
+            let existing = self.state.lock().existing(resource, &key, name)?;
+            check_delete_preconditions(resource, name, &existing, options)?;
+            let (kind, object) = match deleted_state(def, &existing, options, now) {
+                Some(kind_and_object) => kind_and_object,
+                None => return Ok(DeleteOutcome::Pending(existing)),
+            };
             if options.dry_run {
-                return Ok(DeleteOutcome::Deleted(existing));
+                return Ok(match kind {
+                    ChangeKind::Deleted => DeleteOutcome::Deleted(existing),
+                    _ => DeleteOutcome::Pending(Arc::new(object)),
+                });
             }
-            let final_state = (*existing).clone();
+            let mut state = self.state.lock();
+            if !state.holds(resource, &key, &existing) {
+                continue;
+            }
             let write = Write {
                 resource,
                 key,
-                kind: ChangeKind::Deleted,
-                object: final_state,
+                kind,
+                object,
                 previous: Some(Arc::clone(&existing)),
             };
-            state.commit(def, write, now);
-            return Ok(DeleteOutcome::Deleted(existing));
+            let stored = state.commit(def, write, now);
+            return Ok(match kind {
+                ChangeKind::Deleted => DeleteOutcome::Deleted(existing),
+                _ => DeleteOutcome::Pending(stored),
+            });
         }
+    }
+}
 
-        let mut marked = (*existing).clone();
-        object::set_finalizers(&mut marked, &finalizers);
-        if object::deletion_timestamp(&marked).is_none() {
-            if object::generation(&marked) > 0 {
-                let next = object::generation(&marked) + 1;
-                object::set_meta(&mut marked, "generation", Some(Value::from(next)));
-            }
-            object::set_meta(
-                &mut marked,
-                "deletionTimestamp",
-                Some(Value::from(format_time(now))),
-            );
+/// What deleting `existing` writes: its final state (it leaves storage), or the object marked
+/// for deletion (it has finalizers left); `None` if it is already marked exactly so.
+fn deleted_state(
+    def: &ResourceDef,
+    existing: &Value,
+    options: &DeleteOptions,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Option<(ChangeKind, Value)> {
+    let finalizers = finalizers_after_delete(def, existing, options);
+    if finalizers.is_empty() {
+        return Some((ChangeKind::Deleted, existing.clone()));
+    }
+    let mut marked = existing.clone();
+    object::set_finalizers(&mut marked, &finalizers);
+    if object::deletion_timestamp(&marked).is_none() {
+        if object::generation(&marked) > 0 {
+            let next = object::generation(&marked) + 1;
+            object::set_meta(&mut marked, "generation", Some(Value::from(next)));
         }
         object::set_meta(
             &mut marked,
-            "deletionGracePeriodSeconds",
-            Some(Value::from(0)),
+            "deletionTimestamp",
+            Some(Value::from(format_time(now))),
         );
-        if marked == *existing {
-            return Ok(DeleteOutcome::Pending(existing));
-        }
-        if options.dry_run {
-            return Ok(DeleteOutcome::Pending(Arc::new(marked)));
-        }
-        let stored = state.commit(
-            def,
-            Write {
-                resource,
-                key,
-                kind: ChangeKind::Modified,
-                object: marked,
-                previous: Some(existing),
-            },
-            now,
-        );
-        Ok(DeleteOutcome::Pending(stored))
     }
+    object::set_meta(
+        &mut marked,
+        "deletionGracePeriodSeconds",
+        Some(Value::from(0)),
+    );
+    (marked != *existing).then_some((ChangeKind::Modified, marked))
 }
 
 fn check_delete_preconditions(

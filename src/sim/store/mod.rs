@@ -378,6 +378,14 @@ impl State {
             })
     }
 
+    /// Whether the object stored at `key` is still `read` (the same stored version, not an
+    /// equal copy): what a write decided outside the lock commits on.
+    fn holds(&self, resource: ResourceId, key: &str, read: &Arc<Value>) -> bool {
+        self.objects[resource.0]
+            .get(key)
+            .is_some_and(|stored| Arc::ptr_eq(stored, read))
+    }
+
     /// Commits one write: assigns the next resourceVersion, updates the object map, appends the
     /// change to the history, offers it to watchers and, for deletions, logs the final state.
     fn commit(&mut self, def: &ResourceDef, write: Write, at: DateTime<Utc>) -> Arc<Value> {

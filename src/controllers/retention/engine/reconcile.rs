@@ -24,8 +24,10 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use parking_lot::Mutex;
+use serde::de::IgnoredAny;
 
 use crate::api::{DeleteOptions, ObjectReference};
+use crate::client::Api;
 use crate::clock::SharedClock;
 use crate::controllers::retention::history::{over_limit, Member};
 use crate::controllers::retention::judge::{judge, Unschedulable, Verdict};
@@ -227,7 +229,15 @@ impl RetentionReconciler {
         let options = DeleteOptions::with_policy(policy.propagation)
             .with_uid(judged.uid())
             .with_resource_version(judged.resource_version());
-        let api = watch.api.within(key.namespace().unwrap_or_default());
+        // What the server answers (a Status; or the object, when a finalizer keeps it — a
+        // Foreground deletion — or when the resource answers with what it deleted, as Pods do
+        // on a real API server) is never read: it is skipped unbuilt, not decoded into a
+        // `Value` of the whole object and dropped.
+        let api: Api<IgnoredAny> = Api::dynamic(
+            watch.api.client().clone(),
+            watch.resource.clone(),
+            key.namespace(),
+        );
         match api.delete(key.name(), &options).await {
             Ok(_) => {
                 self.deleted(watch, judged, policy, reason, expired_at);
