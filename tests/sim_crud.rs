@@ -625,3 +625,72 @@ async fn metadata_a_real_server_could_not_decode_is_refused_with_400() {
         "nothing was written"
     );
 }
+
+#[tokio::test]
+async fn a_pod_delete_answers_with_the_deleted_pod_like_exchange_67_and_68() {
+    let server = start(SimConfig::default()).await;
+    let http = client();
+    let pods = "/api/v1/namespaces/capture/pods";
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "gone"},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}});
+    let (code, created) = send(http.post(url(&server, pods)).json(&pod)).await;
+    assert_eq!(code, 201);
+    let created_rv: u64 = created["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let (code, answer) = send(
+        http.delete(url(&server, &format!("{pods}/gone")))
+            .json(&request_body("67-")),
+    )
+    .await;
+    let real = exchange("67-");
+    assert_eq!(code, real["response"]["status"].as_u64().unwrap() as u16);
+    let real = &real["response"]["body"];
+    assert_eq!(answer["kind"], real["kind"]);
+    assert_eq!(answer["metadata"]["deletionGracePeriodSeconds"], 0);
+    assert!(
+        answer["metadata"]["deletionTimestamp"].is_string(),
+        "{answer}"
+    );
+    let rv: u64 = answer["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(rv > created_rv, "at the deletion's own resourceVersion");
+    // The DELETED event carries the same final state, as exchange 68's does (the real
+    // server's MODIFIED before it is not modelled).
+    // One event since the Pod's creation: the watch's body is that one line.
+    let (_, deleted) = send(http.get(url(
+        &server,
+        &format!("{pods}?watch=1&resourceVersion={created_rv}&timeoutSeconds=1"),
+    )))
+    .await;
+    assert_eq!(deleted["type"], "DELETED", "{deleted}");
+    assert_eq!(
+        deleted["object"]["metadata"]["deletionGracePeriodSeconds"],
+        0
+    );
+    let real_deleted = exchange("68-")["response"]["events"][1].clone();
+    assert_eq!(real_deleted["type"], "DELETED");
+    assert_eq!(
+        real_deleted["object"]["metadata"]["deletionGracePeriodSeconds"],
+        0
+    );
+    // A Job still answers a Status (exchange 27).
+    let (code, _) = send(http.post(url(&server, JOBS)).json(&request_body("09-"))).await;
+    assert_eq!(code, 201);
+    let name = request_body("09-")["metadata"]["name"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (code, status) = send(
+        http.delete(url(&server, &format!("{JOBS}/{name}")))
+            .json(&json!({"propagationPolicy": "Background"})),
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(status["kind"], "Status");
+}

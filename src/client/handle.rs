@@ -75,14 +75,18 @@ impl<K> fmt::Debug for Api<K> {
 /// finalizers (Foreground, Orphan, or others), and a Status once it is gone.
 #[derive(Clone, Debug, PartialEq)]
 pub enum DeleteResponse<K> {
-    /// The object still exists, now with a `deletionTimestamp`; this is its new state.
+    /// The server answered with the object: still there with a `deletionTimestamp` (finalizers
+    /// or a grace period keep it), or — for resources whose registry returns what it deleted,
+    /// as Pods, Namespaces and Services do (exchange 67) — its final state, already gone. The
+    /// answer alone cannot tell which; client-go's `Delete` reads neither.
     Pending(K),
     /// The object was removed (`status: Success`).
     Deleted(Box<Status>),
 }
 
 impl<K> DeleteResponse<K> {
-    /// Whether the object is already gone.
+    /// Whether the answer says the object is gone (a `Status`). `false` does not mean it
+    /// still exists: see [`DeleteResponse::Pending`].
     pub fn is_deleted(&self) -> bool {
         matches!(self, DeleteResponse::Deleted(_))
     }

@@ -57,6 +57,13 @@ pub struct ResourceDef {
     pub tracks_generation: bool,
     /// Discovery categories (`all`).
     pub categories: Vec<String>,
+    /// Whether a DELETE that removes an object answers with the object as deleted rather than
+    /// a `Status` (the registry's `ReturnDeletedObject`: Pods, Namespaces, Services and a few
+    /// more on a real server; exchange 67).
+    pub returns_deleted_object: bool,
+    /// Whether objects are deleted gracefully (Pods): a removal stamps `deletionTimestamp` and
+    /// a zero `deletionGracePeriodSeconds` on the final state (exchanges 67, 68).
+    pub graceful_deletion: bool,
 }
 
 /// Every verb the simulated server implements (it has no `deletecollection`).
@@ -82,7 +89,21 @@ impl ResourceDef {
             is_custom: false,
             tracks_generation: false,
             categories: Vec::new(),
+            returns_deleted_object: false,
+            graceful_deletion: false,
         }
+    }
+
+    /// A DELETE that removes an object answers with the object, not a `Status`.
+    pub fn returning_deleted_object(mut self) -> Self {
+        self.returns_deleted_object = true;
+        self
+    }
+
+    /// Objects are deleted gracefully, as Pods are.
+    pub fn deleted_gracefully(mut self) -> Self {
+        self.graceful_deletion = true;
+        self
     }
 
     /// Marks the resource cluster-scoped.
@@ -266,11 +287,14 @@ impl Default for Resources {
 pub fn default_resources() -> Vec<ResourceDef> {
     vec![
         ResourceDef::new("", "v1", "namespaces", "Namespace")
+            .returning_deleted_object()
             .cluster_scoped()
             .with_status()
             .with_short_names(&["ns"]),
         ResourceDef::new("", "v1", "pods", "Pod")
             .with_status()
+            .returning_deleted_object()
+            .deleted_gracefully()
             .with_short_names(&["po"])
             .with_categories(&["all"]),
         ResourceDef::new("", "v1", "configmaps", "ConfigMap").with_short_names(&["cm"]),

@@ -106,6 +106,10 @@ pub fn delete(
         .store
         .delete(target.resource, target.namespace.as_deref(), name, &options)?;
     let mut response = match outcome {
+        // Pods, Namespaces and a few more answer with what they deleted (exchange 67).
+        DeleteOutcome::Deleted(last) if def.returns_deleted_object => {
+            object_response(incoming, StatusCode::OK, &last)
+        }
         DeleteOutcome::Deleted(last) => {
             let uid = crate::sim::object::uid(&last).unwrap_or_default();
             response::status(status::success_deleted(&def.group_resource(), name, uid))

@@ -78,7 +78,8 @@ impl DeleteOptions {
 /// What a delete did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum DeleteOutcome {
-    /// The object left storage; this is its final state.
+    /// The object left storage; this is its final state, at the deletion's resourceVersion
+    /// (as etcd's conditional delete answers; a dry run's keeps the object's own).
     Deleted(Arc<Value>),
     /// The object stays, marked for deletion, until its finalizers are removed.
     Pending(Arc<Value>),
@@ -127,7 +128,7 @@ impl Store {
             };
             let stored = state.commit(def, write, now);
             return Ok(match kind {
-                ChangeKind::Deleted => DeleteOutcome::Deleted(existing),
+                ChangeKind::Deleted => DeleteOutcome::Deleted(stored),
                 _ => DeleteOutcome::Pending(stored),
             });
         }
@@ -144,7 +145,24 @@ fn deleted_state(
 ) -> Option<(ChangeKind, Value)> {
     let finalizers = finalizers_after_delete(def, existing, options);
     if finalizers.is_empty() {
-        return Some((ChangeKind::Deleted, existing.clone()));
+        let mut last = existing.clone();
+        if def.graceful_deletion {
+            // The real registry first writes the object with these (a MODIFIED event), then
+            // removes it (exchange 68); only the removal is modelled here.
+            if object::deletion_timestamp(&last).is_none() {
+                object::set_meta(
+                    &mut last,
+                    "deletionTimestamp",
+                    Some(Value::from(format_time(now))),
+                );
+            }
+            object::set_meta(
+                &mut last,
+                "deletionGracePeriodSeconds",
+                Some(Value::from(0)),
+            );
+        }
+        return Some((ChangeKind::Deleted, last));
     }
     let mut marked = existing.clone();
     object::set_finalizers(&mut marked, &finalizers);

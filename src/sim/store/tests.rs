@@ -258,7 +258,21 @@ fn background_deletion_removes_at_once_and_checks_preconditions() {
         "pi",
         &DeleteOptions::propagation(Propagation::Background),
     );
-    assert!(matches!(gone, Ok(DeleteOutcome::Deleted(o)) if o == created));
+    // The final state is the object as it was, at the deletion's own resourceVersion.
+    let Ok(DeleteOutcome::Deleted(last)) = gone else {
+        panic!("not deleted: {gone:?}")
+    };
+    let rv = |o: &Value| {
+        o["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+    };
+    assert!(rv(&last) > rv(&created));
+    let mut same = (*last).clone();
+    same["metadata"]["resourceVersion"] = created["metadata"]["resourceVersion"].clone();
+    assert_eq!(same, *created);
     assert!(f.store.get(f.jobs, Some("capture"), "pi").is_err());
 }
 
