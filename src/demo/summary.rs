@@ -206,24 +206,32 @@ fn path(p: &Planned) -> String {
     )
 }
 
-impl fmt::Display for Summary {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+/// A table of objects per kind and category: how many, how many should be deleted, how many
+/// were — the TTL scene's and the retention scene's alike.
+fn write_category_table<'a>(
+    f: &mut fmt::Formatter<'_>,
+    title: &str,
+    rows: impl Iterator<Item = (&'a str, &'a str, &'a Row)>,
+) -> fmt::Result {
+    writeln!(
+        f,
+        "{:<12} {:<14} {:>7} {:>17} {:>8}",
+        title, "CATEGORY", "OBJECTS", "SHOULD BE DELETED", "DELETED"
+    )?;
+    for (kind, category, row) in rows {
         writeln!(
             f,
             "{:<12} {:<14} {:>7} {:>17} {:>8}",
-            "KIND", "CATEGORY", "OBJECTS", "SHOULD BE DELETED", "DELETED"
+            kind, category, row.total, row.expected_deleted, row.deleted
         )?;
-        for ((kind, category), row) in &self.rows {
-            writeln!(
-                f,
-                "{:<12} {:<14} {:>7} {:>17} {:>8}",
-                kind.as_str(),
-                category,
-                row.total,
-                row.expected_deleted,
-                row.deleted
-            )?;
-        }
+    }
+    Ok(())
+}
+
+impl fmt::Display for Summary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let rows = self.rows.iter().map(|((k, c), r)| (k.as_str(), *c, r));
+        write_category_table(f, "KIND", rows)?;
         writeln!(f)?;
         writeln!(
             f,
@@ -238,22 +246,8 @@ impl fmt::Display for Summary {
             )?;
         }
         writeln!(f)?;
-        writeln!(
-            f,
-            "{:<12} {:<14} {:>7} {:>17} {:>8}",
-            "RETENTION", "CATEGORY", "OBJECTS", "SHOULD BE DELETED", "DELETED"
-        )?;
-        for ((kind, category), row) in &self.retention.rows {
-            writeln!(
-                f,
-                "{:<12} {:<14} {:>7} {:>17} {:>8}",
-                kind.as_str(),
-                category,
-                row.total,
-                row.expected_deleted,
-                row.deleted
-            )?;
-        }
+        let rows = self.retention.rows.iter();
+        write_category_table(f, "RETENTION", rows.map(|((k, c), r)| (k.as_str(), *c, r)))?;
         writeln!(f)?;
         writeln!(
             f,
