@@ -660,24 +660,52 @@ async fn a_pod_delete_answers_with_the_deleted_pod_like_exchange_67_and_68() {
         .parse()
         .unwrap();
     assert!(rv > created_rv, "at the deletion's own resourceVersion");
-    // The DELETED event carries the same final state, as exchange 68's does (the real
-    // server's MODIFIED before it is not modelled).
-    // One event since the Pod's creation: the watch's body is that one line.
-    let (_, deleted) = send(http.get(url(
-        &server,
-        &format!("{pods}?watch=1&resourceVersion={created_rv}&timeoutSeconds=1"),
-    )))
-    .await;
-    assert_eq!(deleted["type"], "DELETED", "{deleted}");
+    // A watch sees what exchange 68 shows: MODIFIED (the two fields written), then DELETED
+    // one revision later, both carrying them.
+    let body = http
+        .get(url(
+            &server,
+            &format!("{pods}?watch=1&resourceVersion={created_rv}&timeoutSeconds=1"),
+        ))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let seen: Vec<Value> = body
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let real: Vec<Value> = exchange("68-")["response"]["events"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let shape = |events: &[Value]| -> Vec<(String, Value, bool)> {
+        events
+            .iter()
+            .map(|e| {
+                let meta = &e["object"]["metadata"];
+                (
+                    e["type"].as_str().unwrap().to_owned(),
+                    meta["deletionGracePeriodSeconds"].clone(),
+                    meta["deletionTimestamp"].is_string(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(shape(&seen), shape(&real), "{body}");
+    let rv = |e: &Value| -> u64 {
+        e["object"]["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(rv(&seen[1]), rv(&seen[0]) + 1);
     assert_eq!(
-        deleted["object"]["metadata"]["deletionGracePeriodSeconds"],
-        0
-    );
-    let real_deleted = exchange("68-")["response"]["events"][1].clone();
-    assert_eq!(real_deleted["type"], "DELETED");
-    assert_eq!(
-        real_deleted["object"]["metadata"]["deletionGracePeriodSeconds"],
-        0
+        rv(&seen[1]).to_string(),
+        answer["metadata"]["resourceVersion"].as_str().unwrap()
     );
     // A Job still answers a Status (exchange 27).
     let (code, _) = send(http.post(url(&server, JOBS)).json(&request_body("09-"))).await;

@@ -115,16 +115,34 @@ impl Store {
                     _ => DeleteOutcome::Pending(Arc::new(object)),
                 });
             }
+            // A graceful deletion first writes the object marked (deletionTimestamp, a zero
+            // grace period), then removes it one revision later: a watch sees MODIFIED, then
+            // DELETED (exchange 68). The copy is made before the lock, as the other.
+            let marked = (kind == ChangeKind::Deleted
+                && def.graceful_deletion
+                && object::deletion_timestamp(&existing).is_none())
+            .then(|| object.clone());
             let mut state = self.state.lock();
             if !state.holds(resource, &key, &existing) {
                 continue;
+            }
+            let mut previous = Arc::clone(&existing);
+            if let Some(marked) = marked {
+                let write = Write {
+                    resource,
+                    key: key.clone(),
+                    kind: ChangeKind::Modified,
+                    object: marked,
+                    previous: Some(previous),
+                };
+                previous = state.commit(def, write, now);
             }
             let write = Write {
                 resource,
                 key,
                 kind,
                 object,
-                previous: Some(Arc::clone(&existing)),
+                previous: Some(previous),
             };
             let stored = state.commit(def, write, now);
             return Ok(match kind {
@@ -147,8 +165,7 @@ fn deleted_state(
     if finalizers.is_empty() {
         let mut last = existing.clone();
         if def.graceful_deletion {
-            // The real registry first writes the object with these (a MODIFIED event), then
-            // removes it (exchange 68); only the removal is modelled here.
+            // What the graceful deletion's first write stamps (see `Store::delete`).
             if object::deletion_timestamp(&last).is_none() {
                 object::set_meta(
                     &mut last,
