@@ -161,12 +161,9 @@ impl Discovery {
     /// Whether `resource` (group, version and plural) is served with the verbs a controller
     /// needs to list, watch and delete it.
     pub fn serves(&self, resource: &ResourceRef) -> bool {
-        self.resources.iter().any(|r| {
-            r.resource.group == resource.group
-                && r.resource.version == resource.version
-                && r.resource.plural == resource.plural
-                && r.is_deletable()
-        })
+        self.resources
+            .iter()
+            .any(|r| r.resource.is_same_resource(resource) && r.is_deletable())
     }
 
     /// Every resource of every version served.

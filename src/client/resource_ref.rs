@@ -52,6 +52,12 @@ impl ResourceRef {
         api_version_of(&self.group, &self.version)
     }
 
+    /// Whether `other` names the same resource: group, version and plural (kind and scope
+    /// follow from those).
+    pub fn is_same_resource(&self, other: &ResourceRef) -> bool {
+        self.group == other.group && self.version == other.version && self.plural == other.plural
+    }
+
     /// `apiVersion/plural`, e.g. `batch/v1/jobs` or `v1/pods`: how logs and metrics name it.
     pub fn path_name(&self) -> String {
         format!("{}/{}", self.api_version(), self.plural)

@@ -238,14 +238,9 @@ fn has_history_limits(policies: &[(RetentionPolicyObject, bool)]) -> bool {
     })
 }
 
-/// The same group, version and plural.
-pub(super) fn same_resource(a: &ResourceRef, b: &ResourceRef) -> bool {
-    a.group == b.group && a.version == b.version && a.plural == b.plural
-}
-
 /// Whether `resource` is among `served`.
 pub(super) fn serves(served: &[ResourceRef], resource: &ResourceRef) -> bool {
-    served.iter().any(|s| same_resource(s, resource))
+    served.iter().any(|s| s.is_same_resource(resource))
 }
 
 /// Every resource discovery found, in every version.

@@ -12,7 +12,7 @@ use crate::client::ResourceRef;
 use crate::controllers::ttl::{judge, TtlKind, TtlObject, TtlState, Verdict};
 
 use super::{decision, relative, rfc3339};
-use crate::explain::gather::{same_resource, Gathered};
+use crate::explain::gather::Gathered;
 use crate::explain::{Decision, VerdictKind};
 
 /// The decision of the TTL controller of `K` on `gathered`, projected as the controller
@@ -35,7 +35,7 @@ pub(super) fn from_gathered<K: TtlKind>(gathered: &Gathered, now: DateTime<Utc>)
 /// "Does not apply" when `resource` is not the kind the controller of `K` cleans up.
 pub(crate) fn not_its_resource<K: TtlKind>(resource: &ResourceRef) -> Option<Decision> {
     let its = K::resource();
-    (!same_resource(resource, &its)).then(|| {
+    (!resource.is_same_resource(&its)).then(|| {
         let why = format!(
             "does not apply: it cleans up {} ({}) only",
             K::KIND,
