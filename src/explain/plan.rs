@@ -324,7 +324,9 @@ async fn orphan_rows(
                         .is_some()
             })
         })
-        .filter(|(_, meta)| selector.is_none_or(|s| selected(s, &meta.labels)))
+        .filter(|(_, meta)| {
+            selector.is_none_or(|s| s.matches_lookup(|k| meta.labels.get(k).map(String::as_str)))
+        })
         .map(|(resource, meta)| {
             let owners: Vec<String> = meta
                 .owner_references
@@ -344,15 +346,6 @@ async fn orphan_rows(
             )
         })
         .collect())
-}
-
-/// Whether `labels` satisfy `selector`.
-fn selected(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
-    let labels: serde_json::Map<String, Value> = labels
-        .iter()
-        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
-        .collect();
-    selector.matches(Some(&labels))
 }
 
 fn report(

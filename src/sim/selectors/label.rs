@@ -47,11 +47,8 @@ pub struct Requirement {
 
 impl Requirement {
     /// Whether a set of labels satisfies this requirement.
-    fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
-        // A label whose value is not a string cannot come from a valid object; treat it as absent.
-        let value = labels
-            .and_then(|l| l.get(&self.key))
-            .and_then(Value::as_str);
+    /// Whether the value of its key (`None`: no such label) satisfies it.
+    fn matches(&self, value: Option<&str>) -> bool {
         let listed = |v: &str| self.values.iter().any(|x| x == v);
         match self.operator {
             Operator::Equals | Operator::DoubleEquals | Operator::In => value.is_some_and(listed),
@@ -102,7 +99,14 @@ impl LabelSelector {
 
     /// Whether an object's `metadata.labels` (absent = no labels) satisfy every requirement.
     pub fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
-        self.requirements.iter().all(|r| r.matches(labels))
+        // A label whose value is not a string cannot come from a valid object; treat it as absent.
+        self.matches_lookup(|key| labels.and_then(|l| l.get(key)).and_then(Value::as_str))
+    }
+
+    /// Like [`matches`](Self::matches), with each label's value read through `label`, for
+    /// labels held in some other map (a client's typed metadata, say).
+    pub fn matches_lookup<'v>(&self, label: impl Fn(&str) -> Option<&'v str>) -> bool {
+        self.requirements.iter().all(|r| r.matches(label(&r.key)))
     }
 
     /// The requirements, sorted by key.
