@@ -1,7 +1,10 @@
-//! The TTL controllers and the retention presets that stand for them (`batch-jobs`,
-//! `volcano-jobs`) must never disagree: every fixture of those presets is read both ways — the
-//! controllers' typed projection (`TtlObject<K>`) and the preset's rule over the JSON — and
-//! judged at times before, at and after its expiry, and the verdicts must be the same.
+//! The TTL controllers and a retention policy naming the preset they run on (`batch-jobs`,
+//! `volcano-jobs`) must never disagree: every fixture of those presets is judged both ways —
+//! by the controller's fixed policy, read as the controller reads it ([`TtlState`] and its
+//! `judge`), and by a `ClusterRetentionPolicy` `{preset: …}` with no TTL of its own, as the
+//! retention controller judges it — at times before, at and after its expiry, and the verdicts
+//! must be the same. (The fixtures carry no `kube-gc.io` annotation, which only the policy
+//! reads.)
 
 use std::fs;
 use std::path::Path;
@@ -9,12 +12,15 @@ use std::path::Path;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 
-use kube_gc::controllers::retention::judge::{judge as judge_retention, Facts, Verdict};
-use kube_gc::controllers::retention::preset::named;
-use kube_gc::controllers::retention::rule::own_ttl_field;
-use kube_gc::controllers::retention::ttl::{effective, PolicyTtl, Since};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use kube_gc::controllers::retention::judge::{judge as judge_retention, Verdict};
+use kube_gc::controllers::retention::judgement::{project, Rules};
+use kube_gc::controllers::retention::policy::{compile, RetentionPolicyObject};
 use kube_gc::controllers::ttl::{
-    judge as judge_ttl, BatchJob, Finished, TtlKind, TtlObject, Verdict as TtlVerdict, VolcanoJobs,
+    judge as judge_ttl, judge_object, BatchJob, Finished, TtlKind, TtlState, Verdict as TtlVerdict,
+    VolcanoJobs,
 };
 
 fn objects(preset: &str) -> Vec<(String, Value)> {
@@ -66,55 +72,43 @@ fn as_ttl_verdict(verdict: Verdict) -> TtlVerdict {
     }
 }
 
+/// The rules of a `ClusterRetentionPolicy` that names `preset` and nothing else.
+fn policy_rules(preset: &str) -> Rules {
+    let object: RetentionPolicyObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "kube-gc.io/v1alpha1", "kind": "ClusterRetentionPolicy",
+        "metadata": {"name": "same-preset", "generation": 1},
+        "spec": {"preset": preset}
+    }))
+    .unwrap();
+    Rules {
+        policies: vec![Arc::new(compile(&object, true).unwrap())],
+        namespaces: BTreeMap::new(),
+    }
+}
+
 fn agree<K: TtlKind>(preset_name: &str) {
-    let preset = named(preset_name).expect("the preset exists");
+    let rules = policy_rules(preset_name);
+    let decoded_at = Utc::now();
     for (file, object) in objects(preset_name) {
-        let typed: TtlObject<K> = serde_json::from_value(object.clone()).unwrap();
-        let state = *typed.state();
-        let finished = preset.finish.evaluate(&object, Utc::now()).unwrap();
+        let state = TtlState::of(&judge_object::<K>(&object, decoded_at)).unwrap();
+        let by_policy = project(&object, &rules, decoded_at);
+        let governed = by_policy.governed().expect("the policy governs it");
         // Whether and when it finished.
-        let typed_finish = match state.finished {
+        let controller_finish = match state.finished {
             Finished::No => None,
             Finished::At(at) => Some(Some(at)),
             Finished::WithoutTime => Some(None),
         };
-        assert_eq!(typed_finish, finished.map(|f| f.at), "{file}: finish");
-        // Its own TTL.
-        let own = own_ttl_field(&preset.own_ttl, &object, finished.map(|f| f.outcome)).unwrap();
-        assert_eq!(
-            state.ttl_seconds.map(i64::from),
-            own.map(|(_, s)| s),
-            "{file}: TTL"
-        );
-        // The same verdict at every instant. A policy naming the preset sets no TTL of its own:
-        // the object's field is the TTL, as with the controllers.
-        let policy = PolicyTtl {
-            since: Since::Finished,
-            length: None,
-        };
-        let own_path = own.map(|(f, s)| (f.path.to_string(), s));
-        let (ttl, _) = effective(
-            policy,
-            own_path.as_ref().map(|(p, s)| (p.as_str(), *s)),
-            None,
-            None,
-        )
-        .unwrap();
-        let facts = Facts {
-            being_deleted: state.being_deleted,
-            created_at: None,
-            finished,
-        };
-        for now in instants(
-            finished.and_then(|f| f.at),
-            state.ttl_seconds.map(i64::from),
-        ) {
+        let policy_finish = governed.facts.finished.map(|f| f.at);
+        assert_eq!(controller_finish, policy_finish, "{file}: finish");
+        // The same verdict at every instant.
+        for now in instants(policy_finish.flatten(), state.ttl_seconds) {
             let by_controller = judge_ttl(&state, now);
-            let by_preset = judge_retention(&facts, ttl, now).map(as_ttl_verdict);
+            let by_preset = judge_retention(&governed.facts, governed.ttl, now).map(as_ttl_verdict);
             match (by_controller, by_preset) {
                 (Ok(a), Ok(b)) => assert_eq!(a, b, "{file} at {now}"),
                 (Err(_), Err(_)) => {}
-                (a, b) => panic!("{file} at {now}: controller {a:?}, preset {b:?}"),
+                (a, b) => panic!("{file} at {now}: controller {a:?}, policy {b:?}"),
             }
         }
     }

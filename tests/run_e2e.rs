@@ -177,7 +177,9 @@ async fn run_cascades_reports_serves_metrics_and_stays_within_its_rbac() {
         replica
             .log_lines(job_uid)
             .iter()
-            .any(|l| l["policy"] == "Foreground" && l["reason"].is_string()),
+            .any(|l| l["propagation"] == "Foreground"
+                && l["controller"] == "ttl-after-finished"
+                && l["reason"].is_string()),
         "the Job's deletion is not logged:\n{}",
         replica.log()
     );

@@ -8,10 +8,11 @@ mod ttl_support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube_gc::client::Api;
+use kube_gc::controllers::retention::engine::{RetentionError, RetentionReconciler};
+use kube_gc::controllers::retention::judgement::Judgement;
 use kube_gc::controllers::ttl::{
-    BatchJob, ErrorReason, FreshRead, ReconcileSettings, TtlMetrics, TtlObject, TtlOptions,
-    TtlReconciler, VolcanoJobs,
+    detached, judge_object, work_key, BatchJob, ErrorReason, FreshRead, TtlMetrics, TtlOptions,
+    VolcanoJobs,
 };
 use kube_gc::events::{CollectingRecorder, EventType};
 use kube_gc::runtime::cache::{ObjectKey, Store};
@@ -164,10 +165,8 @@ async fn a_ttl_extended_before_expiry_is_honoured() {
     let world = world().await;
     let job = create_job(world.sim(), "extended", Some(60), Some(world.now()));
     let running = run_controller::<BatchJob>(&world, options());
-    eventually("the Job is reconciled", || {
-        running.counters.reconciles() >= 1
-    })
-    .await;
+    // Seen and scheduled for its expiry: the handlers queue it for then, not now.
+    eventually("the Job is cached", || running.store.len() == 1).await;
     tokio::time::sleep(Duration::from_secs(30)).await;
     let mut job = world
         .sim()
@@ -186,10 +185,8 @@ async fn a_job_recreated_under_the_same_name_is_left_alone() {
     let world = world().await;
     create_job(world.sim(), "reborn", Some(60), Some(world.now()));
     let running = run_controller::<BatchJob>(&world, options());
-    eventually("the Job is reconciled", || {
-        running.counters.reconciles() >= 1
-    })
-    .await;
+    // Seen and scheduled for its expiry: the handlers queue it for then, not now.
+    eventually("the Job is cached", || running.store.len() == 1).await;
     tokio::time::sleep(Duration::from_secs(10)).await;
     world
         .sim()
@@ -283,8 +280,8 @@ async fn dry_run_decides_but_deletes_nothing() {
         ..options()
     };
     let running = run_controller::<BatchJob>(&world, options);
-    eventually("both reconciled, soon twice", || {
-        running.counters.reconciles() >= 3
+    eventually("both reconciled, soon at its expiry", || {
+        running.counters.reconciles() >= 2
     })
     .await;
     assert!(untouched(world.sim(), &jobs(), "expired"));
@@ -351,35 +348,42 @@ async fn volcano_jobs_in_a_finished_phase_are_deleted_and_aborted_ones_kept() {
 /// A reconciler over a cache the test fills itself, so the cached copy can be made stale on
 /// purpose: the state between the cache check and the server's answer.
 struct StaleCache {
-    cache: Arc<Store<TtlObject<BatchJob>>>,
-    reconciler: TtlReconciler<BatchJob>,
+    cache: Arc<Store<Judgement>>,
+    reconciler: RetentionReconciler,
     metrics: Arc<TtlMetrics>,
 }
 
+impl StaleCache {
+    async fn reconcile(&self, key: &ObjectKey) -> Result<Action, RetentionError> {
+        self.reconciler
+            .reconcile(&work_key::<BatchJob>(key.clone()))
+            .await
+    }
+}
+
 fn stale_cache(world: &World, fresh_read: FreshRead) -> StaleCache {
-    let cache = Arc::new(Store::new());
     let metrics = Arc::new(TtlMetrics::new());
-    let api: Api<TtlObject<BatchJob>> = Api::dynamic(
-        world.harness.client.clone(),
-        kube_gc::client::ResourceRef::of::<kube_gc::api::Job>(),
-        None,
-    );
-    let settings = ReconcileSettings {
-        clock: Arc::clone(&world.clock),
+    let options = TtlOptions {
         fresh_read,
-        dry_run: false,
-        metrics: Arc::clone(&metrics),
-        recorder: Arc::new(CollectingRecorder::new()),
+        ..options()
     };
+    let (watch, reconciler) = detached::<BatchJob>(
+        world.harness.client.clone(),
+        &options,
+        Arc::clone(&world.clock),
+        Arc::clone(&metrics),
+        Arc::new(CollectingRecorder::new()),
+    );
     StaleCache {
-        reconciler: TtlReconciler::new(Arc::clone(&cache), api, settings),
-        cache,
+        cache: Arc::clone(&watch.store),
+        reconciler,
         metrics,
     }
 }
 
-fn projection(object: &Value) -> TtlObject<BatchJob> {
-    serde_json::from_value(object.clone()).expect("project the Job")
+/// The judgement the controller makes of `object` when its event is decoded.
+fn projection(world: &World, object: &Value) -> Judgement {
+    judge_object::<BatchJob>(object, world.now())
 }
 
 #[tokio::test(start_paused = true)]
@@ -388,13 +392,13 @@ async fn a_ttl_extended_after_the_cache_saw_it_expire_is_not_deleted() {
         let world = world().await;
         let job = create_job(world.sim(), "extended", Some(0), Some(world.now()));
         let stale = stale_cache(&world, fresh_read);
-        stale.cache.apply_added(projection(&job));
+        stale.cache.apply_added(projection(&world, &job));
         let mut extended = job.clone();
         extended["spec"]["ttlSecondsAfterFinished"] = json!(600);
         world.sim().update(&jobs(), extended).unwrap();
 
         let key = ObjectKey::new("default", "extended");
-        let action = stale.reconciler.reconcile(&key).await.unwrap();
+        let action = stale.reconcile(&key).await.unwrap();
         assert!(
             matches!(action, Action::RequeueAfter(d) if d > Duration::from_secs(599)),
             "{fresh_read}: {action:?}"
@@ -422,7 +426,7 @@ async fn a_stale_uid_is_refused_and_the_recreated_job_survives() {
     let world = world().await;
     let old = create_job(world.sim(), "reborn", Some(0), Some(world.now()));
     let stale = stale_cache(&world, FreshRead::OnConflict);
-    stale.cache.apply_added(projection(&old));
+    stale.cache.apply_added(projection(&world, &old));
     world
         .sim()
         .delete(
@@ -435,7 +439,7 @@ async fn a_stale_uid_is_refused_and_the_recreated_job_survives() {
     let new = create_job(world.sim(), "reborn", Some(0), None);
 
     let key = ObjectKey::new("default", "reborn");
-    let action = stale.reconciler.reconcile(&key).await.unwrap();
+    let action = stale.reconcile(&key).await.unwrap();
     assert_eq!(action, Action::Done);
     let now = world.sim().get(&jobs(), Some("default"), "reborn").unwrap();
     assert_eq!(now["metadata"]["uid"], new["metadata"]["uid"]);
@@ -458,7 +462,7 @@ async fn a_job_deleted_meanwhile_is_no_error() {
         let world = world().await;
         let job = create_job(world.sim(), "gone", Some(0), Some(world.now()));
         let stale = stale_cache(&world, fresh_read);
-        stale.cache.apply_added(projection(&job));
+        stale.cache.apply_added(projection(&world, &job));
         world
             .sim()
             .delete(
@@ -469,10 +473,7 @@ async fn a_job_deleted_meanwhile_is_no_error() {
             )
             .unwrap();
         let key = ObjectKey::new("default", "gone");
-        assert_eq!(
-            stale.reconciler.reconcile(&key).await.unwrap(),
-            Action::Done
-        );
+        assert_eq!(stale.reconcile(&key).await.unwrap(), Action::Done);
         assert_eq!(stale.metrics.errors("Job", ErrorReason::Api), 0);
         let statuses: Vec<u16> = requests_for(&world, "gone")
             .iter()
@@ -488,10 +489,7 @@ async fn a_key_missing_from_the_cache_is_done_without_a_request() {
     let world = world().await;
     let stale = stale_cache(&world, FreshRead::OnConflict);
     let key = ObjectKey::new("default", "never-seen");
-    assert_eq!(
-        stale.reconciler.reconcile(&key).await.unwrap(),
-        Action::Done
-    );
+    assert_eq!(stale.reconcile(&key).await.unwrap(), Action::Done);
     assert!(requests_for(&world, "never-seen").is_empty());
     world.harness.sim.shutdown().await;
 }

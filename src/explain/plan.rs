@@ -16,12 +16,13 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::client::{Api, Client, Discovery, ListParams, ResourceRef};
-use crate::controllers::retention::engine::plan_served;
+use crate::controllers::retention::engine::{judging, plan_served};
 use crate::controllers::retention::history::{over_limit, Member};
 use crate::controllers::retention::judge::{judge, Verdict};
 use crate::controllers::retention::judgement::project;
 use crate::controllers::ttl::{
-    judge as judge_ttl, BatchJob, TtlKind, TtlObject, Verdict as TtlVerdict, VolcanoJobs,
+    judge as judge_ttl, rules as ttl_rules, BatchJob, TtlKind, TtlState, Verdict as TtlVerdict,
+    VolcanoJobs,
 };
 use crate::sim::selectors::LabelSelector;
 
@@ -157,15 +158,16 @@ fn row(
     )
 }
 
-/// The TTL controller of kind `K`: its objects listed as the controller caches them (its
-/// compact projection, decoded straight from the list), judged by its `judge`.
+/// The TTL controller of kind `K`: its objects listed as the controller caches them (each
+/// decoded straight to the engine's judgement under the controller's fixed policy), judged by
+/// its `judge`.
 async fn ttl_rows<K: TtlKind>(
     client: &Client,
     options: &PlanOptions,
     now: DateTime<Utc>,
 ) -> Result<Vec<(Option<DateTime<Utc>>, Row)>, GatherError> {
     let resource = K::resource();
-    let api: Api<TtlObject<K>> = Api::dynamic(
+    let api: Api<Value> = Api::dynamic(
         client.clone(),
         resource.clone(),
         options.namespace.as_deref(),
@@ -174,25 +176,28 @@ async fn ttl_rows<K: TtlKind>(
         label_selector: options.selector.clone(),
         ..ListParams::default()
     };
-    let objects = api
-        .list(&params)
+    let decoder = judging(std::sync::Arc::new(ttl_rules::<K>()), move || now);
+    let judgements = api
+        .pager_with(params, decoder)
+        .collect_pages()
         .await
         .map_err(|source| GatherError::Api {
             what: format!("list {}", resource.path_name()),
             source,
-        })?
-        .items;
-    Ok(objects
+        })?;
+    Ok(judgements
+        .0
+        .items
         .iter()
-        .filter_map(|object| {
-            let state = *object.state();
+        .filter_map(|judgement| {
+            let state = TtlState::of(judgement).ok()?;
             let ttl = state.ttl_seconds?;
             let at = match judge_ttl(&state, now).ok()? {
                 TtlVerdict::Expired { .. } => None,
                 TtlVerdict::Wait { expires_at, .. } => Some(expires_at),
                 TtlVerdict::Keep => return None,
             };
-            let key = object.key();
+            let key = judgement.key();
             Some((
                 at,
                 Row {

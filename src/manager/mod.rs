@@ -440,8 +440,8 @@ fn init_ttl<K: TtlKind>(context: &ControllerContext<'_>) -> Result<Init, BoxErro
         }
     }
     if let Some(explainer) = context.explainer {
-        let store = Arc::clone(controller.store());
-        explainer.register(Arc::new(TtlView::new(store, controller.synced())));
+        let watch = Arc::clone(controller.watch());
+        explainer.register(Arc::new(TtlView::<K>::new(watch, controller.synced())));
     }
     let caches = vec![controller.synced()];
     let probe = controller.progress_probe(Arc::clone(context.clock));

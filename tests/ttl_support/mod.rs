@@ -7,8 +7,10 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use kube_gc::clock::{SharedClock, TokioClock};
+use kube_gc::controllers::retention::judgement::Judgement;
 use kube_gc::controllers::ttl::{TtlController, TtlKind, TtlMetrics, TtlOptions};
 use kube_gc::events::CollectingRecorder;
+use kube_gc::runtime::cache::Store;
 use kube_gc::runtime::controller::{ControllerError, ReconcileCounters};
 use kube_gc::sim::{Gvr, SimConfig, SimServer};
 use serde_json::{json, Value};
@@ -153,6 +155,8 @@ pub struct Running {
     pub metrics: Arc<TtlMetrics>,
     pub recorder: Arc<CollectingRecorder>,
     pub counters: Arc<ReconcileCounters>,
+    /// The controller's cache of judgements.
+    pub store: Arc<Store<Judgement>>,
 }
 
 impl Running {
@@ -176,6 +180,7 @@ pub fn run_controller<K: TtlKind>(world: &World, options: TtlOptions) -> Running
         .recorder(Arc::clone(&recorder) as _)
         .build();
     let counters = controller.counters();
+    let store = Arc::clone(controller.store());
     let shutdown = CancellationToken::new();
     let task = tokio::spawn(controller.run(shutdown.clone()));
     Running {
@@ -184,6 +189,7 @@ pub fn run_controller<K: TtlKind>(world: &World, options: TtlOptions) -> Running
         metrics,
         recorder,
         counters,
+        store,
     }
 }
 

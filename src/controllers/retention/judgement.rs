@@ -320,7 +320,7 @@ fn applying_policies(
             Some(expr) => expr.eval_bool(object, now).map_err(|e| Problem {
                 policy: Some(i as u16),
                 reason: "match",
-                message: format!("{}: spec.match: {e}", policy.id),
+                message: format!("{}: spec.match: {e}", policy.label()),
             })?,
         };
         if matched {
@@ -340,18 +340,16 @@ fn governed(
     let finished = policy
         .finish
         .evaluate(object, now)
-        .map_err(|e| ("finish_rule", format!("{}: {e}", policy.id)))?;
+        .map_err(|e| ("finish_rule", format!("{}: {e}", policy.label())))?;
     let own = own_ttl_field(&policy.own_ttl, object, finished.map(|f| f.outcome))
-        .map_err(|e| ("own_ttl", format!("{}: {e}", policy.id)))?
-        .map(|(field, seconds)| (field.path.to_string(), seconds));
-    let (ttl, ttl_source) = ttl::effective(
-        policy.ttl,
-        own.as_ref()
-            .map(|(path, seconds)| (path.as_str(), *seconds)),
-        meta.annotations.ttl,
-        meta.annotations.expires_at,
-    )
-    .map_err(|e| ("annotation", e.to_string()))?;
+        .map_err(|e| ("own_ttl", format!("{}: {e}", policy.label())))?
+        .map(|(field, seconds)| (&field.name, seconds));
+    let annotations = match policy.reads_annotations() {
+        true => (meta.annotations.ttl, meta.annotations.expires_at),
+        false => (None, None),
+    };
+    let (ttl, ttl_source) = ttl::effective(policy.ttl, own, annotations.0, annotations.1)
+        .map_err(|e| ("annotation", e.to_string()))?;
     let group = if policy.limits.any() && finished.is_some() {
         group_of(meta, &policy.group_by)
     } else {

@@ -23,6 +23,8 @@
 mod from_spec;
 mod time;
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
@@ -138,6 +140,8 @@ pub enum GroupBy {
 pub struct TtlField {
     /// Where the seconds are.
     pub path: FieldPath,
+    /// The path as written, shared by every judgement whose TTL it sets.
+    pub name: Arc<str>,
     /// Applies only to objects that finished this way (`None`: to all).
     pub outcome: Option<Outcome>,
     /// Applies only when another field has a given value: Argo's `secondsAfterFailure` is for
@@ -158,6 +162,7 @@ impl TtlField {
     /// A field that applies whatever the outcome.
     pub fn any(path: FieldPath) -> TtlField {
         TtlField {
+            name: path.to_string().into(),
             path,
             outcome: None,
             when: None,

@@ -13,6 +13,8 @@
 //! - A malformed annotation is an [`AnnotationError`] naming it: the engine keeps the object and
 //!   reports a Warning Event on it; it never falls back to the policy's TTL silently.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Duration, Utc};
 
 /// Overrides the TTL's length for one object: `kube-gc.io/ttl: 36h`.
@@ -56,7 +58,7 @@ pub enum TtlSource {
     /// The policy's `ttlSecondsAfterFinished` / `ttlSecondsAfterCreation`.
     Policy,
     /// The object's own field, by path.
-    OwnField(String),
+    OwnField(Arc<str>),
     /// `kube-gc.io/ttl`.
     TtlAnnotation,
     /// `kube-gc.io/expires-at`.
@@ -91,7 +93,7 @@ pub struct PolicyTtl {
 /// [`AnnotationError`] for a malformed `kube-gc.io/ttl` or `kube-gc.io/expires-at`.
 pub fn effective(
     policy: PolicyTtl,
-    own_field: Option<(&str, i64)>,
+    own_field: Option<(&Arc<str>, i64)>,
     ttl_annotation: Option<&str>,
     expires_at_annotation: Option<&str>,
 ) -> Result<(Ttl, TtlSource), AnnotationError> {
@@ -116,7 +118,7 @@ pub fn effective(
             since: Since::Finished,
             length: Duration::seconds(seconds),
         };
-        return Ok((own, TtlSource::OwnField(path.into())));
+        return Ok((own, TtlSource::OwnField(Arc::clone(path))));
     }
     Ok(match policy.length {
         Some(length) => (Ttl::After { since, length }, TtlSource::Policy),
@@ -213,7 +215,8 @@ mod tests {
 
     #[test]
     fn annotations_then_own_field_then_policy() {
-        let own = Some(("spec.ttlSecondsAfterFinished", 60));
+        let path: Arc<str> = "spec.ttlSecondsAfterFinished".into();
+        let own = Some((&path, 60));
         let at = "2026-12-01T00:00:00Z";
         let (ttl, source) = effective(policy(Some(3600)), own, Some("2h"), Some(at)).unwrap();
         assert_eq!(source, TtlSource::ExpiresAtAnnotation);
@@ -259,7 +262,8 @@ mod tests {
             since: Since::Created,
             length: Some(Duration::hours(8)),
         };
-        let own = Some(("spec.ttlSecondsAfterFinished", 60));
+        let path: Arc<str> = "spec.ttlSecondsAfterFinished".into();
+        let own = Some((&path, 60));
         let (ttl, _) = effective(created, own, None, None).unwrap();
         assert_eq!(
             ttl,

@@ -1,36 +1,49 @@
-//! [`TtlController`]: the TTL-after-finished controller for one kind, assembled from the
-//! runtime — an informer over the kind's compact projection, add/update handlers that queue the
-//! keys needing cleanup, a workqueue, and [`TtlReconciler`] workers.
+//! [`TtlController`]: the TTL-after-finished controller for one kind — the retention engine run
+//! with the kind's fixed policy ([`TtlKind::policy`]) instead of the policy objects, and with
+//! upstream's settings: one [`ResourceWatch`] over the kind (scoped by `--namespace`), whose
+//! handlers queue each finished object for its expiry time, and [`RetentionReconciler`] workers
+//! that delete it `Foreground` with UID and resourceVersion preconditions (or upstream's GET
+//! first, `--ttl-fresh-read=always`), count into kube-controller-manager's metric names, and
+//! treat a missing finish time as an error for the key, retried with back-off.
 //!
 //! Contract: `build` wires everything and starts nothing; [`TtlController::run`] starts the
 //! informer, waits for its cache, runs the workers until the token is cancelled, then drains and
-//! stops (see [`Controller`]). There is no delete handler: a deleted object has nothing left to
-//! clean up, and a key queued for it finds the cache empty.
+//! stops (see [`Controller`]). The cache holds the engine's judgements, never the objects.
 
+use std::collections::BTreeMap;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
-use crate::client::{Api, Client};
+use parking_lot::RwLock;
+
+use crate::client::{Client, ResourceRef};
 use crate::clock::{SharedClock, SystemClock};
+use crate::controllers::retention::engine::{
+    ReconcileSettings, ResourceWatch, RetentionReconciler, WatchContext, WatchMap, WatchPlan,
+    WorkKey,
+};
+use crate::controllers::retention::judge::{judge as judge_facts, Verdict as FactsVerdict};
+use crate::controllers::retention::judgement::Judgement;
+use crate::controllers::retention::policy::Target;
 use crate::controllers::{Progress, ProgressProbe};
 use crate::events::{NoopRecorder, SharedRecorder};
-use crate::runtime::cache::{Cacheable, ObjectKey, Store};
+use crate::runtime::cache::{ObjectKey, Store};
 use crate::runtime::controller::{Controller, ControllerError, ReconcileCounters};
-use crate::runtime::informer::{HandlerFns, InformerSynced, SharedInformer};
-use crate::runtime::reflector::Reflector;
+use crate::runtime::informer::InformerSynced;
 use crate::runtime::workqueue::{MetricsProvider, WorkQueue};
 
-use super::judge::{judge, Verdict};
 use super::kind::TtlKind;
-use super::metrics::TtlMetrics;
-use super::object::TtlObject;
-use super::reconcile::{ReconcileSettings, TtlReconciler};
+use super::metrics::{KindTally, TtlMetrics};
+use super::state::rules;
 use super::TtlOptions;
 
 /// The TTL-after-finished controller for kind `K`, ready to run.
 pub struct TtlController<K: TtlKind> {
-    informer: SharedInformer<TtlObject<K>>,
-    queue: WorkQueue<ObjectKey>,
-    controller: Controller<ObjectKey, TtlReconciler<K>>,
+    watch: Arc<ResourceWatch>,
+    synced: InformerSynced,
+    queue: WorkQueue<WorkKey>,
+    controller: Controller<WorkKey, RetentionReconciler>,
+    _kind: PhantomData<fn() -> K>,
 }
 
 /// Configures a [`TtlController`]: what it shares with the rest of the process.
@@ -42,7 +55,7 @@ pub struct TtlControllerBuilder<K: TtlKind> {
     metrics: Arc<TtlMetrics>,
     queue_metrics: Option<Arc<dyn MetricsProvider>>,
     recorder: SharedRecorder,
-    _kind: std::marker::PhantomData<fn() -> K>,
+    _kind: PhantomData<fn() -> K>,
 }
 
 impl<K: TtlKind> TtlControllerBuilder<K> {
@@ -78,64 +91,102 @@ impl<K: TtlKind> TtlControllerBuilder<K> {
         self
     }
 
-    /// Wires the informer, handlers, queue and workers; starts nothing.
+    /// Wires the watch, queue and workers; starts nothing.
     ///
     /// # Panics
     ///
     /// Outside a Tokio runtime (registering a handler spawns its task).
     pub fn build(self) -> TtlController<K> {
-        let resource = K::resource();
-        let api: Api<TtlObject<K>> = Api::dynamic(
-            self.client,
-            resource.clone(),
-            self.options.namespace.as_deref(),
-        );
-        let informer_name = format!("{}.{}", resource.plural, resource.group);
-        let informer_api = match self.informer_client {
-            Some(client) => Api::dynamic(client, resource, self.options.namespace.as_deref()),
-            None => api.clone(),
-        };
-        let informer = SharedInformer::builder(informer_name, Store::new())
-            .reflector(Reflector::new(informer_api, self.options.reflector.clone()))
-            .build();
-
         let mut queue = WorkQueue::builder(K::QUEUE);
         if let Some(provider) = self.queue_metrics {
             queue = queue.metrics(provider);
         }
         let queue = queue.build();
-        let (on_add, on_update) = (queue.clone(), queue.clone());
-        informer.add_handler(
-            HandlerFns::new()
-                .on_add(move |object: Arc<TtlObject<K>>| enqueue_if_needed(&on_add, &object))
-                .on_update(move |_old, object: Arc<TtlObject<K>>| {
-                    enqueue_if_needed(&on_update, &object)
-                }),
-        );
-
-        let settings = ReconcileSettings {
-            clock: self.clock,
-            fresh_read: self.options.fresh_read,
-            dry_run: self.options.dry_run,
-            metrics: self.metrics,
-            recorder: self.recorder,
+        let context = WatchContext {
+            controller: K::CONTROLLER,
+            informer_client: self.informer_client.unwrap_or_else(|| self.client.clone()),
+            client: self.client,
+            queue: queue.clone(),
+            clock: Arc::clone(&self.clock),
+            reflector: self.options.reflector.clone(),
+            namespace: self.options.namespace.clone(),
         };
-        let reconciler = TtlReconciler::new(Arc::clone(informer.store()), api, settings);
+        let (watch, informer) = ResourceWatch::unstarted(target::<K>(), &plan::<K>(), &context);
+        let settings = ReconcileSettings {
+            controller: K::CONTROLLER,
+            dry_run: self.options.dry_run,
+            fresh_read: self.options.fresh_read,
+            retry_unschedulable: true,
+        };
+        let tally = Arc::new(KindTally::new(self.metrics, K::KIND));
+        let reconciler =
+            RetentionReconciler::new(watch_map(&watch), self.clock, tally, self.recorder)
+                .with_settings(settings);
         let controller = Controller::new(K::CONTROLLER, queue.clone(), reconciler)
             .workers(self.options.workers)
             .informer(&informer);
         TtlController {
-            informer,
+            synced: informer.synced(),
+            watch,
             queue,
             controller,
+            _kind: PhantomData,
         }
     }
 }
 
-/// The handlers' rule: queue the object if it is not being deleted, has a TTL and finished.
-fn enqueue_if_needed<K>(queue: &WorkQueue<ObjectKey>, object: &TtlObject<K>) {
-    if object.state().needs_cleanup() {
-        queue.add(object.cache_key());
+/// The engine's target for `K`'s resource.
+fn target<K: TtlKind>() -> Target {
+    let resource = K::resource();
+    Target {
+        group: resource.group,
+        version: resource.version,
+        resource: resource.plural,
+    }
+}
+
+/// The watch plan of `K`: its resource under its fixed policy.
+fn plan<K: TtlKind>() -> WatchPlan {
+    WatchPlan {
+        resource: K::resource(),
+        rules: Arc::new(rules::<K>()),
+        fingerprint: K::CONTROLLER.to_owned(),
+    }
+}
+
+fn watch_map(watch: &Arc<ResourceWatch>) -> WatchMap {
+    let target = (*watch.target).clone();
+    Arc::new(RwLock::new(BTreeMap::from([(target, Arc::clone(watch))])))
+}
+
+/// A reconciler of the controller of `K` over a watch with no informer behind it, whose
+/// store the caller fills: the state between a cache check and the server's answer, made on
+/// purpose (tests; tools that judge objects they listed themselves).
+pub fn detached<K: TtlKind>(
+    client: Client,
+    options: &TtlOptions,
+    clock: SharedClock,
+    metrics: Arc<TtlMetrics>,
+    recorder: SharedRecorder,
+) -> (Arc<ResourceWatch>, RetentionReconciler) {
+    let watch = ResourceWatch::detached(target::<K>(), &plan::<K>(), client);
+    let settings = ReconcileSettings {
+        controller: K::CONTROLLER,
+        dry_run: options.dry_run,
+        fresh_read: options.fresh_read,
+        retry_unschedulable: true,
+    };
+    let tally = Arc::new(KindTally::new(metrics, K::KIND));
+    let reconciler =
+        RetentionReconciler::new(watch_map(&watch), clock, tally, recorder).with_settings(settings);
+    (watch, reconciler)
+}
+
+/// The work key of `key` in the controller of `K`.
+pub fn work_key<K: TtlKind>(key: ObjectKey) -> WorkKey {
+    WorkKey::Object {
+        target: Arc::new(target::<K>()),
+        key,
     }
 }
 
@@ -150,7 +201,7 @@ impl<K: TtlKind> TtlController<K> {
             metrics: Arc::new(TtlMetrics::new()),
             queue_metrics: None,
             recorder: Arc::new(NoopRecorder),
-            _kind: std::marker::PhantomData,
+            _kind: PhantomData,
         }
     }
 
@@ -159,23 +210,34 @@ impl<K: TtlKind> TtlController<K> {
         K::CONTROLLER
     }
 
-    /// Turns true once the informer's first list is cached.
-    pub fn synced(&self) -> InformerSynced {
-        self.informer.synced()
+    /// The resource it cleans up.
+    pub fn resource(&self) -> ResourceRef {
+        K::resource()
     }
 
-    /// The cache of projections (read-only; for progress displays and tests).
-    pub fn store(&self) -> &Arc<Store<TtlObject<K>>> {
-        self.informer.store()
+    /// Turns true once the informer's first list is cached.
+    pub fn synced(&self) -> InformerSynced {
+        self.synced.clone()
+    }
+
+    /// The engine's watch of the kind: its judgements and rules (read-only; for
+    /// `/debug/explain`, progress displays and tests).
+    pub fn watch(&self) -> &Arc<ResourceWatch> {
+        &self.watch
+    }
+
+    /// The cached judgements.
+    pub fn store(&self) -> &Arc<Store<Judgement>> {
+        &self.watch.store
     }
 
     /// The informer's reflector counters (lists, watches, relists, errors), for `/metrics`.
     pub fn reflector_metrics(&self) -> Option<Arc<crate::runtime::reflector::ReflectorMetrics>> {
-        self.informer.reflector_metrics().cloned()
+        self.watch.reflector_metrics().cloned()
     }
 
     /// The workqueue (for its depth).
-    pub fn queue(&self) -> &WorkQueue<ObjectKey> {
+    pub fn queue(&self) -> &WorkQueue<WorkKey> {
         &self.queue
     }
 
@@ -183,17 +245,23 @@ impl<K: TtlKind> TtlController<K> {
     /// TTL (judged at `clock`'s now), and the queue's depth. It walks the cache, so it is meant
     /// for a display refreshed a few times a second, not for a hot path.
     pub fn progress_probe(&self, clock: SharedClock) -> ProgressProbe {
-        let store = Arc::clone(self.informer.store());
+        let store = Arc::clone(&self.watch.store);
         let queue = self.queue.clone();
         Arc::new(move || {
             let now = clock.now();
-            let objects = store.list();
-            let waiting = objects
+            let judgements = store.list();
+            let waiting = judgements
                 .iter()
-                .filter(|o| matches!(judge(o.state(), now), Ok(Verdict::Wait { .. })))
+                .filter_map(|j| j.governed())
+                .filter(|g| {
+                    matches!(
+                        judge_facts(&g.facts, g.ttl, now),
+                        Ok(FactsVerdict::Wait { .. })
+                    )
+                })
                 .count();
             Progress {
-                cached: objects.len(),
+                cached: judgements.len(),
                 waiting,
                 queued: queue.len(),
             }

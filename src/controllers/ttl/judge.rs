@@ -18,7 +18,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use super::kind::Finished;
-use super::object::TtlState;
+use super::state::TtlState;
 
 /// What to do with an object now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,7 +76,7 @@ pub fn judge(state: &TtlState, now: DateTime<Utc>) -> Result<Verdict, MissingFin
     };
     let ttl = Ttl::After {
         since: Since::Finished,
-        length: chrono::Duration::seconds(i64::from(ttl)),
+        length: chrono::Duration::seconds(ttl),
     };
     match shared::judge(&facts, ttl, now) {
         Ok(shared::Verdict::Keep(_)) => Ok(Verdict::Keep),
@@ -103,7 +103,7 @@ mod tests {
         DateTime::from_timestamp(1_800_000_000 + secs, 0).unwrap_or_default()
     }
 
-    fn finished(at_: DateTime<Utc>, ttl: Option<i32>) -> TtlState {
+    fn finished(at_: DateTime<Utc>, ttl: Option<i64>) -> TtlState {
         TtlState {
             being_deleted: false,
             ttl_seconds: ttl,

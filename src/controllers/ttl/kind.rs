@@ -1,16 +1,19 @@
-//! [`TtlKind`]: what the TTL-after-finished controller needs to know about a kind of object, and
-//! [`Finished`], the answer to "has it finished, and when?".
+//! [`TtlKind`]: a kind the TTL-after-finished controller cleans up — its names, its resource
+//! and the retention preset whose finish rule and own TTL field it is judged by.
 //!
-//! Contract: a kind names its REST resource and the parts of its `spec` and `status` to decode
-//! (everything else is skipped on the wire), and says how to read a TTL and a finish time from
-//! them. The controller itself is written once, generic over the kind; batch/v1 Jobs
-//! ([`BatchJob`](super::BatchJob)) and Volcano Jobs ([`VolcanoJobs`](super::VolcanoJobs)) are the
-//! two kinds plugged in.
+//! Contract: a kind adds nothing to the engine's rules; it only picks them. The preset says
+//! when an object has finished and where its TTL is; [`TtlKind::policy`] turns it into the
+//! fixed policy the controller runs the retention engine with (no policy TTL, no limits, no
+//! `kube-gc.io` annotations): an object is deleted when its own `ttlSecondsAfterFinished` has
+//! passed since it finished, as upstream's controller deletes it. batch/v1 Jobs
+//! ([`BatchJob`](super::BatchJob)) and Volcano Jobs ([`VolcanoJobs`](super::VolcanoJobs)) are
+//! the two kinds.
 
 use chrono::{DateTime, Utc};
-use serde::de::DeserializeOwned;
 
 use crate::client::ResourceRef;
+use crate::controllers::retention::policy::CompiledPolicy;
+use crate::controllers::retention::preset::Preset;
 
 /// Whether an object has finished, and when.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,17 +43,15 @@ pub trait TtlKind: Send + Sync + 'static {
     /// The workqueue's name (its metrics carry it).
     const QUEUE: &'static str;
 
-    /// The part of `spec` to decode.
-    type Spec: DeserializeOwned;
-    /// The part of `status` to decode.
-    type Status: DeserializeOwned;
-
     /// The REST resource the objects are served at.
     fn resource() -> ResourceRef;
 
-    /// `spec.ttlSecondsAfterFinished`, if set.
-    fn ttl_seconds(spec: &Self::Spec) -> Option<i32>;
+    /// The retention preset that says when an object of this kind has finished, and where
+    /// its own TTL is.
+    fn preset() -> Preset;
 
-    /// Whether and when the object finished, from its status.
-    fn finished(status: &Self::Status) -> Finished;
+    /// The fixed policy the controller runs the engine with.
+    fn policy() -> CompiledPolicy {
+        CompiledPolicy::for_controller(&Self::preset(), Self::CONTROLLER)
+    }
 }

@@ -7,7 +7,7 @@
 //! |---|---|---|
 //! | `ttl_after_finished_controller_job_deletion_duration_seconds` | histogram | seconds from expiry to a successful delete; upstream's buckets 0.1 × 2^k, k = 0..13 |
 //! | `ttl_after_finished_controller_deletions_total` | counter | objects deleted |
-//! | `ttl_after_finished_controller_errors_total` | counter | failed reconciles, by `reason` (`missing_finish_time`, `api`) |
+//! | `ttl_after_finished_controller_errors_total` | counter | failed reconciles, by `reason` (`missing_finish_time`, `unreadable`, `api`) |
 //!
 //! The workqueue metrics come from the queue's own `MetricsProvider`.
 
@@ -16,6 +16,9 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
+
+use crate::controllers::retention::engine::Tally;
+use crate::controllers::retention::policy::CompiledPolicy;
 
 /// Labels of the per-kind series.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -38,6 +41,9 @@ pub struct ErrorLabels {
 pub enum ErrorReason {
     /// A finished object without a finish time.
     MissingFinishTime,
+    /// A TTL or status field that cannot be read (a TTL that is not a number): the object is
+    /// kept and a Warning Event says why.
+    Unreadable,
     /// A request to the API server failed.
     Api,
 }
@@ -46,6 +52,7 @@ impl ErrorReason {
     fn label(self) -> &'static str {
         match self {
             ErrorReason::MissingFinishTime => "missing_finish_time",
+            ErrorReason::Unreadable => "unreadable",
             ErrorReason::Api => "api",
         }
     }
@@ -131,6 +138,49 @@ impl TtlMetrics {
             reason: reason.label(),
         };
         self.errors.get_or_create(&labels).get()
+    }
+}
+
+/// The engine's outcomes, counted into a [`TtlMetrics`] under one kind's label: a TTL
+/// controller's [`Tally`].
+#[derive(Debug)]
+pub struct KindTally {
+    metrics: std::sync::Arc<TtlMetrics>,
+    kind: &'static str,
+}
+
+impl KindTally {
+    /// Counts into `metrics` as `kind` (`Job`, `VolcanoJob`).
+    pub fn new(metrics: std::sync::Arc<TtlMetrics>, kind: &'static str) -> KindTally {
+        KindTally { metrics, kind }
+    }
+}
+
+impl Tally for KindTally {
+    fn deleted(
+        &self,
+        _policy: &CompiledPolicy,
+        _reason: &'static str,
+        dry_run: bool,
+        latency: Option<f64>,
+    ) {
+        // Upstream counts deletions made, not decisions: a dry run counts nothing.
+        if !dry_run {
+            self.metrics
+                .observe_deletion(self.kind, latency.unwrap_or(0.0));
+        }
+    }
+
+    fn kept(&self, reason: &'static str) {
+        let reason = match reason {
+            "finish_time_unknown" => ErrorReason::MissingFinishTime,
+            _ => ErrorReason::Unreadable,
+        };
+        self.metrics.observe_error(self.kind, reason);
+    }
+
+    fn api_error(&self, _verb: &'static str) {
+        self.metrics.observe_error(self.kind, ErrorReason::Api);
     }
 }
 

@@ -30,7 +30,7 @@ pub(crate) use gc::{
     CONTROLLER as GARBAGE_COLLECTOR,
 };
 pub(crate) use retention::{group_members, judged as retention_decision, no_policy, Judging};
-pub(crate) use ttl::{not_its_resource, state_decision as ttl_decision};
+pub(crate) use ttl::{judgement_decision, not_its_resource};
 
 /// Explains `gathered` at `now`.
 pub fn decide(gathered: &Gathered, now: DateTime<Utc>) -> Explanation {

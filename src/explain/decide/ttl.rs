@@ -1,15 +1,16 @@
-//! The TTL controllers' decision (`ttl-after-finished`, `volcano-job-ttl`): the controller's own
-//! projection ([`TtlState`]) judged by its own `judge`.
+//! The TTL controllers' decision (`ttl-after-finished`, `volcano-job-ttl`): the engine's
+//! judgement under the controller's fixed policy, read as a [`TtlState`] and judged by `judge`.
 //!
-//! Contract: [`state_decision`] is the one place the decision is worded; `kube-gc explain`
-//! reaches it by projecting the object it read ([`from_gathered`]), `/debug/explain` with the
-//! projection the controller cached. A resource that is not the controller's kind is "does not
+//! Contract: [`judgement_decision`] is the one place the decision is worded; `kube-gc explain`
+//! reaches it by judging the object it read ([`from_gathered`]), `/debug/explain` with the
+//! judgement the controller cached. A resource that is not the controller's kind is "does not
 //! apply" ([`not_its_resource`]), whichever path asks.
 
 use chrono::{DateTime, Utc};
 
 use crate::client::ResourceRef;
-use crate::controllers::ttl::{judge, TtlKind, TtlObject, TtlState, Verdict};
+use crate::controllers::retention::judgement::Judgement;
+use crate::controllers::ttl::{judge, judge_object, TtlKind, TtlState, Verdict};
 
 use super::{decision, relative, rfc3339};
 use crate::explain::gather::Gathered;
@@ -21,13 +22,21 @@ pub(super) fn from_gathered<K: TtlKind>(gathered: &Gathered, now: DateTime<Utc>)
     if let Some(not_its) = not_its_resource::<K>(&gathered.resource) {
         return not_its;
     }
-    match serde_json::from_value::<TtlObject<K>>(gathered.object.clone()) {
-        Ok(object) => state_decision::<K>(object.state(), now),
-        Err(_) => decision(
+    judgement_decision::<K>(&judge_object::<K>(&gathered.object, now), now)
+}
+
+/// The controller's decision on the judgement it made (or would make) of an object.
+pub(crate) fn judgement_decision<K: TtlKind>(
+    judgement: &Judgement,
+    now: DateTime<Utc>,
+) -> Decision {
+    match TtlState::of(judgement) {
+        Ok(state) => state_decision::<K>(&state, now),
+        Err(problem) => decision(
             K::CONTROLLER,
             true,
             VerdictKind::Unknown,
-            "its spec or status cannot be read".into(),
+            format!("kept: {}", problem.message),
         ),
     }
 }
@@ -64,7 +73,7 @@ pub(crate) fn state_decision<K: TtlKind>(state: &TtlState, now: DateTime<Utc>) -
     d
 }
 
-fn judged<K: TtlKind>(state: &TtlState, ttl: i32, now: DateTime<Utc>) -> Decision {
+fn judged<K: TtlKind>(state: &TtlState, ttl: i64, now: DateTime<Utc>) -> Decision {
     let said = |verdict, summary: String| decision(K::CONTROLLER, true, verdict, summary);
     match judge(state, now) {
         Ok(Verdict::Keep) if state.being_deleted => {

@@ -1,31 +1,37 @@
-//! [`TtlView`]: a TTL controller's cache of projections ([`TtlObject`]), read for
-//! `/debug/explain`.
+//! [`TtlView`]: a TTL controller's cache of judgements (the engine's [`ResourceWatch`]), read
+//! for `/debug/explain`.
 //!
-//! Contract: the decision is the one `kube-gc explain` makes (`decide::ttl_decision`) on the
-//! very projection the controller judges; the store is read with one shard read lock.
+//! Contract: the decision is the one `kube-gc explain` makes (`decide::judgement_decision`) on
+//! the very judgement the controller made; the store is read with one shard read lock.
 
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-use crate::controllers::ttl::{TtlKind, TtlObject};
-use crate::explain::decide::{decision, not_its_resource, ttl_decision};
+use crate::controllers::retention::engine::ResourceWatch;
+use crate::controllers::ttl::{TtlKind, TtlState};
+use crate::explain::decide::{decision, judgement_decision, not_its_resource};
 use crate::explain::VerdictKind;
-use crate::runtime::cache::{Cacheable, ObjectKey, Store};
+use crate::runtime::cache::{Cacheable, ObjectKey};
 use crate::runtime::informer::InformerSynced;
 
 use super::{CacheView, Found, LiveTarget, View};
 
 /// The cache of the TTL controller of `K`.
 pub struct TtlView<K: TtlKind> {
-    store: Arc<Store<TtlObject<K>>>,
+    watch: Arc<ResourceWatch>,
     synced: InformerSynced,
+    _kind: std::marker::PhantomData<fn() -> K>,
 }
 
 impl<K: TtlKind> TtlView<K> {
-    /// A view of `store`, which has its first list once `synced`.
-    pub fn new(store: Arc<Store<TtlObject<K>>>, synced: InformerSynced) -> TtlView<K> {
-        TtlView { store, synced }
+    /// A view of the controller's `watch`, which has its first list once `synced`.
+    pub fn new(watch: Arc<ResourceWatch>, synced: InformerSynced) -> TtlView<K> {
+        TtlView {
+            watch,
+            synced,
+            _kind: std::marker::PhantomData,
+        }
     }
 }
 
@@ -41,7 +47,10 @@ impl<K: TtlKind> CacheView for TtlView<K> {
             ", first list not in yet"
         };
         let resource = K::resource().path_name();
-        format!("watches {resource} ({} cached{synced})", self.store.len())
+        format!(
+            "watches {resource} ({} cached{synced})",
+            self.watch.store.len()
+        )
     }
 
     fn view(&self, target: &LiveTarget, now: DateTime<Utc>) -> View {
@@ -52,23 +61,24 @@ impl<K: TtlKind> CacheView for TtlView<K> {
             };
         }
         let key = ObjectKey::new(target.namespace.as_deref().unwrap_or(""), &target.name);
-        let Some(object) = self.store.get(&key) else {
+        let Some(judgement) = self.watch.store.get(&key) else {
             let why = format!("not in its cache: it {}", self.holds());
             return View {
                 decision: decision(K::CONTROLLER, false, VerdictKind::Keep, why),
                 found: None,
             };
         };
-        let mut decision = ttl_decision::<K>(object.state(), now);
+        let mut decision = judgement_decision::<K>(&judgement, now);
         decision.details.push(format!(
-            "from its cache (resourceVersion {})",
-            object.resource_version()
+            "from its cache: judged when resourceVersion {} was decoded",
+            judgement.resource_version()
         ));
+        let being_deleted = TtlState::of(&judgement).is_ok_and(|s| s.being_deleted);
         View {
             decision,
             found: Some(Found {
-                uid: object.uid().to_owned(),
-                being_deleted: object.state().being_deleted,
+                uid: judgement.uid().to_owned(),
+                being_deleted,
                 deletion: None,
             }),
         }

@@ -21,12 +21,14 @@
 //! - Every task (planner, status writer, watches) is owned by [`RetentionController::run`]
 //!   and stopped before it returns.
 
+mod fresh_read;
 mod groups;
 mod metrics;
 mod plan;
 mod planner;
 mod reconcile;
 mod status;
+mod tally;
 mod watch;
 mod writer;
 
@@ -49,12 +51,14 @@ use crate::runtime::informer::{HandlerFns, InformerSynced, SharedInformer};
 use crate::runtime::reflector::{MetadataOnly, ReflectorConfig, ReflectorMetrics};
 use crate::runtime::workqueue::{MetricsProvider, WorkQueue};
 
+pub use fresh_read::{FreshRead, UnknownFreshRead};
 pub use groups::{GroupIndex, GroupKey};
 pub use metrics::RetentionMetrics;
 pub use plan::{plan, plan_served, Plan, PolicyInput, PolicyState, WatchPlan};
-pub use reconcile::{RetentionError, RetentionReconciler};
+pub use reconcile::{ReconcileSettings, RetentionError, RetentionReconciler};
 pub use status::{count, status_for, Counts};
-pub use watch::{ResourceWatch, WatchContext};
+pub use tally::Tally;
+pub use watch::{judging, ResourceWatch, WatchContext};
 
 use super::policy::spec::{CLUSTER_PLURAL, GROUP, NAMESPACED_PLURAL, VERSION};
 use super::policy::{PolicyId, RetentionPolicyObject, Target};
@@ -246,11 +250,13 @@ impl RetentionControllerBuilder {
         let watches: WatchMap = Arc::default();
         let shared = Arc::new(Shared {
             context: WatchContext {
+                controller: CONTROLLER,
                 informer_client,
                 client: self.client.clone(),
                 queue: queue.clone(),
                 clock: Arc::clone(&self.clock),
                 reflector,
+                namespace: None,
             },
             client: self.client,
             watches: Arc::clone(&watches),
@@ -268,8 +274,12 @@ impl RetentionControllerBuilder {
             informer.add_handler(replan_on_change(&shared));
         }
         shared.namespaces.add_handler(replan_on_change(&shared));
+        let settings = ReconcileSettings {
+            dry_run: self.options.dry_run,
+            ..ReconcileSettings::default()
+        };
         let reconciler = RetentionReconciler::new(watches, self.clock, self.metrics, self.recorder)
-            .with_dry_run(self.options.dry_run);
+            .with_settings(settings);
         let controller = Controller::new(CONTROLLER, queue, reconciler)
             .workers(self.options.workers)
             .informer(&shared.namespaces)

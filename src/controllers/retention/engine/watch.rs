@@ -17,7 +17,7 @@ use parking_lot::Mutex;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::{Api, Client, ResourceRef};
+use crate::client::{Api, Client, ItemDecoder, ResourceRef};
 use crate::clock::SharedClock;
 use crate::controllers::retention::judge::{judge, Verdict};
 use crate::controllers::retention::judgement::{project, Judged, Judgement, Rules};
@@ -56,6 +56,8 @@ pub struct ResourceWatch {
 
 /// What a watch is started with.
 pub struct WatchContext {
+    /// Whose watch it is (`retention`, `ttl-after-finished`): its informer's name in logs.
+    pub controller: &'static str,
     /// Lists and watches (kube-controller-manager's `shared-informers` client).
     pub informer_client: Client,
     /// Reads and deletes.
@@ -66,39 +68,57 @@ pub struct WatchContext {
     pub clock: SharedClock,
     /// How the informer lists and watches.
     pub reflector: ReflectorConfig,
+    /// Watch only this namespace (a TTL controller's `--namespace`); `None` for all.
+    pub namespace: Option<String>,
 }
 
 impl ResourceWatch {
-    /// Starts watching `target` as `plan` says.
+    /// Starts watching `target` as `plan` says; the watch owns its informer's task.
     ///
     /// # Panics
     ///
     /// Outside a Tokio runtime.
     pub fn start(target: Target, plan: &WatchPlan, context: &WatchContext) -> Arc<ResourceWatch> {
+        let (watch, informer) = Self::unstarted(target, plan, context);
+        let task = tokio::spawn(informer.run(watch.stop.clone()));
+        *watch.task.lock() = Some(task);
+        watch
+    }
+
+    /// The watch of `target`, and its informer, not running: whoever runs the informer owns
+    /// it (a TTL controller hands it to its [`Controller`](crate::runtime::controller::Controller),
+    /// which waits for its cache and stops it after the workers drain). [`stop`](Self::stop)
+    /// then has nothing to stop.
+    ///
+    /// # Panics
+    ///
+    /// Outside a Tokio runtime (registering the handlers spawns their task).
+    pub fn unstarted(
+        target: Target,
+        plan: &WatchPlan,
+        context: &WatchContext,
+    ) -> (Arc<ResourceWatch>, SharedInformer<Judgement>) {
         let target = Arc::new(target);
         let rules = Arc::clone(&plan.rules);
-        let decoder = {
-            let (rules, clock) = (Arc::clone(&rules), Arc::clone(&context.clock));
-            // Only what the rules read is built, judged, and dropped: the judgement is kept.
-            let need = Need::of(&rules.policies);
-            Arc::new(move |bytes: &[u8]| {
-                let object = decode_needed(bytes, &need)?;
-                Ok(project(&object, &rules, clock.now()))
-            })
-        };
+        let clock = Arc::clone(&context.clock);
+        let decoder = judging(Arc::clone(&rules), move || clock.now());
+        let namespace = context.namespace.as_deref();
         let source = Decoded::new(
-            Api::dynamic(context.informer_client.clone(), plan.resource.clone(), None),
+            Api::dynamic(
+                context.informer_client.clone(),
+                plan.resource.clone(),
+                namespace,
+            ),
             decoder,
         );
-        let informer = SharedInformer::builder(format!("retention {target}"), Store::new())
-            .reflector(Reflector::new(source, context.reflector.clone()))
-            .build();
+        let informer =
+            SharedInformer::builder(format!("{} {target}", context.controller), Store::new())
+                .reflector(Reflector::new(source, context.reflector.clone()))
+                .build();
         let groups = Arc::new(GroupIndex::default());
         informer.add_handler(handlers(&target, &groups, context));
-        let stop = CancellationToken::new();
-        let task = tokio::spawn(informer.clone().run(stop.clone()));
-        Arc::new(ResourceWatch {
-            api: Api::dynamic(context.client.clone(), plan.resource.clone(), None),
+        let watch = Arc::new(ResourceWatch {
+            api: Api::dynamic(context.client.clone(), plan.resource.clone(), namespace),
             resource: plan.resource.clone(),
             fingerprint: plan.fingerprint.clone(),
             store: Arc::clone(informer.store()),
@@ -107,9 +127,10 @@ impl ResourceWatch {
             target,
             rules,
             groups,
-            stop,
-            task: Mutex::new(Some(task)),
-        })
+            stop: CancellationToken::new(),
+            task: Mutex::new(None),
+        });
+        (watch, informer)
     }
 
     /// A watch with no informer behind it: an empty store the caller fills (tests; tools that
@@ -148,6 +169,19 @@ impl ResourceWatch {
             let _ = task.await;
         }
     }
+}
+
+/// Decodes each object straight to its [`Judgement`] under `rules`, judged at `now()`: only
+/// what the rules read is built, judged, and dropped; the judgement is kept.
+pub fn judging(
+    rules: Arc<Rules>,
+    now: impl Fn() -> chrono::DateTime<chrono::Utc> + Send + Sync + 'static,
+) -> ItemDecoder<Judgement> {
+    let need = Need::of(&rules.policies);
+    Arc::new(move |bytes: &[u8]| {
+        let object = decode_needed(bytes, &need)?;
+        Ok(project(&object, &rules, now()))
+    })
 }
 
 impl std::fmt::Debug for ResourceWatch {

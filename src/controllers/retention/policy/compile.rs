@@ -108,6 +108,73 @@ pub struct CompiledPolicy {
     pub dry_run: bool,
     /// Leave objects with a controlling owner to their controller.
     pub skip_controlled: bool,
+    /// A user's policy object, or the fixed policy a TTL controller runs the engine with.
+    pub origin: Origin,
+}
+
+/// Where a [`CompiledPolicy`] comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// A `RetentionPolicy` or `ClusterRetentionPolicy` object.
+    Object,
+    /// The fixed policy of the controller so named (`ttl-after-finished`, `volcano-job-ttl`):
+    /// the preset's kind, deleted when its own TTL field says, exactly as the upstream
+    /// controller does — no policy TTL, no limits, and the `kube-gc.io` annotations are not
+    /// read (upstream knows nothing of them).
+    Controller(&'static str),
+}
+
+impl CompiledPolicy {
+    /// The fixed policy the TTL controller `controller` runs the engine with: every object
+    /// of `preset`'s kinds in scope, kept until its own TTL field expires.
+    pub fn for_controller(preset: &preset::Preset, controller: &'static str) -> CompiledPolicy {
+        CompiledPolicy {
+            id: PolicyId {
+                namespace: None,
+                name: controller.to_owned(),
+            },
+            generation: None,
+            preset: Some(preset.name),
+            targets: preset.resources.iter().map(target_of).collect(),
+            namespace_selector: None,
+            selector: None,
+            match_expr: None,
+            finish: preset.finish.clone(),
+            own_ttl: preset.own_ttl.clone(),
+            ttl: PolicyTtl {
+                since: Since::Finished,
+                length: None,
+            },
+            limits: Limits::default(),
+            group_by: preset.group_by.clone(),
+            propagation: preset.propagation,
+            dry_run: false,
+            skip_controlled: false,
+            origin: Origin::Controller(controller),
+        }
+    }
+
+    /// Whether the `kube-gc.io/ttl` and `kube-gc.io/expires-at` annotations apply.
+    pub fn reads_annotations(&self) -> bool {
+        self.origin == Origin::Object
+    }
+
+    /// The policy as messages name it: `ClusterRetentionPolicy x`, or `controller y`.
+    pub fn label(&self) -> PolicyLabel<'_> {
+        PolicyLabel(self)
+    }
+}
+
+/// [`CompiledPolicy::label`].
+pub struct PolicyLabel<'a>(&'a CompiledPolicy);
+
+impl std::fmt::Display for PolicyLabel<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0.origin {
+            Origin::Object => self.0.id.fmt(f),
+            Origin::Controller(name) => write!(f, "controller {name}"),
+        }
+    }
 }
 
 /// Compiles a policy object; `cluster` says which kind it was read as.
@@ -184,6 +251,7 @@ pub fn compile(
         propagation,
         dry_run: spec.dry_run,
         skip_controlled: source.skip_controlled && spec.include_controlled != Some(true),
+        origin: Origin::Object,
     })
 }
 

@@ -3,7 +3,7 @@
 pub mod compile;
 pub mod spec;
 
-pub use compile::{compile, CompiledPolicy, PolicyId, Target};
+pub use compile::{compile, CompiledPolicy, Origin, PolicyId, Target};
 
 pub use spec::{
     CelFinishedSpec, Condition, ConditionSpec, FieldSpec, FinishTimeSpec, FinishedSpec,

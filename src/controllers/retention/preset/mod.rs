@@ -88,6 +88,16 @@ pub fn all() -> Vec<Preset> {
     ]
 }
 
+/// `batch-jobs`: what kube-controller-manager's `ttl-after-finished` controller runs on.
+pub fn batch_jobs() -> Preset {
+    kubernetes::batch_jobs()
+}
+
+/// `volcano-jobs`: what Volcano's garbage collector (`volcano-job-ttl`) runs on.
+pub fn volcano_jobs() -> Preset {
+    volcano::volcano_jobs()
+}
+
 /// The preset called `name`.
 pub fn named(name: &str) -> Option<Preset> {
     all().into_iter().find(|p| p.name == name)

@@ -1,0 +1,124 @@
+//! The one DELETE every deletion of the engine goes through: guarded by preconditions on the
+//! copy that was judged, propagated as the policy says, counted and logged once.
+
+use chrono::{DateTime, Utc};
+use serde::de::IgnoredAny;
+
+use crate::api::DeleteOptions;
+use crate::client::Api;
+use crate::controllers::retention::judgement::Judgement;
+use crate::controllers::retention::policy::CompiledPolicy;
+use crate::runtime::cache::Cacheable;
+
+use super::super::watch::ResourceWatch;
+use super::{RetentionError, RetentionReconciler};
+
+/// How a DELETE ended.
+pub(super) enum Deletion {
+    /// Deleted (or would have been, dry run).
+    Deleted,
+    /// It was gone already.
+    Gone,
+    /// The server holds another copy than the one judged.
+    Conflict,
+}
+
+/// The preconditions a DELETE carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Guard {
+    /// The judged copy's UID and resourceVersion: only that very copy is deleted.
+    UidAndVersion,
+    /// Its UID alone: upstream's TTL controllers' DELETE after their fresh GET.
+    Uid,
+}
+
+/// Why an object is deleted.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Reason {
+    /// Its TTL expired at this time (the latency metric counts from it).
+    Ttl(DateTime<Utc>),
+    /// It is beyond its group's history limit.
+    HistoryLimit,
+}
+
+impl Reason {
+    fn label(self) -> &'static str {
+        match self {
+            Reason::Ttl(_) => "ttl",
+            Reason::HistoryLimit => "history_limit",
+        }
+    }
+}
+
+impl RetentionReconciler {
+    /// DELETE `judged` under `policy`, with `guard`'s preconditions.
+    pub(super) async fn delete(
+        &self,
+        watch: &ResourceWatch,
+        judged: &Judgement,
+        policy: &CompiledPolicy,
+        reason: Reason,
+        guard: Guard,
+    ) -> Result<Deletion, RetentionError> {
+        let key = judged.key();
+        if policy.dry_run || self.settings.dry_run {
+            self.tally.deleted(policy, reason.label(), true, None);
+            tracing::info!(controller = self.settings.controller, policy = %policy.label(), resource = %watch.target, %key, uid = judged.uid(), reason = reason.label(), "dry run: would delete");
+            return Ok(Deletion::Deleted);
+        }
+        let mut options = DeleteOptions::with_policy(policy.propagation).with_uid(judged.uid());
+        if guard == Guard::UidAndVersion {
+            options = options.with_resource_version(judged.resource_version());
+        }
+        // What the server answers (a Status; or the object, when a finalizer keeps it — a
+        // Foreground deletion — or when the resource answers with what it deleted, as Pods do
+        // on a real API server) is never read: it is skipped unbuilt, not decoded into a
+        // `Value` of the whole object and dropped.
+        let api: Api<IgnoredAny> = Api::dynamic(
+            watch.api.client().clone(),
+            watch.resource.clone(),
+            key.namespace(),
+        );
+        match api.delete(key.name(), &options).await {
+            Ok(_) => {
+                self.deleted(watch, judged, policy, reason);
+                Ok(Deletion::Deleted)
+            }
+            Err(e) if e.is_not_found() => Ok(Deletion::Gone),
+            Err(e) if e.is_conflict() => Ok(Deletion::Conflict),
+            Err(source) => Err(self.api_error("delete", watch, key, source)),
+        }
+    }
+
+    fn deleted(
+        &self,
+        watch: &ResourceWatch,
+        judged: &Judgement,
+        policy: &CompiledPolicy,
+        reason: Reason,
+    ) {
+        let latency = match reason {
+            Reason::Ttl(expired_at) => Some(
+                (self.clock.now() - expired_at)
+                    .to_std()
+                    .map(|d| d.as_secs_f64())
+                    .unwrap_or(0.0),
+            ),
+            Reason::HistoryLimit => None,
+        };
+        self.tally.deleted(policy, reason.label(), false, latency);
+        let key = judged.key();
+        tracing::info!(
+            controller = self.settings.controller,
+            policy = %policy.label(),
+            resource = %watch.target,
+            namespace = key.namespace().unwrap_or(""),
+            name = key.name(),
+            uid = judged.uid(),
+            propagation = ?policy.propagation,
+            reason = reason.label(),
+            latency_seconds = latency,
+            "deleted"
+        );
+    }
+}

@@ -1,0 +1,70 @@
+//! An object kept because something about it cannot be read: logged at Warning, counted, and
+//! reported as a Warning Event on the object — once while the same problem lasts, so that an
+//! object re-judged on every resync does not flood the Events.
+
+use std::sync::Arc;
+
+use crate::api::ObjectReference;
+use crate::controllers::retention::judgement::Judgement;
+use crate::events::{EventRecord, EventType};
+use crate::runtime::cache::{Cacheable, ObjectKey};
+
+use super::super::watch::ResourceWatch;
+use super::RetentionReconciler;
+
+impl RetentionReconciler {
+    /// Logs, counts and reports a problem with one object, once while it lasts; true the
+    /// first time.
+    pub(super) fn report(
+        &self,
+        watch: &ResourceWatch,
+        judged: &Judgement,
+        reason: &'static str,
+        message: &str,
+    ) -> bool {
+        let entry = (Arc::clone(&watch.target), judged.key().clone());
+        {
+            let mut reported = self.reported.lock();
+            if reported.get(&entry).map(String::as_str) == Some(message) {
+                return false;
+            }
+            reported.insert(entry, message.to_owned());
+        }
+        self.tally.kept(reason);
+        let key = judged.key();
+        tracing::warn!(controller = self.settings.controller, resource = %watch.target, %key, reason, "kept: {message}");
+        self.recorder.record(EventRecord {
+            regarding: ObjectReference {
+                api_version: Some(watch.resource.api_version()),
+                kind: Some(watch.resource.kind.clone()),
+                namespace: key.namespace().map(str::to_owned),
+                name: Some(key.name().to_owned()),
+                uid: Some(judged.uid().to_owned()),
+                ..ObjectReference::default()
+            },
+            event_type: EventType::Warning,
+            reason: event_reason(reason).to_owned(),
+            message: format!("kept: {message}"),
+        });
+        true
+    }
+
+    /// Forgets what was reported about `key`: it is gone, or judged without a problem, so
+    /// a problem it has again is reported again.
+    pub(super) fn forget(&self, watch: &ResourceWatch, key: &ObjectKey) {
+        let mut reported = self.reported.lock();
+        // The common case, on every reconcile: nothing was ever reported.
+        if !reported.is_empty() {
+            reported.remove(&(Arc::clone(&watch.target), key.clone()));
+        }
+    }
+}
+
+fn event_reason(reason: &str) -> &'static str {
+    match reason {
+        "annotation" => "InvalidRetentionAnnotation",
+        "finish_time_unknown" => "FinishTimeUnknown",
+        "creation_time_unknown" => "CreationTimeUnknown",
+        _ => "RetentionRuleFailed",
+    }
+}
