@@ -13,8 +13,8 @@
 //!    with every controller (`all`: the garbage collector starts a monitor per resource
 //!    meanwhile) beside the TTL controller alone (`ttl-only`). Each client has its own token
 //!    bucket, so the monitors' lists and watches must not delay a deletion.
-//! 4. **Memory**: heap held by the controller (informer cache of projections, queue with one
-//!    timer per Job) with N finished Jobs cached, all waiting for a one-day TTL; counted with a
+//! 4. **Memory**: heap held by the controller (informer cache of the engine's judgements, queue
+//!    with one timer per Job) with N finished Jobs cached, all waiting for a one-day TTL; counted with a
 //!    counting allocator as the growth of live bytes when the controller starts (the simulated
 //!    server's own objects are already allocated before, and are not counted).
 //!
@@ -120,6 +120,7 @@ async fn server_with(
 
 struct Started {
     metrics: Arc<TtlMetrics>,
+    queue: kube_gc::runtime::workqueue::WorkQueue<kube_gc::controllers::retention::engine::WorkKey>,
     counters: Arc<kube_gc::runtime::controller::ReconcileCounters>,
     synced: kube_gc::runtime::informer::InformerSynced,
     shutdown: CancellationToken,
@@ -138,10 +139,12 @@ fn start_controller(client: Client, fresh_read: FreshRead) -> Started {
         .build();
     let counters = controller.counters();
     let synced = controller.synced();
+    let queue = controller.queue().clone();
     let shutdown = CancellationToken::new();
     let task = tokio::spawn(controller.run(shutdown.clone()));
     Started {
         metrics,
+        queue,
         counters,
         synced,
         shutdown,
@@ -363,8 +366,9 @@ async fn memory(n: usize) {
     settle().await;
     let baseline = memory_support::live_bytes();
     let started = start_controller(client, FreshRead::OnConflict);
-    let counters = Arc::clone(&started.counters);
-    until(|| counters.reconciles() as usize >= n).await;
+    // Every Job judged and its key waiting on a timer for its expiry (the handlers queue a
+    // waiting Job for then; nothing is reconciled before).
+    until(|| started.queue.debug_snapshot(0).waiting >= n).await;
     settle().await;
     let held = memory_support::live_bytes().saturating_sub(baseline);
     println!(
