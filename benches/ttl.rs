@@ -121,7 +121,6 @@ async fn server_with(
 struct Started {
     metrics: Arc<TtlMetrics>,
     queue: kube_gc::runtime::workqueue::WorkQueue<kube_gc::controllers::retention::engine::WorkKey>,
-    counters: Arc<kube_gc::runtime::controller::ReconcileCounters>,
     synced: kube_gc::runtime::informer::InformerSynced,
     shutdown: CancellationToken,
     task: tokio::task::JoinHandle<Result<(), kube_gc::runtime::controller::ControllerError>>,
@@ -137,7 +136,6 @@ fn start_controller(client: Client, fresh_read: FreshRead) -> Started {
         .clock(Arc::new(SystemClock))
         .metrics(Arc::clone(&metrics))
         .build();
-    let counters = controller.counters();
     let synced = controller.synced();
     let queue = controller.queue().clone();
     let shutdown = CancellationToken::new();
@@ -145,7 +143,6 @@ fn start_controller(client: Client, fresh_read: FreshRead) -> Started {
     Started {
         metrics,
         queue,
-        counters,
         synced,
         shutdown,
         task,
