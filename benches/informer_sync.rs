@@ -11,8 +11,10 @@
 //!    simulated server answers it in one streamed body, as a real one does from its watch
 //!    cache). This also opens and warms the connection the informers then reuse.
 //! 2. An informer per representation, each from scratch (new informer, empty cache), timed from
-//!    `run` to synced, its memory measured once synced: the TTL projection decoded straight from
-//!    the wire (`TtlJob`, see `tests/job_support`), metadata-only (`PartialObjectMetadata`), the
+//!    `run` to synced, its memory measured once synced: what the `ttl-after-finished` controller
+//!    caches — the retention engine's `Judgement` of each Job under the controller's fixed policy,
+//!    computed by the item decoder (`engine::judging`) —, a typed TTL projection decoded straight
+//!    from the wire (`TtlJob`, see `tests/job_support`), metadata-only (`PartialObjectMetadata`), the
 //!    crate's typed `Job` (metadata + the spec/status fields a GC reads), and the whole object
 //!    as `serde_json::Value` (only up to [`MAX_DYNAMIC`] Jobs: it is ~50 KB per Job).
 //!
@@ -30,9 +32,11 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use kube_gc::api::{Job, PartialObjectMetadata};
 use kube_gc::client::{Api, ApiRequest, Client, ResourceRef};
+use kube_gc::controllers::retention::engine::judging;
+use kube_gc::controllers::ttl::{rules, BatchJob};
 use kube_gc::runtime::cache::Cacheable;
 use kube_gc::runtime::informer::SharedInformer;
-use kube_gc::runtime::reflector::{ListWatch, MetadataOnly, ReflectorConfig};
+use kube_gc::runtime::reflector::{Decoded, ListWatch, MetadataOnly, ReflectorConfig};
 use kube_gc::sim::SimConfig;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -89,6 +93,11 @@ async fn run(count: usize) {
     );
 
     let jobs_api = |client: &Client| Api::<Job>::all(client.clone());
+    let judged = Decoded::new(
+        Api::dynamic(client.clone(), ResourceRef::of::<Job>(), None),
+        judging(std::sync::Arc::new(rules::<BatchJob>()), chrono::Utc::now),
+    );
+    sync("ttl-after-finished's judgements", judged, count).await;
     let ttl: Api<TtlJob> = Api::dynamic(client.clone(), ResourceRef::of::<Job>(), None);
     sync("TTL projection (TtlJob)", ttl, count).await;
     sync::<_, PartialObjectMetadata>(

@@ -78,10 +78,30 @@ pub struct Governed {
     pub ttl_source: TtlSource,
     /// Its history group (`None`: the policy sets no limits, or the object has no group).
     pub group: Option<Box<str>>,
-    /// Other policies that applied but lost to this one (indices), most specific first.
+    /// Other policies that applied but lost to this one; `None` (the common case, kept to one
+    /// word) when none did.
+    pub overlap: Option<Box<Overlap>>,
+}
+
+/// The policies an object's governing policy won over.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Overlap {
+    /// Their indices, most specific first.
     pub shadowed: Box<[u16]>,
     /// The runner-up was as specific as the winner: the name decided.
     pub tie: bool,
+}
+
+impl Governed {
+    /// Other policies that applied but lost to this one (indices), most specific first.
+    pub fn shadowed(&self) -> &[u16] {
+        self.overlap.as_deref().map_or(&[], |o| &o.shadowed)
+    }
+
+    /// The runner-up was as specific as the winner: the name decided.
+    pub fn tie(&self) -> bool {
+        self.overlap.as_deref().is_some_and(|o| o.tie)
+    }
 }
 
 /// Why an object could not be judged.
@@ -273,12 +293,16 @@ fn judge_object(
     match governed(object, meta, &rules.policies[index], now) {
         Ok(mut governed) => {
             governed.policy = index as u16;
-            governed.shadowed = choice
-                .shadowed
-                .iter()
-                .map(|&i| applying[i] as u16)
-                .collect();
-            governed.tie = choice.tie;
+            if !choice.shadowed.is_empty() || choice.tie {
+                governed.overlap = Some(Box::new(Overlap {
+                    shadowed: choice
+                        .shadowed
+                        .iter()
+                        .map(|&i| applying[i] as u16)
+                        .collect(),
+                    tie: choice.tie,
+                }));
+            }
             Judged::Governed(governed)
         }
         Err((reason, message)) => Judged::Problem(Box::new(Problem {
@@ -343,7 +367,8 @@ fn governed(
         .map_err(|e| ("finish_rule", format!("{}: {e}", policy.label())))?;
     let own = own_ttl_field(&policy.own_ttl, object, finished.map(|f| f.outcome))
         .map_err(|e| ("own_ttl", format!("{}: {e}", policy.label())))?
-        .map(|(field, seconds)| (&field.name, seconds));
+        // A preset has a handful of own TTL fields (the presets' tests check it fits).
+        .map(|(index, seconds)| (u8::try_from(index).unwrap_or(u8::MAX), seconds));
     let annotations = match policy.reads_annotations() {
         true => (meta.annotations.ttl, meta.annotations.expires_at),
         false => (None, None),
@@ -365,8 +390,7 @@ fn governed(
         ttl,
         ttl_source,
         group,
-        shadowed: Box::default(),
-        tie: false,
+        overlap: None,
     })
 }
 

@@ -23,8 +23,6 @@
 mod from_spec;
 mod time;
 
-use std::sync::Arc;
-
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
@@ -140,8 +138,6 @@ pub enum GroupBy {
 pub struct TtlField {
     /// Where the seconds are.
     pub path: FieldPath,
-    /// The path as written, shared by every judgement whose TTL it sets.
-    pub name: Arc<str>,
     /// Applies only to objects that finished this way (`None`: to all).
     pub outcome: Option<Outcome>,
     /// Applies only when another field has a given value: Argo's `secondsAfterFailure` is for
@@ -162,7 +158,6 @@ impl TtlField {
     /// A field that applies whatever the outcome.
     pub fn any(path: FieldPath) -> TtlField {
         TtlField {
-            name: path.to_string().into(),
             path,
             outcome: None,
             when: None,
@@ -380,24 +375,26 @@ pub fn own_ttl(
     Ok(own_ttl_field(fields, object, outcome)?.map(|(_, seconds)| seconds))
 }
 
-/// [`own_ttl`], with the field it was read from (what the logs name).
+/// [`own_ttl`], with the index in `fields` of the field it was read from (what the logs and
+/// `explain` name; an index, so that the judgements that keep it stay small).
 ///
 /// # Errors
 ///
 /// As [`own_ttl`].
-pub fn own_ttl_field<'f>(
-    fields: &'f [TtlField],
+pub fn own_ttl_field(
+    fields: &[TtlField],
     object: &Value,
     outcome: Option<Outcome>,
-) -> Result<Option<(&'f TtlField, i64)>, RuleError> {
-    let Some((field, value)) = fields
+) -> Result<Option<(usize, i64)>, RuleError> {
+    let Some((index, field, value)) = fields
         .iter()
-        .filter(|f| f.applies(object, outcome))
-        .find_map(|f| {
+        .enumerate()
+        .filter(|(_, f)| f.applies(object, outcome))
+        .find_map(|(i, f)| {
             f.path
                 .lookup(object)
                 .filter(|v| !v.is_null())
-                .map(|v| (f, v))
+                .map(|v| (i, f, v))
         })
     else {
         return Ok(None);
@@ -411,7 +408,7 @@ pub fn own_ttl_field<'f>(
             value: seconds,
         });
     }
-    Ok(Some((field, seconds)))
+    Ok(Some((index, seconds)))
 }
 
 #[cfg(test)]

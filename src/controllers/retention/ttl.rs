@@ -13,8 +13,6 @@
 //! - A malformed annotation is an [`AnnotationError`] naming it: the engine keeps the object and
 //!   reports a Warning Event on it; it never falls back to the policy's TTL silently.
 
-use std::sync::Arc;
-
 use chrono::{DateTime, Duration, Utc};
 
 /// Overrides the TTL's length for one object: `kube-gc.io/ttl: 36h`.
@@ -53,12 +51,12 @@ pub enum Ttl {
 }
 
 /// Where the TTL came from, for logs and Events.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TtlSource {
     /// The policy's `ttlSecondsAfterFinished` / `ttlSecondsAfterCreation`.
     Policy,
-    /// The object's own field, by path.
-    OwnField(Arc<str>),
+    /// The object's own field: its index in the policy's own TTL fields.
+    OwnField(u8),
     /// `kube-gc.io/ttl`.
     TtlAnnotation,
     /// `kube-gc.io/expires-at`.
@@ -93,7 +91,7 @@ pub struct PolicyTtl {
 /// [`AnnotationError`] for a malformed `kube-gc.io/ttl` or `kube-gc.io/expires-at`.
 pub fn effective(
     policy: PolicyTtl,
-    own_field: Option<(&Arc<str>, i64)>,
+    own_field: Option<(u8, i64)>,
     ttl_annotation: Option<&str>,
     expires_at_annotation: Option<&str>,
 ) -> Result<(Ttl, TtlSource), AnnotationError> {
@@ -110,7 +108,7 @@ pub fn effective(
         })?;
         return Ok((Ttl::After { since, length }, TtlSource::TtlAnnotation));
     }
-    if let Some((path, seconds)) = own_field {
+    if let Some((field, seconds)) = own_field {
         // Every kind's own TTL field counts from the finish (`ttlSecondsAfterFinished`,
         // Argo's `secondsAfterCompletion`, Spark's `timeToLiveSeconds` after termination),
         // whatever the policy counts from.
@@ -118,7 +116,7 @@ pub fn effective(
             since: Since::Finished,
             length: Duration::seconds(seconds),
         };
-        return Ok((own, TtlSource::OwnField(Arc::clone(path))));
+        return Ok((own, TtlSource::OwnField(field)));
     }
     Ok(match policy.length {
         Some(length) => (Ttl::After { since, length }, TtlSource::Policy),
@@ -215,8 +213,7 @@ mod tests {
 
     #[test]
     fn annotations_then_own_field_then_policy() {
-        let path: Arc<str> = "spec.ttlSecondsAfterFinished".into();
-        let own = Some((&path, 60));
+        let own = Some((0, 60));
         let at = "2026-12-01T00:00:00Z";
         let (ttl, source) = effective(policy(Some(3600)), own, Some("2h"), Some(at)).unwrap();
         assert_eq!(source, TtlSource::ExpiresAtAnnotation);
@@ -239,10 +236,7 @@ mod tests {
             )
         );
         let (ttl, source) = effective(policy(Some(3600)), own, None, None).unwrap();
-        assert_eq!(
-            source,
-            TtlSource::OwnField("spec.ttlSecondsAfterFinished".into())
-        );
+        assert_eq!(source, TtlSource::OwnField(0));
         assert_eq!(
             ttl,
             Ttl::After {
@@ -262,8 +256,7 @@ mod tests {
             since: Since::Created,
             length: Some(Duration::hours(8)),
         };
-        let path: Arc<str> = "spec.ttlSecondsAfterFinished".into();
-        let own = Some((&path, 60));
+        let own = Some((0, 60));
         let (ttl, _) = effective(created, own, None, None).unwrap();
         assert_eq!(
             ttl,

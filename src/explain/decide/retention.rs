@@ -145,7 +145,7 @@ fn governed_decision(
             None => format!("finished ({}), time unknown", f.outcome.as_str()),
         },
     });
-    details.push(ttl_line(governed.ttl, &governed.ttl_source));
+    details.push(ttl_line(governed.ttl, governed.ttl_source, policy));
     let mut d = ttl_verdict(governed, now);
     let place = governed.group.as_deref().and_then(|group| {
         let ranked = (judging.members)(governed.policy, group);
@@ -169,13 +169,13 @@ fn who_governs(governed: &Governed, policy: &CompiledPolicy, rules: &Rules) -> V
         .map(|p| format!(" (preset {p})"))
         .unwrap_or_default();
     let mut details = vec![format!("governed by {}{preset}", policy.id)];
-    let tie = if governed.tie {
+    let tie = if governed.tie() {
         ", equally specific: the name decided"
     } else {
         ""
     };
     let losers = governed
-        .shadowed
+        .shadowed()
         .iter()
         .filter_map(|&loser| rules.policies.get(usize::from(loser)));
     details.extend(losers.map(|p| format!("also matched by {} (less specific{tie})", p.id)));
@@ -216,10 +216,13 @@ fn ttl_verdict(governed: &Governed, now: DateTime<Utc>) -> Decision {
 }
 
 /// The TTL in words, and who set it.
-fn ttl_line(ttl: Ttl, source: &TtlSource) -> String {
+fn ttl_line(ttl: Ttl, source: TtlSource, policy: &CompiledPolicy) -> String {
     let from = match source {
         TtlSource::Policy => "the policy".to_owned(),
-        TtlSource::OwnField(path) => format!("the object's {path}"),
+        TtlSource::OwnField(index) => match policy.own_ttl.get(usize::from(index)) {
+            Some(field) => format!("the object's {}", field.path),
+            None => "the object's own TTL field".to_owned(),
+        },
         TtlSource::TtlAnnotation => "annotation kube-gc.io/ttl".to_owned(),
         TtlSource::ExpiresAtAnnotation => "annotation kube-gc.io/expires-at".to_owned(),
     };

@@ -51,7 +51,7 @@ pub fn count(watches: &[Arc<ResourceWatch>], now: DateTime<Utc>) -> BTreeMap<Pol
             let Some(policy) = watch.rules.policies.get(usize::from(governed.policy)) else {
                 continue;
             };
-            for &loser in governed.shadowed.iter() {
+            for &loser in governed.shadowed() {
                 if let Some(loser) = watch.rules.policies.get(usize::from(loser)) {
                     let lost = counts.entry(loser.id.clone()).or_default();
                     *lost
@@ -64,7 +64,7 @@ pub fn count(watches: &[Arc<ResourceWatch>], now: DateTime<Utc>) -> BTreeMap<Pol
             }
             let entry = counts.entry(policy.id.clone()).or_default();
             entry.matched += 1;
-            entry.ties += u64::from(governed.tie);
+            entry.ties += u64::from(governed.tie());
             let expires_at = match judge(&governed.facts, governed.ttl, now) {
                 Ok(Verdict::Wait { expires_at, .. }) => expires_at,
                 Ok(Verdict::Expired { expired_at }) => expired_at,

@@ -149,6 +149,12 @@ mod tests {
     #[test]
     fn every_preset_has_resources_and_a_summary() {
         for preset in all() {
+            // A judgement keeps the index of the own TTL field it read as a u8.
+            assert!(
+                preset.own_ttl.len() <= usize::from(u8::MAX),
+                "{}",
+                preset.name
+            );
             assert!(!preset.resources.is_empty(), "{}", preset.name);
             assert!(!preset.summary.is_empty(), "{}", preset.name);
             for r in &preset.resources {
