@@ -211,4 +211,22 @@ mod tests {
             1
         );
     }
+
+    #[test]
+    fn the_engines_outcomes_are_counted_under_upstreams_names() {
+        use crate::controllers::ttl::{BatchJob, TtlKind};
+        let metrics = std::sync::Arc::new(TtlMetrics::new());
+        let tally = KindTally::new(std::sync::Arc::clone(&metrics), "Job");
+        let policy = BatchJob::policy();
+        tally.deleted(&policy, "ttl", true, Some(1.0));
+        assert_eq!(metrics.deletions("Job"), 0, "a dry run deletes nothing");
+        tally.deleted(&policy, "ttl", false, Some(1.0));
+        assert_eq!(metrics.deletions("Job"), 1);
+        tally.kept("finish_time_unknown");
+        tally.kept("own_ttl");
+        tally.api_error("delete");
+        assert_eq!(metrics.errors("Job", ErrorReason::MissingFinishTime), 1);
+        assert_eq!(metrics.errors("Job", ErrorReason::Unreadable), 1);
+        assert_eq!(metrics.errors("Job", ErrorReason::Api), 1);
+    }
 }
