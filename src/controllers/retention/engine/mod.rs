@@ -80,8 +80,9 @@ pub enum WorkKey {
     Group {
         /// Its resource.
         target: Arc<Target>,
-        /// The group.
-        group: GroupKey,
+        /// The group (boxed: every waiting object's key sits in the queue's timers, and
+        /// most keys are objects, so the key is kept to an object's size).
+        group: Box<GroupKey>,
     },
 }
 
@@ -416,5 +417,18 @@ impl fmt::Debug for RetentionController {
         f.debug_struct("RetentionController")
             .field("watches", &self.shared.watches.read().len())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_work_key_is_an_objects_size() {
+        // Every waiting object's key sits in the workqueue's timers: keep it small.
+        assert!(
+            std::mem::size_of::<super::WorkKey>() <= 32,
+            "{}",
+            std::mem::size_of::<super::WorkKey>()
+        );
     }
 }

@@ -260,7 +260,7 @@ impl Router {
         if let Some(group) = group {
             self.queue.add(WorkKey::Group {
                 target: Arc::clone(&self.target),
-                group,
+                group: Box::new(group),
             });
         }
     }
