@@ -1,5 +1,5 @@
 //! The verdict on one object, pure: every controller's decision, with the controllers' own
-//! functions — the TTL controllers' projection and `judge` (`ttl.rs`), the retention engine's
+//! functions — the TTL controllers' judgement under their fixed policy and `judge` (`ttl.rs`), the retention engine's
 //! `plan`, `project`, `judge` and `rank` (`retention.rs`), the garbage collector's `action`
 //! and the chain of blockers of a foreground deletion (`gc.rs`).
 //!

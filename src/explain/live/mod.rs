@@ -10,7 +10,7 @@
 //! | file | what it holds |
 //! |---|---|
 //! | `query.rs` | the query string |
-//! | `ttl.rs` | [`TtlView`]: a TTL controller's store of projections |
+//! | `ttl.rs` | [`TtlView`]: a TTL controller's store of judgements |
 //! | `retention.rs` | [`RetentionView`]: the retention engine's watches and cached judgements |
 //! | `gc.rs` | [`GcView`]: the garbage collector's graph |
 //!
