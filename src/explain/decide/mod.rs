@@ -1,7 +1,7 @@
 //! The verdict on one object, pure: every controller's decision, with the controllers' own
-//! functions — the TTL controllers' judgement under their fixed policy and `judge` (`ttl.rs`), the retention engine's
-//! `plan`, `project`, `judge` and `rank` (`retention.rs`), the garbage collector's `action`
-//! and the chain of blockers of a foreground deletion (`gc.rs`).
+//! functions — the TTL controllers' judgement under their fixed policy and `judge` (`ttl.rs`),
+//! the retention engine's `plan`, `project`, `judge` and `rank` (`retention.rs`), the garbage
+//! collector's `action` and the chain of blockers of a foreground deletion (`gc.rs`).
 //!
 //! Contract: the object's verdict is the earliest deletion any governing controller would make
 //! (`delete-now` before `delete-at`); an object with a `deletionTimestamp` is `blocked` while
