@@ -7,6 +7,7 @@
 //! Lists are written straight from the stored objects without copying them, and streamed a
 //! chunk at a time by [`ListBody`](super::list_body::ListBody).
 
+use std::borrow::Cow;
 use std::convert::Infallible;
 use std::sync::Arc;
 
@@ -68,11 +69,13 @@ impl Representation {
         Representation::Full
     }
 
-    /// One object in this representation.
-    pub fn object(self, obj: &Value) -> Value {
+    /// One object in this representation: the stored object itself when it is wanted whole
+    /// (every caller only encodes it, and a deep copy of a ~3 KB Pod cost as much as encoding
+    /// it), a new metadata-only object otherwise.
+    pub fn object(self, obj: &Value) -> Cow<'_, Value> {
         match self {
-            Representation::Full => obj.clone(),
-            Representation::MetadataOnly => object::metadata_only(obj),
+            Representation::Full => Cow::Borrowed(obj),
+            Representation::MetadataOnly => Cow::Owned(object::metadata_only(obj)),
         }
     }
 }
