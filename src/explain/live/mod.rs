@@ -41,7 +41,9 @@ use parking_lot::RwLock;
 use crate::client::{Discovery, ResourceRef};
 use crate::clock::SharedClock;
 use crate::controllers::retention::engine::CONTROLLER as RETENTION;
+use crate::controllers::retention::judgement::Judgement;
 use crate::controllers::ttl::{BatchJob, TtlKind, VolcanoJobs};
+use crate::runtime::cache::Cacheable;
 use crate::server::{DebugPage, Endpoints};
 
 use super::decide::{decision, rfc3339, GARBAGE_COLLECTOR};
@@ -98,6 +100,32 @@ pub struct View {
     pub decision: Decision,
     /// What the cache holds of the object, if it holds it.
     pub found: Option<Found>,
+}
+
+impl View {
+    /// The view of an engine's cached `judgement` (the TTL controllers' and the retention
+    /// controller's caches alike): `decision`, said to come from the judgement made when its
+    /// resourceVersion was decoded, and the object as the judgement records it.
+    fn of_judgement(mut decision: Decision, judgement: &Judgement, synced: bool) -> View {
+        decision.details.push(format!(
+            "from its cache: judged when resourceVersion {} was decoded{}",
+            judgement.resource_version(),
+            if synced {
+                ""
+            } else {
+                " (first list not in yet)"
+            }
+        ));
+        let being_deleted = judgement.governed().is_some_and(|g| g.facts.being_deleted);
+        View {
+            decision,
+            found: Some(Found {
+                uid: judgement.uid().to_owned(),
+                being_deleted,
+                deletion: None,
+            }),
+        }
+    }
 }
 
 /// The object, as a cache holds it.

@@ -16,9 +16,9 @@ use crate::controllers::retention::engine::{ResourceWatch, WatchMap, CONTROLLER}
 use crate::controllers::retention::policy::{CompiledPolicy, Target};
 use crate::explain::decide::{decision, group_members, no_policy, retention_decision, Judging};
 use crate::explain::VerdictKind;
-use crate::runtime::cache::{Cacheable, ObjectKey};
+use crate::runtime::cache::ObjectKey;
 
-use super::{CacheView, Found, LiveTarget, View};
+use super::{CacheView, LiveTarget, View};
 
 /// The retention engine's watches.
 pub struct RetentionView {
@@ -95,24 +95,7 @@ impl CacheView for RetentionView {
             members: &members,
             why_not: &why_not,
         };
-        let mut decision = retention_decision(&judgement, &judging);
-        decision.details.push(format!(
-            "from its cache: judged when resourceVersion {} was decoded{}",
-            judgement.resource_version(),
-            if watch.has_synced() {
-                ""
-            } else {
-                " (first list not in yet)"
-            }
-        ));
-        let being_deleted = judgement.governed().is_some_and(|g| g.facts.being_deleted);
-        View {
-            decision,
-            found: Some(Found {
-                uid: judgement.uid().to_owned(),
-                being_deleted,
-                deletion: None,
-            }),
-        }
+        let decision = retention_decision(&judgement, &judging);
+        View::of_judgement(decision, &judgement, watch.has_synced())
     }
 }

@@ -9,13 +9,13 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 use crate::controllers::retention::engine::ResourceWatch;
-use crate::controllers::ttl::{TtlKind, TtlState};
+use crate::controllers::ttl::TtlKind;
 use crate::explain::decide::{decision, judgement_decision, not_its_resource};
 use crate::explain::VerdictKind;
-use crate::runtime::cache::{Cacheable, ObjectKey};
+use crate::runtime::cache::ObjectKey;
 use crate::runtime::informer::InformerSynced;
 
-use super::{CacheView, Found, LiveTarget, View};
+use super::{CacheView, LiveTarget, View};
 
 /// The cache of the TTL controller of `K`.
 pub struct TtlView<K: TtlKind> {
@@ -68,19 +68,7 @@ impl<K: TtlKind> CacheView for TtlView<K> {
                 found: None,
             };
         };
-        let mut decision = judgement_decision::<K>(&judgement, now);
-        decision.details.push(format!(
-            "from its cache: judged when resourceVersion {} was decoded",
-            judgement.resource_version()
-        ));
-        let being_deleted = TtlState::of(&judgement).is_ok_and(|s| s.being_deleted);
-        View {
-            decision,
-            found: Some(Found {
-                uid: judgement.uid().to_owned(),
-                being_deleted,
-                deletion: None,
-            }),
-        }
+        let decision = judgement_decision::<K>(&judgement, now);
+        View::of_judgement(decision, &judgement, self.synced.has_synced())
     }
 }
