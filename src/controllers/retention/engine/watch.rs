@@ -9,7 +9,11 @@
 //!   judges every object under the new rules (the objects themselves were never kept).
 //! - The handlers judge at once: an object to keep is not queued at all, one waiting for its
 //!   TTL is queued for its expiry time (`add_after`), an expired or unreadable one now.
-//! - [`ResourceWatch::stop`] cancels the informer and waits for its task.
+//! - [`ResourceWatch::stop`] cancels the informer and waits for its task. A watch built
+//!   [`unstarted`](ResourceWatch::unstarted) hands its informer to whoever runs it (a TTL
+//!   controller's [`Controller`](crate::runtime::controller::Controller)), which then owns it.
+//! - A watch lists and watches one namespace when its context says so (a TTL controller's
+//!   `--namespace`), every namespace otherwise.
 
 use std::sync::Arc;
 
