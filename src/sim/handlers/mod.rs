@@ -193,22 +193,27 @@ where
 /// A route to a resource that is not served right now leads nowhere; a path under a group
 /// none of whose resources is served right now is [`Route::GroupNotServed`].
 fn served_route(ctx: &Context, path: &str, route: Route) -> Route {
-    if let Some(group) = route::group_of_path(path) {
-        let unserved = ctx.unserved.read();
-        let served = ctx
-            .store
-            .resources()
-            .iter()
-            .any(|(id, def)| def.group == group && !unserved.contains(&id));
-        if !served {
-            return Route::GroupNotServed;
-        }
-    }
+    let unserved = ctx.unserved.read();
     match route {
-        Route::Resource(target) if ctx.unserved.read().contains(&target.resource) => {
-            Route::NotFound
+        // A served resource's group is served: no need to look further (every request to a
+        // resource comes this way).
+        Route::Resource(target) if !unserved.contains(&target.resource) => Route::Resource(target),
+        route => {
+            if let Some(group) = route::group_of_path(path) {
+                let served = ctx
+                    .store
+                    .resources()
+                    .iter()
+                    .any(|(id, def)| def.group == group && !unserved.contains(&id));
+                if !served {
+                    return Route::GroupNotServed;
+                }
+            }
+            match route {
+                Route::Resource(_) => Route::NotFound,
+                route => route,
+            }
         }
-        route => route,
     }
 }
 
