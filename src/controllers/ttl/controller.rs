@@ -112,16 +112,13 @@ impl<K: TtlKind> TtlControllerBuilder<K> {
             namespace: self.options.namespace.clone(),
         };
         let (watch, informer) = ResourceWatch::unstarted(target::<K>(), &plan::<K>(), &context);
-        let settings = ReconcileSettings {
-            controller: K::CONTROLLER,
-            dry_run: self.options.dry_run,
-            fresh_read: self.options.fresh_read,
-            retry_unschedulable: true,
-        };
-        let tally = Arc::new(KindTally::new(self.metrics, K::KIND));
-        let reconciler =
-            RetentionReconciler::new(watch_map(&watch), self.clock, tally, self.recorder)
-                .with_settings(settings);
+        let reconciler = reconciler::<K>(
+            &watch,
+            &self.options,
+            self.clock,
+            self.metrics,
+            self.recorder,
+        );
         let controller = Controller::new(K::CONTROLLER, queue.clone(), reconciler)
             .workers(self.options.workers)
             .informer(&informer);
@@ -170,6 +167,19 @@ pub fn detached<K: TtlKind>(
     recorder: SharedRecorder,
 ) -> (Arc<ResourceWatch>, RetentionReconciler) {
     let watch = ResourceWatch::detached(target::<K>(), &plan::<K>(), client);
+    let reconciler = reconciler::<K>(&watch, options, clock, metrics, recorder);
+    (watch, reconciler)
+}
+
+/// The engine's reconciler over `watch`, with upstream's settings for `K`: its controller's
+/// name, a missing finish time retried as an error, kube-controller-manager's metric names.
+fn reconciler<K: TtlKind>(
+    watch: &Arc<ResourceWatch>,
+    options: &TtlOptions,
+    clock: SharedClock,
+    metrics: Arc<TtlMetrics>,
+    recorder: SharedRecorder,
+) -> RetentionReconciler {
     let settings = ReconcileSettings {
         controller: K::CONTROLLER,
         dry_run: options.dry_run,
@@ -177,9 +187,7 @@ pub fn detached<K: TtlKind>(
         retry_unschedulable: true,
     };
     let tally = Arc::new(KindTally::new(metrics, K::KIND));
-    let reconciler =
-        RetentionReconciler::new(watch_map(&watch), clock, tally, recorder).with_settings(settings);
-    (watch, reconciler)
+    RetentionReconciler::new(watch_map(watch), clock, tally, recorder).with_settings(settings)
 }
 
 /// The work key of `key` in the controller of `K`.
