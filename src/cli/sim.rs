@@ -128,9 +128,12 @@ pub async fn run(args: SimArgs) -> Result<(), SimCommandError> {
     if !args.empty {
         create_samples(&server).map_err(|e| SimCommandError::Samples(Box::new(e)))?;
     }
+    // Installed before the banner invites `kill -HUP`: until a handler is installed, SIGHUP's
+    // default action ends the process.
+    let signals = Signals::install()?;
     print_banner(&server, &kubeconfig, args.run_for);
 
-    let outcome = serve_until_stopped(&server, args.run_for).await;
+    let outcome = serve_until_stopped(&server, signals, args.run_for).await;
     server.shutdown().await;
     outcome
 }
@@ -175,12 +178,32 @@ fn print_banner(server: &SimServer, kubeconfig: &Path, run_for: Option<Duration>
     }
 }
 
+/// The signals `kube-gc sim` answers besides Ctrl-C: SIGHUP (restart) and SIGUSR1 (compact).
+struct Signals {
+    hangup: tokio::signal::unix::Signal,
+    user1: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> Result<Signals, SimCommandError> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Signals {
+            hangup: signal(SignalKind::hangup()).map_err(SimCommandError::Signal)?,
+            user1: signal(SignalKind::user_defined1()).map_err(SimCommandError::Signal)?,
+        })
+    }
+}
+
 /// Serves until Ctrl-C or `run_for`, restarting on SIGHUP and compacting on SIGUSR1.
 async fn serve_until_stopped(
     server: &SimServer,
+    signals: Signals,
     run_for: Option<Duration>,
 ) -> Result<(), SimCommandError> {
-    use tokio::signal::unix::{signal, SignalKind};
+    let Signals {
+        mut hangup,
+        mut user1,
+    } = signals;
     let deadline = async {
         match run_for {
             Some(limit) => tokio::time::sleep(limit).await,
@@ -188,8 +211,6 @@ async fn serve_until_stopped(
         }
     };
     tokio::pin!(deadline);
-    let mut hangup = signal(SignalKind::hangup()).map_err(SimCommandError::Signal)?;
-    let mut user1 = signal(SignalKind::user_defined1()).map_err(SimCommandError::Signal)?;
     loop {
         tokio::select! {
             signal = tokio::signal::ctrl_c() => return signal.map_err(SimCommandError::Signal),
