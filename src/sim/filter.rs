@@ -13,6 +13,7 @@ use serde_json::Value;
 use crate::sim::history::{Change, ChangeKind};
 use crate::sim::object;
 use crate::sim::selectors::{FieldSelector, LabelSelector};
+use crate::sim::stamped::Stamped;
 
 /// Namespace, label and field restrictions of one request (all optional).
 #[derive(Debug, Default)]
@@ -60,29 +61,26 @@ impl ObjectFilter {
     }
 
     /// The event a watcher with this filter receives for `change`, if any: its type and object.
-    pub fn event_for(&self, change: &Change) -> Option<(&'static str, Arc<Value>)> {
+    pub fn event_for(&self, change: &Change) -> Option<(&'static str, Stamped)> {
         let now_matches = change.kind != ChangeKind::Deleted && self.matches(&change.object);
         let before_matched = change
             .previous
             .as_ref()
             .is_some_and(|previous| self.matches(previous));
         match (now_matches, before_matched) {
-            (true, true) => Some(("MODIFIED", Arc::clone(&change.object))),
-            (true, false) => Some(("ADDED", Arc::clone(&change.object))),
+            (true, true) => Some(("MODIFIED", Stamped::stored(Arc::clone(&change.object)))),
+            (true, false) => Some(("ADDED", Stamped::stored(Arc::clone(&change.object)))),
             (false, false) => None,
-            (false, true) if change.kind == ChangeKind::Deleted => {
-                Some(("DELETED", Arc::clone(&change.object)))
-            }
+            // The object's last state, at the deletion's resourceVersion.
+            (false, true) if change.kind == ChangeKind::Deleted => Some((
+                "DELETED",
+                Stamped::at(Arc::clone(&change.object), change.rv),
+            )),
+            // The object left the watcher's view: it gets the last state it could see, at the
+            // change's resourceVersion so that the watcher can resume after it.
             (false, true) => {
-                // The object left the watcher's view: it gets the last state it could see,
-                // stamped with the change's resourceVersion so the watcher can resume after it.
-                let mut last_seen = change.previous.as_deref().cloned().unwrap_or_default();
-                object::set_meta(
-                    &mut last_seen,
-                    "resourceVersion",
-                    Some(Value::from(change.rv.to_string())),
-                );
-                Some(("DELETED", Arc::new(last_seen)))
+                let last_seen = change.previous.as_ref().map(Arc::clone).unwrap_or_default();
+                Some(("DELETED", Stamped::at(last_seen, change.rv)))
             }
         }
     }
@@ -134,8 +132,9 @@ mod tests {
         let mut before = labelled("x");
         object::set_meta(&mut before, "resourceVersion", Some(json!("5")));
         let event = app_x().event_for(&change(ChangeKind::Modified, labelled("y"), Some(before)));
-        let (kind, obj) = event.unwrap_or(("none", Arc::new(Value::Null)));
+        let (kind, stamped) = event.unwrap_or(("none", Stamped::stored(Arc::new(Value::Null))));
         assert_eq!(kind, "DELETED");
+        let obj = stamped.to_value();
         assert_eq!(obj["metadata"]["labels"]["app"], "x");
         assert_eq!(obj["metadata"]["resourceVersion"], "9");
     }
@@ -155,6 +154,12 @@ mod tests {
             labelled("x"),
             Some(labelled("x")),
         ));
-        assert_eq!(deleted.map(|e| e.0), Some("DELETED"));
+        let (kind, stamped) = deleted.unwrap_or(("none", Stamped::stored(Arc::new(Value::Null))));
+        assert_eq!(kind, "DELETED");
+        assert_eq!(
+            stamped.resource_version(),
+            Some(9),
+            "at the deletion's version"
+        );
     }
 }

@@ -55,7 +55,10 @@ pub struct Change {
     pub key: String,
     /// What happened.
     pub kind: ChangeKind,
-    /// The object as watchers receive it; for a deletion, its final state stamped with `rv`.
+    /// The object as stored by the change. A deletion stores nothing: its `object` is the
+    /// object's last stored state (the same as `previous`, but for a deletion by an update that
+    /// removed the last finalizer: that update's object), still at the last write's
+    /// resourceVersion; watchers receive it at `rv` ([`crate::sim::stamped::Stamped`]).
     pub object: Arc<Value>,
     /// The stored object before the change (`None` for [`ChangeKind::Added`]).
     pub previous: Option<Arc<Value>>,

@@ -74,6 +74,7 @@ pub mod replay;
 pub mod resources;
 pub mod selectors;
 pub mod server;
+pub mod stamped;
 pub mod status;
 pub mod store;
 pub mod tls;

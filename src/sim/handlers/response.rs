@@ -21,6 +21,7 @@ use serde_json::Value;
 
 use crate::sim::object;
 use crate::sim::resources::ResourceDef;
+use crate::sim::stamped::Stamped;
 use crate::sim::store::ListPage;
 
 /// The body type of every response.
@@ -76,6 +77,38 @@ impl Representation {
         match self {
             Representation::Full => Cow::Borrowed(obj),
             Representation::MetadataOnly => Cow::Owned(object::metadata_only(obj)),
+        }
+    }
+
+    /// A stored object presented at a resourceVersion of its own (a deletion's final state),
+    /// in this representation, still without copying it when it is wanted whole.
+    pub fn stamped(self, stamped: &Stamped) -> Presented<'_> {
+        match self {
+            Representation::Full => Presented::Whole(stamped),
+            Representation::MetadataOnly => {
+                let mut metadata = object::metadata_only(stamped.object());
+                stamped.stamp(&mut metadata);
+                Presented::Built(metadata)
+            }
+        }
+    }
+}
+
+/// What [`Representation::stamped`] encodes: the stamped object, or a representation built
+/// from it.
+#[derive(Debug)]
+pub enum Presented<'a> {
+    /// The whole object, stamped while it is encoded.
+    Whole(&'a Stamped),
+    /// A new object (metadata only).
+    Built(Value),
+}
+
+impl Serialize for Presented<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Presented::Whole(stamped) => stamped.serialize(serializer),
+            Presented::Built(value) => value.serialize(serializer),
         }
     }
 }

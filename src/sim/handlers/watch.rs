@@ -40,6 +40,7 @@ use super::response::{self, Body, Representation};
 use super::route::Target;
 use super::{Context, Incoming};
 use crate::sim::resources::ResourceDef;
+use crate::sim::stamped::Stamped;
 use crate::sim::status::{self, Cause, CauseType, GroupKind};
 use crate::sim::store::{Store, StoreError, WatchItem, WatchStart, WatcherId};
 
@@ -303,10 +304,10 @@ struct Encoder {
 }
 
 #[derive(Serialize)]
-struct Line<'a> {
+struct Line<'a, T: Serialize> {
     #[serde(rename = "type")]
     event_type: &'a str,
-    object: &'a Value,
+    object: &'a T,
 }
 
 impl Encoder {
@@ -325,19 +326,14 @@ impl Encoder {
         }
     }
 
-    fn line(event_type: &str, object: &Value) -> Bytes {
+    fn line<T: Serialize>(event_type: &str, object: &T) -> Bytes {
         let mut bytes = serde_json::to_vec(&Line { event_type, object }).unwrap_or_default();
         bytes.push(b'\n');
         Bytes::from(bytes)
     }
 
-    fn event(&self, event_type: &str, object: &Value) -> Bytes {
-        match self.representation {
-            Representation::Full => Encoder::line(event_type, object),
-            Representation::MetadataOnly => {
-                Encoder::line(event_type, &self.representation.object(object))
-            }
-        }
+    fn event(&self, event_type: &str, object: &Stamped) -> Bytes {
+        Encoder::line(event_type, &self.representation.stamped(object))
     }
 
     /// A BOOKMARK: an empty object of the watched kind carrying only the resourceVersion

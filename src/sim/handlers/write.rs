@@ -108,10 +108,11 @@ pub fn delete(
     let mut response = match outcome {
         // Pods, Namespaces and a few more answer with what they deleted (exchange 67).
         DeleteOutcome::Deleted(last) if def.returns_deleted_object => {
-            object_response(incoming, StatusCode::OK, &last)
+            let representation = Representation::from_accept(incoming.header(ACCEPT));
+            response::json(StatusCode::OK, &representation.stamped(&last))
         }
         DeleteOutcome::Deleted(last) => {
-            let uid = crate::sim::object::uid(&last).unwrap_or_default();
+            let uid = crate::sim::object::uid(last.object()).unwrap_or_default();
             response::status(status::success_deleted(&def.group_resource(), name, uid))
         }
         DeleteOutcome::Pending(obj) => {

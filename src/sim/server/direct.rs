@@ -160,10 +160,10 @@ impl SimServer {
                 let WatchItem::Event { event_type, object } = item else {
                     continue;
                 };
-                if object::name(&object) != Some(name) {
+                if object::name(object.object()) != Some(name) {
                     continue;
                 }
-                state = (event_type != "DELETED").then_some(object);
+                state = (event_type != "DELETED").then(|| Arc::clone(object.object()));
                 if condition(state.as_deref()) {
                     return Ok(state.map(|s| (*s).clone()));
                 }

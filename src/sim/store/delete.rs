@@ -18,11 +18,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{Store, StoreError, Write};
+use super::{Removal, Store, StoreError, Write};
 use crate::sim::clock::format_time;
-use crate::sim::history::ChangeKind;
 use crate::sim::object;
 use crate::sim::resources::{DefaultDeletion, ResourceDef, ResourceId};
+use crate::sim::stamped::Stamped;
 
 const ORPHAN: &str = "orphan";
 const FOREGROUND: &str = "foregroundDeletion";
@@ -80,7 +80,7 @@ impl DeleteOptions {
 pub enum DeleteOutcome {
     /// The object left storage; this is its final state, at the deletion's resourceVersion
     /// (as etcd's conditional delete answers; a dry run's keeps the object's own).
-    Deleted(Arc<Value>),
+    Deleted(Stamped),
     /// The object stays, marked for deletion, until its finalizers are removed.
     Pending(Arc<Value>),
 }
@@ -105,81 +105,113 @@ impl Store {
             // one runs on — would wait for it.
             let existing = self.state.lock().existing(resource, &key, name)?;
             check_delete_preconditions(resource, name, &existing, options)?;
-            let (kind, object) = match deleted_state(def, &existing, options, now) {
-                Some(kind_and_object) => kind_and_object,
-                None => return Ok(DeleteOutcome::Pending(existing)),
-            };
+            let deletion = deletion(def, &existing, options, now);
             if options.dry_run {
-                return Ok(match kind {
-                    ChangeKind::Deleted => DeleteOutcome::Deleted(existing),
-                    _ => DeleteOutcome::Pending(Arc::new(object)),
+                return Ok(match deletion {
+                    Deletion::Mark(marked) => DeleteOutcome::Pending(Arc::new(marked)),
+                    Deletion::Unchanged => DeleteOutcome::Pending(existing),
+                    _ => DeleteOutcome::Deleted(Stamped::stored(existing)),
                 });
             }
-            // A graceful deletion first writes the object marked (deletionTimestamp, a zero
-            // grace period), then removes it one revision later: a watch sees MODIFIED, then
-            // DELETED (exchange 68). The copy is made before the lock, as the other.
-            let marked = (kind == ChangeKind::Deleted
-                && def.graceful_deletion
-                && object::deletion_timestamp(&existing).is_none())
-            .then(|| object.clone());
             let mut state = self.state.lock();
             if !state.holds(resource, &key, &existing) {
                 continue;
             }
-            let mut previous = Arc::clone(&existing);
-            if let Some(marked) = marked {
-                let write = Write {
-                    resource,
-                    key: key.clone(),
-                    kind: ChangeKind::Modified,
-                    object: marked,
-                    previous: Some(previous),
-                };
-                previous = state.commit(def, write, now);
-            }
-            let write = Write {
+            let removal = |last: Arc<Value>, previous: Arc<Value>| Removal {
                 resource,
-                key,
-                kind,
-                object,
-                previous: Some(previous),
+                key: key.clone(),
+                last,
+                previous,
             };
-            let stored = state.commit(def, write, now);
-            return Ok(match kind {
-                ChangeKind::Deleted => DeleteOutcome::Deleted(stored),
-                _ => DeleteOutcome::Pending(stored),
-            });
+            let outcome = match deletion {
+                Deletion::Unchanged => DeleteOutcome::Pending(existing),
+                Deletion::Mark(marked) => {
+                    let write = Write {
+                        resource,
+                        key: key.clone(),
+                        object: marked,
+                        previous: Some(existing),
+                    };
+                    DeleteOutcome::Pending(state.commit(write, now))
+                }
+                Deletion::Remove => {
+                    let removal = removal(Arc::clone(&existing), existing);
+                    DeleteOutcome::Deleted(state.commit_deletion(def, removal, now))
+                }
+                Deletion::RemoveAs(last) => {
+                    let removal = removal(Arc::new(last), existing);
+                    DeleteOutcome::Deleted(state.commit_deletion(def, removal, now))
+                }
+                // A graceful deletion writes the object marked (deletionTimestamp, a zero grace
+                // period), then removes it one revision later: a watch sees MODIFIED, then
+                // DELETED (exchange 68), both with that one stored copy.
+                Deletion::MarkThenRemove(marked) => {
+                    let write = Write {
+                        resource,
+                        key: key.clone(),
+                        object: marked,
+                        previous: Some(existing),
+                    };
+                    let marked = state.commit(write, now);
+                    let removal = removal(Arc::clone(&marked), marked);
+                    DeleteOutcome::Deleted(state.commit_deletion(def, removal, now))
+                }
+            };
+            return Ok(outcome);
         }
     }
 }
 
-/// What deleting `existing` writes: its final state (it leaves storage), or the object marked
-/// for deletion (it has finalizers left); `None` if it is already marked exactly so.
-fn deleted_state(
+/// What a delete request writes, decided outside the store's lock: the copies it makes of a
+/// large object take tens of microseconds, and every request would wait for them.
+#[derive(Debug)]
+enum Deletion {
+    /// The object is already marked exactly so: nothing to write.
+    Unchanged,
+    /// Finalizers remain: the object is written marked for deletion, and stays.
+    Mark(Value),
+    /// The object leaves storage as it is stored.
+    Remove,
+    /// The object leaves storage in this final state (a graceful deletion of an object
+    /// already marked, whose grace period the deletion ends).
+    RemoveAs(Value),
+    /// A graceful deletion: the object is written marked, then leaves storage so.
+    MarkThenRemove(Value),
+}
+
+/// What deleting `existing` writes (see the module documentation and [`Deletion`]).
+fn deletion(
     def: &ResourceDef,
     existing: &Value,
     options: &DeleteOptions,
     now: chrono::DateTime<chrono::Utc>,
-) -> Option<(ChangeKind, Value)> {
+) -> Deletion {
     let finalizers = finalizers_after_delete(def, existing, options);
     if finalizers.is_empty() {
+        if !def.graceful_deletion {
+            return Deletion::Remove;
+        }
+        let first_deletion = object::deletion_timestamp(existing).is_none();
         let mut last = existing.clone();
-        if def.graceful_deletion {
-            // What the graceful deletion's first write stamps (see `Store::delete`).
-            if object::deletion_timestamp(&last).is_none() {
-                object::set_meta(
-                    &mut last,
-                    "deletionTimestamp",
-                    Some(Value::from(format_time(now))),
-                );
-            }
+        if first_deletion {
             object::set_meta(
                 &mut last,
-                "deletionGracePeriodSeconds",
-                Some(Value::from(0)),
+                "deletionTimestamp",
+                Some(Value::from(format_time(now))),
             );
         }
-        return Some((ChangeKind::Deleted, last));
+        object::set_meta(
+            &mut last,
+            "deletionGracePeriodSeconds",
+            Some(Value::from(0)),
+        );
+        return if first_deletion {
+            Deletion::MarkThenRemove(last)
+        } else if last == *existing {
+            Deletion::Remove
+        } else {
+            Deletion::RemoveAs(last)
+        };
     }
     let mut marked = existing.clone();
     object::set_finalizers(&mut marked, &finalizers);
@@ -199,7 +231,11 @@ fn deleted_state(
         "deletionGracePeriodSeconds",
         Some(Value::from(0)),
     );
-    (marked != *existing).then_some((ChangeKind::Modified, marked))
+    if marked == *existing {
+        Deletion::Unchanged
+    } else {
+        Deletion::Mark(marked)
+    }
 }
 
 fn check_delete_preconditions(

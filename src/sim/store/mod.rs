@@ -43,6 +43,7 @@ use crate::sim::filter::ObjectFilter;
 use crate::sim::history::{Change, ChangeKind, History};
 use crate::sim::object;
 use crate::sim::resources::{Gvr, ResourceDef, ResourceId, Resources};
+use crate::sim::stamped::Stamped;
 use watchers::Watchers;
 
 /// Tuning of a [`Store`].
@@ -84,7 +85,8 @@ pub struct DeletionRecord {
     pub name: String,
     /// The object's uid.
     pub uid: String,
-    /// The object as it was when it was removed.
+    /// The object as it was when it was removed, at the resourceVersion of the last write that
+    /// stored it (`rv` is the deletion's).
     pub final_state: Arc<Value>,
 }
 
@@ -223,7 +225,7 @@ impl Store {
                     .filter(|obj| filter.matches(obj))
                     .map(|obj| WatchItem::Event {
                         event_type: "ADDED",
-                        object: Arc::clone(obj),
+                        object: Stamped::stored(Arc::clone(obj)),
                     })
                     .collect();
                 if start == WatchStart::InitialEventsThenBookmark {
@@ -350,15 +352,25 @@ impl Store {
     }
 }
 
-/// One write about to be committed.
+/// One write that stores an object, about to be committed.
 struct Write {
     resource: ResourceId,
     key: String,
-    kind: ChangeKind,
-    /// The new object (the final state, for a deletion); its resourceVersion is set on commit.
+    /// The new object; its resourceVersion is set on commit.
     object: Value,
     /// The stored object being replaced (`None` on create).
     previous: Option<Arc<Value>>,
+}
+
+/// One deletion about to be committed.
+struct Removal {
+    resource: ResourceId,
+    key: String,
+    /// The object's final state: the stored object itself, unless the deletion changed it
+    /// (an update that removed the last finalizer).
+    last: Arc<Value>,
+    /// The stored object being removed.
+    previous: Arc<Value>,
 }
 
 impl State {
@@ -386,13 +398,13 @@ impl State {
             .is_some_and(|stored| Arc::ptr_eq(stored, read))
     }
 
-    /// Commits one write: assigns the next resourceVersion, updates the object map, appends the
-    /// change to the history, offers it to watchers and, for deletions, logs the final state.
-    fn commit(&mut self, def: &ResourceDef, write: Write, at: DateTime<Utc>) -> Arc<Value> {
+    /// Commits a write that stores an object (a create or an update): assigns the next
+    /// resourceVersion, stores the object, appends the change to the history and offers it to
+    /// watchers.
+    fn commit(&mut self, write: Write, at: DateTime<Utc>) -> Arc<Value> {
         let Write {
             resource,
             key,
-            kind,
             object: mut obj,
             previous,
         } = write;
@@ -403,30 +415,12 @@ impl State {
             Some(Value::from(self.rv.to_string())),
         );
         let obj = Arc::new(obj);
-        let objects = &mut self.objects[resource.0];
-        match kind {
-            ChangeKind::Deleted => {
-                objects.remove(&key);
-            }
-            ChangeKind::Added | ChangeKind::Modified => {
-                objects.insert(key.clone(), Arc::clone(&obj));
-            }
-        }
-        if kind == ChangeKind::Deleted {
-            self.deletions.push_back(DeletionRecord {
-                rv: self.rv,
-                at,
-                gvr: Gvr::new(&def.group, &def.version, &def.resource),
-                namespace: object::namespace(&obj).map(str::to_string),
-                name: object::name(&obj).unwrap_or_default().to_string(),
-                uid: object::uid(&obj).unwrap_or_default().to_string(),
-                final_state: Arc::clone(&obj),
-            });
-            if self.deletions.len() > self.deletion_log_limit {
-                self.deletions.pop_front();
-            }
-        }
-        let change = Arc::new(Change {
+        self.objects[resource.0].insert(key.clone(), Arc::clone(&obj));
+        let kind = match previous {
+            Some(_) => ChangeKind::Modified,
+            None => ChangeKind::Added,
+        };
+        self.publish(Change {
             rv: self.rv,
             at,
             resource,
@@ -435,11 +429,59 @@ impl State {
             object: Arc::clone(&obj),
             previous,
         });
+        obj
+    }
+
+    /// Commits a deletion: assigns the next resourceVersion, removes the object, logs `last` as
+    /// its final state, appends the change and offers it to watchers. `last` is shared, not
+    /// copied: it keeps the resourceVersion of the write that stored it, and the answer and
+    /// the DELETED events present it at the deletion's ([`Stamped`]).
+    fn commit_deletion(
+        &mut self,
+        def: &ResourceDef,
+        removal: Removal,
+        at: DateTime<Utc>,
+    ) -> Stamped {
+        let Removal {
+            resource,
+            key,
+            last,
+            previous,
+        } = removal;
+        self.rv += 1;
+        self.objects[resource.0].remove(&key);
+        self.deletions.push_back(DeletionRecord {
+            rv: self.rv,
+            at,
+            gvr: Gvr::new(&def.group, &def.version, &def.resource),
+            namespace: object::namespace(&last).map(str::to_string),
+            name: object::name(&last).unwrap_or_default().to_string(),
+            uid: object::uid(&last).unwrap_or_default().to_string(),
+            final_state: Arc::clone(&last),
+        });
+        if self.deletions.len() > self.deletion_log_limit {
+            self.deletions.pop_front();
+        }
+        self.publish(Change {
+            rv: self.rv,
+            at,
+            resource,
+            key,
+            kind: ChangeKind::Deleted,
+            object: Arc::clone(&last),
+            previous: Some(previous),
+        });
+        Stamped::at(last, self.rv)
+    }
+
+    /// Appends a committed change to the history and the resource's watch cache, and offers it
+    /// to every watcher, all under the lock the write holds.
+    fn publish(&mut self, change: Change) {
+        let change = Arc::new(change);
         self.watchers.dispatch(&change);
-        self.watch_caches[resource.0].push(Arc::clone(&change));
+        self.watch_caches[change.resource.0].push(Arc::clone(&change));
         self.history.push(change);
         self.version.send_replace(self.rv);
-        obj
     }
 }
 

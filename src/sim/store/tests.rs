@@ -259,9 +259,12 @@ fn background_deletion_removes_at_once_and_checks_preconditions() {
         &DeleteOptions::propagation(Propagation::Background),
     );
     // The final state is the object as it was, at the deletion's own resourceVersion.
-    let Ok(DeleteOutcome::Deleted(last)) = gone else {
+    let Ok(DeleteOutcome::Deleted(stamped)) = gone else {
         panic!("not deleted: {gone:?}")
     };
+    // Presented so, not copied: the stored object is the one the create stored.
+    assert!(Arc::ptr_eq(stamped.object(), &created));
+    let last = stamped.to_value();
     let rv = |o: &Value| {
         o["metadata"]["resourceVersion"]
             .as_str()
@@ -270,7 +273,7 @@ fn background_deletion_removes_at_once_and_checks_preconditions() {
             .unwrap()
     };
     assert!(rv(&last) > rv(&created));
-    let mut same = (*last).clone();
+    let mut same = last.clone();
     same["metadata"]["resourceVersion"] = created["metadata"]["resourceVersion"].clone();
     assert_eq!(same, *created);
     assert!(f.store.get(f.jobs, Some("capture"), "pi").is_err());
@@ -389,7 +392,9 @@ fn drain(registration: &mut WatchRegistration) -> Vec<(String, String)> {
         .map(|item| match item {
             WatchItem::Event { event_type, object } => (
                 event_type.to_string(),
-                object::name(&object).unwrap_or_default().to_string(),
+                object::name(object.object())
+                    .unwrap_or_default()
+                    .to_string(),
             ),
             WatchItem::Bookmark { rv, .. } => ("BOOKMARK".to_string(), rv.to_string()),
         })
@@ -592,4 +597,41 @@ mod mvcc {
             }
         }
     }
+}
+
+#[test]
+fn a_graceful_deletion_keeps_one_copy_for_its_two_changes() {
+    let f = fixture();
+    let pods = Resources::default()
+        .find("", "v1", "pods")
+        .unwrap_or(ResourceId(0));
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "main", "image": "busybox"}]}});
+    let created = match f.store.create(pods, Some("capture"), pod, false) {
+        Ok(created) => created,
+        Err(e) => panic!("create the pod: {e}"),
+    };
+    let outcome = f
+        .store
+        .delete(pods, Some("capture"), "p", &DeleteOptions::default());
+    let Ok(DeleteOutcome::Deleted(last)) = outcome else {
+        panic!("not deleted: {outcome:?}");
+    };
+    let history = f.store.history();
+    let [.., marked, deleted] = history.as_slice() else {
+        panic!("two changes expected, got {}", history.len());
+    };
+    assert_eq!(marked.kind, ChangeKind::Modified);
+    assert_eq!(deleted.kind, ChangeKind::Deleted);
+    assert_eq!(deleted.rv, marked.rv + 1);
+    // One stored copy, the marked Pod: the MODIFIED's object, the DELETED's and the answer.
+    assert!(Arc::ptr_eq(&deleted.object, &marked.object));
+    assert!(Arc::ptr_eq(last.object(), &marked.object));
+    assert!(!Arc::ptr_eq(&marked.object, &created));
+    // Presented at the deletion's version, with the two fields the marking wrote.
+    let presented = last.to_value();
+    assert_eq!(rv_of(&presented), deleted.rv);
+    assert_eq!(presented["metadata"]["deletionGracePeriodSeconds"], 0);
+    assert!(object::deletion_timestamp(&presented).is_some());
+    assert_eq!(f.store.deletions().last().map(|d| d.rv), Some(deleted.rv));
 }

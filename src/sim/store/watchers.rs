@@ -9,14 +9,13 @@
 //! event.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::sim::filter::ObjectFilter;
 use crate::sim::history::Change;
 use crate::sim::resources::ResourceId;
+use crate::sim::stamped::Stamped;
 
 /// One item a watch stream writes out.
 #[derive(Debug, Clone)]
@@ -26,7 +25,7 @@ pub enum WatchItem {
         /// The event type.
         event_type: &'static str,
         /// The object as the watcher receives it.
-        object: Arc<Value>,
+        object: Stamped,
     },
     /// A `BOOKMARK` at this resourceVersion; `initial_events_end` marks the end of the initial
     /// events of a streaming list (`sendInitialEvents=true`).
@@ -158,6 +157,7 @@ mod tests {
     use super::*;
     use crate::sim::history::ChangeKind;
     use serde_json::json;
+    use std::sync::Arc;
 
     fn change(rv: u64, resource: usize) -> Change {
         Change {

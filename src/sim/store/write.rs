@@ -17,8 +17,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::server_fields::{merge_update, prepare_new_object};
-use super::{State, Store, StoreError, Write};
-use crate::sim::history::ChangeKind;
+use super::{Removal, State, Store, StoreError, Write};
 use crate::sim::object;
 use crate::sim::resources::{ResourceDef, ResourceId};
 use crate::sim::validation;
@@ -72,11 +71,9 @@ impl Store {
             return Ok(Arc::new(obj));
         }
         Ok(state.commit(
-            def,
             Write {
                 resource,
                 key,
-                kind: ChangeKind::Added,
                 object: obj,
                 previous: None,
             },
@@ -159,7 +156,6 @@ impl Store {
             Write {
                 resource,
                 key,
-                kind: ChangeKind::Modified,
                 object: updated,
                 previous: Some(existing),
             },
@@ -255,29 +251,35 @@ fn namespace_mismatch() -> StoreError {
 }
 
 /// Commits an update — or, when it removed the last finalizer of an object being deleted, the
-/// deletion. The answer is the object's last state as stored; a deletion's DELETED event
-/// carries the deletion's own resourceVersion instead (exchanges 27 and 20).
+/// deletion. The answer is the object's last state at the stored resourceVersion; a deletion's
+/// DELETED event carries the deletion's own resourceVersion instead (exchanges 27 and 20).
 fn commit_update(
     state: &mut State,
     def: &ResourceDef,
-    mut write: Write,
+    write: Write,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Arc<Value> {
     let finished_deleting = object::deletion_timestamp(&write.object).is_some()
         && object::finalizers(&write.object).is_empty();
-    if !finished_deleting {
-        return state.commit(def, write, now);
-    }
-    let mut last_state = write.object.clone();
-    let stored_rv = write
-        .previous
-        .as_deref()
-        .and_then(object::resource_version)
-        .map(Value::from);
-    object::set_meta(&mut last_state, "resourceVersion", stored_rv);
-    write.kind = ChangeKind::Deleted;
-    state.commit(def, write, now);
-    Arc::new(last_state)
+    let previous = match (&write.previous, finished_deleting) {
+        (Some(previous), true) => Arc::clone(previous),
+        _ => return state.commit(write, now),
+    };
+    let Write {
+        resource,
+        key,
+        object: mut last,
+        ..
+    } = write;
+    let stored_rv = object::resource_version(&previous).map(Value::from);
+    object::set_meta(&mut last, "resourceVersion", stored_rv);
+    let removal = Removal {
+        resource,
+        key,
+        last: Arc::new(last),
+        previous,
+    };
+    Arc::clone(state.commit_deletion(def, removal, now).object())
 }
 
 /// A resourceVersion or uid carried by the requested object must match the stored one.
