@@ -198,6 +198,11 @@ async fn finished_pods_go_when_their_ttl_expires_and_the_rest_stay() {
         deletes[0].body.as_ref().unwrap()["propagationPolicy"],
         "Background"
     );
+    // The answer, the deleted Pod (exchange 67), is asked for as metadata only (exchange 69).
+    assert_eq!(
+        deletes[0].header("accept"),
+        Some(kube_gc::api::ACCEPT_PARTIAL_OBJECT_METADATA_OR_JSON)
+    );
     assert_eq!(
         running
             .metrics

@@ -18,6 +18,12 @@ use super::resource::HasMetadata;
 /// The `Accept` header for a metadata-only GET or WATCH.
 pub const ACCEPT_PARTIAL_OBJECT_METADATA: &str =
     "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+/// The `Accept` header for a DELETE whose answer is wanted as metadata: the object a finalizer
+/// keeps, or that a resource answers with (Pods), comes back as its `PartialObjectMetadata`;
+/// a `Status` stays a `Status` (exchanges 69–71). JSON is the fallback, as in client-go's
+/// metadata client, which kube-controller-manager's garbage collector deletes with.
+pub const ACCEPT_PARTIAL_OBJECT_METADATA_OR_JSON: &str =
+    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
 /// The `Accept` header for a metadata-only LIST.
 pub const ACCEPT_PARTIAL_OBJECT_METADATA_LIST: &str =
     "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";

@@ -53,7 +53,7 @@ pub use list::{List, ListMeta};
 pub use meta::{ObjectMeta, TypeMeta};
 pub use metadata_only::{
     PartialObjectMetadata, PartialObjectMetadataList, ACCEPT_PARTIAL_OBJECT_METADATA,
-    ACCEPT_PARTIAL_OBJECT_METADATA_LIST,
+    ACCEPT_PARTIAL_OBJECT_METADATA_LIST, ACCEPT_PARTIAL_OBJECT_METADATA_OR_JSON,
 };
 pub use owner::OwnerReference;
 pub use resource::{api_version_of, HasMetadata, Resource};

@@ -90,6 +90,31 @@ impl Serialize for Stamped {
     }
 }
 
+/// The object's `PartialObjectMetadata` (`meta.k8s.io/v1`), as served for `Accept:
+/// application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1`, written from the stored
+/// object rather than from a copy of its metadata.
+#[derive(Debug)]
+pub struct MetadataOnly<'a>(pub &'a Stamped);
+
+impl Serialize for MetadataOnly<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let empty = Map::new();
+        let metadata = match self.0.object.get("metadata") {
+            Some(Value::Object(metadata)) => metadata,
+            _ => &empty,
+        };
+        // The keys in the order a `Value` of the same object would write them.
+        let mut map = serializer.serialize_map(Some(3))?;
+        map.serialize_entry("apiVersion", "meta.k8s.io/v1")?;
+        map.serialize_entry("kind", "PartialObjectMetadata")?;
+        match self.0.resource_version {
+            Some(rv) => map.serialize_entry("metadata", &MetadataAt { metadata, rv })?,
+            None => map.serialize_entry("metadata", metadata)?,
+        }
+        map.end()
+    }
+}
+
 /// `metadata` with `resourceVersion` replaced (or inserted, in key order, if it was missing).
 struct MetadataAt<'a> {
     metadata: &'a Map<String, Value>,
@@ -162,6 +187,23 @@ mod tests {
         assert_eq!(stamped.to_value(), expected);
         assert_eq!(stamped.resource_version(), Some(9));
         assert_eq!(stamped.object()["metadata"]["resourceVersion"], "7");
+    }
+
+    #[test]
+    fn metadata_only_is_what_a_copy_of_the_metadata_encodes_to() {
+        for stamped in [Stamped::stored(pod()), Stamped::at(pod(), 9)] {
+            let mut copy = object::metadata_only(stamped.object());
+            stamped.stamp(&mut copy);
+            assert_eq!(
+                serde_json::to_string(&MetadataOnly(&stamped)).ok(),
+                serde_json::to_string(&copy).ok()
+            );
+        }
+        let bare = Stamped::stored(Arc::new(json!({"kind": "Pod"})));
+        assert_eq!(
+            serde_json::to_string(&MetadataOnly(&bare)).ok(),
+            serde_json::to_string(&object::metadata_only(bare.object())).ok()
+        );
     }
 
     #[test]

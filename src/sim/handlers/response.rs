@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use crate::sim::object;
 use crate::sim::resources::ResourceDef;
-use crate::sim::stamped::Stamped;
+use crate::sim::stamped::{MetadataOnly, Stamped};
 use crate::sim::store::ListPage;
 
 /// The body type of every response.
@@ -81,34 +81,31 @@ impl Representation {
     }
 
     /// A stored object presented at a resourceVersion of its own (a deletion's final state),
-    /// in this representation, still without copying it when it is wanted whole.
+    /// in this representation. Neither copies the object: a deleting controller asks for the
+    /// metadata of every Pod it deletes (exchange 69), and a copy of it cost more than
+    /// encoding the whole Pod.
     pub fn stamped(self, stamped: &Stamped) -> Presented<'_> {
         match self {
             Representation::Full => Presented::Whole(stamped),
-            Representation::MetadataOnly => {
-                let mut metadata = object::metadata_only(stamped.object());
-                stamped.stamp(&mut metadata);
-                Presented::Built(metadata)
-            }
+            Representation::MetadataOnly => Presented::Metadata(MetadataOnly(stamped)),
         }
     }
 }
 
-/// What [`Representation::stamped`] encodes: the stamped object, or a representation built
-/// from it.
+/// What [`Representation::stamped`] encodes.
 #[derive(Debug)]
 pub enum Presented<'a> {
-    /// The whole object, stamped while it is encoded.
+    /// The whole object.
     Whole(&'a Stamped),
-    /// A new object (metadata only).
-    Built(Value),
+    /// Its `PartialObjectMetadata`.
+    Metadata(MetadataOnly<'a>),
 }
 
 impl Serialize for Presented<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
             Presented::Whole(stamped) => stamped.serialize(serializer),
-            Presented::Built(value) => value.serialize(serializer),
+            Presented::Metadata(metadata) => metadata.serialize(serializer),
         }
     }
 }
