@@ -20,6 +20,31 @@ fn request_of(prefix: &str) -> (String, Value) {
     (accept, real["request"]["body"].clone())
 }
 
+/// Creates `object` in `collection`, then deletes it as exchange `prefix` did (its `Accept`
+/// header and DeleteOptions): the answer's status code and body.
+async fn create_then_delete_like(
+    server: &kube_gc::sim::SimServer,
+    collection: &str,
+    object: Value,
+    prefix: &str,
+) -> (u16, Value) {
+    let http = client();
+    let name = object["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let (code, _) = send(http.post(url(server, collection)).json(&object)).await;
+    assert_eq!(code, 201, "create {name}");
+    let (accept, body) = request_of(prefix);
+    assert_eq!(accept, METADATA_FIRST);
+    send(
+        http.delete(url(server, &format!("{collection}/{name}")))
+            .header("Accept", &accept)
+            .json(&body),
+    )
+    .await
+}
+
 /// The top-level keys and the metadata keys the simulated server can know (it keeps no
 /// `managedFields`), of an answer.
 fn shape(body: &Value) -> (Vec<String>, Vec<String>) {
@@ -41,23 +66,13 @@ fn shape(body: &Value) -> (Vec<String>, Vec<String>) {
 #[tokio::test]
 async fn a_delete_asking_for_metadata_answers_like_exchanges_69_to_71() {
     let server = start(SimConfig::default()).await;
-    let http = client();
 
     // 69: a Pod's answer, the deleted Pod, as its metadata only.
-    let pods = "/api/v1/namespaces/capture/pods";
     let pod = json!({"apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "meta-gone", "labels": {"app": "capture"}},
         "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}});
-    let (code, _) = send(http.post(url(&server, pods)).json(&pod)).await;
-    assert_eq!(code, 201);
-    let (accept, body) = request_of("69-");
-    assert_eq!(accept, METADATA_FIRST);
-    let (code, answer) = send(
-        http.delete(url(&server, &format!("{pods}/meta-gone")))
-            .header("Accept", &accept)
-            .json(&body),
-    )
-    .await;
+    let (code, answer) =
+        create_then_delete_like(&server, "/api/v1/namespaces/capture/pods", pod, "69-").await;
     let real = exchange("69-");
     assert_eq!(Some(u64::from(code)), real["response"]["status"].as_u64());
     let real = &real["response"]["body"];
@@ -67,18 +82,10 @@ async fn a_delete_asking_for_metadata_answers_like_exchanges_69_to_71() {
     assert_eq!(answer["metadata"]["deletionGracePeriodSeconds"], 0);
 
     // 70: a ConfigMap's answer stays its Status.
-    let configmaps = "/api/v1/namespaces/capture/configmaps";
     let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "meta-cm"},
         "data": {"a": "b"}});
-    let (code, _) = send(http.post(url(&server, configmaps)).json(&cm)).await;
-    assert_eq!(code, 201);
-    let (accept, body) = request_of("70-");
-    let (code, answer) = send(
-        http.delete(url(&server, &format!("{configmaps}/meta-cm")))
-            .header("Accept", &accept)
-            .json(&body),
-    )
-    .await;
+    let (code, answer) =
+        create_then_delete_like(&server, "/api/v1/namespaces/capture/configmaps", cm, "70-").await;
     let real = &exchange("70-")["response"];
     assert_eq!(Some(u64::from(code)), real["status"].as_u64());
     for field in ["kind", "apiVersion", "status"] {
@@ -87,17 +94,14 @@ async fn a_delete_asking_for_metadata_answers_like_exchanges_69_to_71() {
     assert_eq!(answer["details"]["name"], "meta-cm");
 
     // 71: a Job kept by Foreground answers its marked metadata, finalizer and all.
-    let jobs = "/apis/batch/v1/namespaces/capture/jobs";
     let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "meta-job"},
         "spec": {"template": {"spec": {"restartPolicy": "Never",
             "containers": [{"name": "c", "image": "busybox"}]}}}});
-    let (code, _) = send(http.post(url(&server, jobs)).json(&job)).await;
-    assert_eq!(code, 201);
-    let (accept, body) = request_of("71-");
-    let (code, answer) = send(
-        http.delete(url(&server, &format!("{jobs}/meta-job")))
-            .header("Accept", &accept)
-            .json(&body),
+    let (code, answer) = create_then_delete_like(
+        &server,
+        "/apis/batch/v1/namespaces/capture/jobs",
+        job,
+        "71-",
     )
     .await;
     let real = exchange("71-");

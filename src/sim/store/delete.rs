@@ -123,16 +123,16 @@ impl Store {
                 last,
                 previous,
             };
+            let marking = |marked: Value, existing: Arc<Value>| Write {
+                resource,
+                key: key.clone(),
+                object: marked,
+                previous: Some(existing),
+            };
             let outcome = match deletion {
                 Deletion::Unchanged => DeleteOutcome::Pending(existing),
                 Deletion::Mark(marked) => {
-                    let write = Write {
-                        resource,
-                        key: key.clone(),
-                        object: marked,
-                        previous: Some(existing),
-                    };
-                    DeleteOutcome::Pending(state.commit(write, now))
+                    DeleteOutcome::Pending(state.commit(marking(marked, existing), now))
                 }
                 Deletion::Remove => {
                     let removal = removal(Arc::clone(&existing), existing);
@@ -146,13 +146,7 @@ impl Store {
                 // period), then removes it one revision later: a watch sees MODIFIED, then
                 // DELETED (exchange 68), both with that one stored copy.
                 Deletion::MarkThenRemove(marked) => {
-                    let write = Write {
-                        resource,
-                        key: key.clone(),
-                        object: marked,
-                        previous: Some(existing),
-                    };
-                    let marked = state.commit(write, now);
+                    let marked = state.commit(marking(marked, existing), now);
                     let removal = removal(Arc::clone(&marked), marked);
                     DeleteOutcome::Deleted(state.commit_deletion(def, removal, now))
                 }
@@ -193,18 +187,7 @@ fn deletion(
         }
         let first_deletion = object::deletion_timestamp(existing).is_none();
         let mut last = existing.clone();
-        if first_deletion {
-            object::set_meta(
-                &mut last,
-                "deletionTimestamp",
-                Some(Value::from(format_time(now))),
-            );
-        }
-        object::set_meta(
-            &mut last,
-            "deletionGracePeriodSeconds",
-            Some(Value::from(0)),
-        );
+        stamp_deletion(&mut last, now, false);
         return if first_deletion {
             Deletion::MarkThenRemove(last)
         } else if last == *existing {
@@ -215,27 +198,27 @@ fn deletion(
     }
     let mut marked = existing.clone();
     object::set_finalizers(&mut marked, &finalizers);
-    if object::deletion_timestamp(&marked).is_none() {
-        if object::generation(&marked) > 0 {
-            let next = object::generation(&marked) + 1;
-            object::set_meta(&mut marked, "generation", Some(Value::from(next)));
-        }
-        object::set_meta(
-            &mut marked,
-            "deletionTimestamp",
-            Some(Value::from(format_time(now))),
-        );
-    }
-    object::set_meta(
-        &mut marked,
-        "deletionGracePeriodSeconds",
-        Some(Value::from(0)),
-    );
+    stamp_deletion(&mut marked, now, true);
     if marked == *existing {
         Deletion::Unchanged
     } else {
         Deletion::Mark(marked)
     }
+}
+
+/// Writes on `obj` what a deletion stamps: `deletionTimestamp` the first time (never moved
+/// later) — with `generation + 1` if asked and the object tracks generations, as a deletion
+/// that finalizers hold does — and a zero grace period.
+fn stamp_deletion(obj: &mut Value, now: chrono::DateTime<chrono::Utc>, bump_generation: bool) {
+    if object::deletion_timestamp(obj).is_none() {
+        let generation = object::generation(obj);
+        if bump_generation && generation > 0 {
+            object::set_meta(obj, "generation", Some(Value::from(generation + 1)));
+        }
+        let timestamp = Value::from(format_time(now));
+        object::set_meta(obj, "deletionTimestamp", Some(timestamp));
+    }
+    object::set_meta(obj, "deletionGracePeriodSeconds", Some(Value::from(0)));
 }
 
 fn check_delete_preconditions(
