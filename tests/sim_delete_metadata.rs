@@ -1,5 +1,5 @@
-//! A DELETE that asks for `PartialObjectMetadata` first, as client-go's metadata client and
-//! kube-gc's deleting controllers do, compared with the real server's exchanges 69–71.
+//! A DELETE that asks for `PartialObjectMetadata` first, as kube-gc's deleting controllers do,
+//! compared with the real server's exchanges 69–71.
 
 mod sim_support;
 
