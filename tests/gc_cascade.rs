@@ -405,6 +405,11 @@ async fn deletions_carry_uid_and_resource_version_preconditions() {
     assert!(body["preconditions"]["uid"].is_string());
     assert!(body["preconditions"]["resourceVersion"].is_string());
     assert_eq!(body["propagationPolicy"], "Background");
+    // The Pod's answer, which the collector does not read, is asked for as metadata (69).
+    assert_eq!(
+        deletes[0].header("accept"),
+        Some(kube_gc::api::ACCEPT_PARTIAL_OBJECT_METADATA_OR_JSON)
+    );
     gc.assert_invariant();
     gc.stop().await;
 }

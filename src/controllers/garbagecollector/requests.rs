@@ -48,7 +48,9 @@ pub(super) async fn delete(
 ) -> Result<(), WorkError> {
     let (api, _) = api_for(shared, item)?;
     let options = guarded(policy, &item.uid, resource_version);
-    let error = match api.delete(&item.name, &options).await {
+    // The answer is not read (kube-controller-manager's collector discards it too): it is asked
+    // for as metadata, so that a Pod's, say, is not the whole Pod (exchanges 67, 69).
+    let error = match api.delete_for_metadata(&item.name, &options).await {
         Ok(_) => {
             deleted(shared, item, policy, reason);
             return Ok(());
@@ -73,7 +75,7 @@ pub(super) async fn delete(
     }
     let fresh = live.metadata.resource_version.as_deref().unwrap_or("");
     match api
-        .delete(&item.name, &guarded(policy, &item.uid, fresh))
+        .delete_for_metadata(&item.name, &guarded(policy, &item.uid, fresh))
         .await
     {
         Ok(_) => {
