@@ -119,20 +119,6 @@ pub fn store_key(namespace: Option<&str>, name: &str) -> String {
     }
 }
 
-/// The metadata-only view of an object (`PartialObjectMetadata`), as served for
-/// `Accept: application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1`.
-pub fn metadata_only(obj: &Value) -> Value {
-    let metadata = obj
-        .get("metadata")
-        .cloned()
-        .unwrap_or_else(|| Value::Object(Map::new()));
-    serde_json::json!({
-        "kind": "PartialObjectMetadata",
-        "apiVersion": "meta.k8s.io/v1",
-        "metadata": metadata,
-    })
-}
-
 /// A random version-4 UUID in its canonical text form, like the server's `metadata.uid`.
 pub fn random_uid() -> String {
     let mut bytes: [u8; 16] = rand::rng().random();
@@ -187,17 +173,6 @@ mod tests {
         assert_eq!(obj["metadata"], json!({"name": "a", "finalizers": ["f"]}));
         set_finalizers(&mut obj, &[]);
         assert_eq!(obj["metadata"], json!({"name": "a"}));
-    }
-
-    #[test]
-    fn metadata_only_keeps_only_metadata() {
-        let obj = json!({"kind": "Job", "apiVersion": "batch/v1", "metadata": {"name": "pi"},
-            "spec": {"x": 1}});
-        assert_eq!(
-            metadata_only(&obj),
-            json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
-                "metadata": {"name": "pi"}})
-        );
     }
 
     #[test]

@@ -7,7 +7,6 @@
 //! Lists are written straight from the stored objects without copying them, and streamed a
 //! chunk at a time by [`ListBody`](super::list_body::ListBody).
 
-use std::borrow::Cow;
 use std::convert::Infallible;
 use std::sync::Arc;
 
@@ -19,7 +18,6 @@ use http_body_util::{BodyExt, Full};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 
-use crate::sim::object;
 use crate::sim::resources::ResourceDef;
 use crate::sim::stamped::{MetadataOnly, Stamped};
 use crate::sim::store::ListPage;
@@ -70,33 +68,31 @@ impl Representation {
         Representation::Full
     }
 
-    /// One object in this representation: the stored object itself when it is wanted whole
-    /// (every caller only encodes it, and a deep copy of a ~3 KB Pod cost as much as encoding
-    /// it), a new metadata-only object otherwise.
-    pub fn object(self, obj: &Value) -> Cow<'_, Value> {
+    /// One stored object in this representation. Neither representation copies it.
+    pub fn object(self, obj: &Value) -> Presented<'_> {
         match self {
-            Representation::Full => Cow::Borrowed(obj),
-            Representation::MetadataOnly => Cow::Owned(object::metadata_only(obj)),
+            Representation::Full => Presented::Whole(obj),
+            Representation::MetadataOnly => Presented::Metadata(MetadataOnly::stored(obj)),
         }
     }
 
     /// A stored object presented at a resourceVersion of its own (a deletion's final state),
-    /// in this representation. Neither copies the object: a deleting controller asks for the
-    /// metadata of every Pod it deletes (exchange 69), and a copy of it cost more than
-    /// encoding the whole Pod.
+    /// in this representation, without copying it either.
     pub fn stamped(self, stamped: &Stamped) -> Presented<'_> {
         match self {
-            Representation::Full => Presented::Whole(stamped),
-            Representation::MetadataOnly => Presented::Metadata(MetadataOnly(stamped)),
+            Representation::Full => Presented::Stamped(stamped),
+            Representation::MetadataOnly => Presented::Metadata(MetadataOnly::stamped(stamped)),
         }
     }
 }
 
-/// What [`Representation::stamped`] encodes.
+/// What [`Representation::object`] and [`Representation::stamped`] encode.
 #[derive(Debug)]
 pub enum Presented<'a> {
-    /// The whole object.
-    Whole(&'a Stamped),
+    /// The whole object, as stored.
+    Whole(&'a Value),
+    /// The whole object, at its stamped resourceVersion.
+    Stamped(&'a Stamped),
     /// Its `PartialObjectMetadata`.
     Metadata(MetadataOnly<'a>),
 }
@@ -104,7 +100,8 @@ pub enum Presented<'a> {
 impl Serialize for Presented<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
-            Presented::Whole(stamped) => stamped.serialize(serializer),
+            Presented::Whole(object) => object.serialize(serializer),
+            Presented::Stamped(stamped) => stamped.serialize(serializer),
             Presented::Metadata(metadata) => metadata.serialize(serializer),
         }
     }
@@ -197,11 +194,7 @@ pub(crate) struct ListItem<'a> {
 impl Serialize for ListItem<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         if self.representation == Representation::MetadataOnly {
-            let mut map = serializer.serialize_map(Some(3))?;
-            map.serialize_entry("kind", "PartialObjectMetadata")?;
-            map.serialize_entry("apiVersion", "meta.k8s.io/v1")?;
-            map.serialize_entry("metadata", self.obj.get("metadata").unwrap_or(&Value::Null))?;
-            return map.end();
+            return MetadataOnly::stored(self.obj).serialize(serializer);
         }
         let Some(fields) = self.obj.as_object() else {
             return self.obj.serialize(serializer);
