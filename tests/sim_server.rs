@@ -210,7 +210,7 @@ async fn in_process_deletions_are_logged_with_their_final_state() {
     assert_eq!(deletions.len(), 1);
     assert_eq!(deletions[0].name, "pi");
     assert_eq!(deletions[0].gvr, jobs());
-    assert_eq!(deletions[0].final_state["metadata"]["name"], "pi");
+    assert_eq!(deletions[0].final_state.value()["metadata"]["name"], "pi");
     assert_eq!(deletions[0].rv, server.resource_version());
     let history = server.history();
     assert_eq!(

@@ -6,8 +6,6 @@
 //! event a filtered watcher sees — including the real server's rule that an object which stops
 //! matching is delivered as `DELETED`, and one which starts matching as `ADDED`.
 
-use std::sync::Arc;
-
 use serde_json::Value;
 
 use crate::sim::history::{Change, ChangeKind};
@@ -61,26 +59,28 @@ impl ObjectFilter {
     }
 
     /// The event a watcher with this filter receives for `change`, if any: its type and object.
+    /// The filter reads the stored objects: what a [`Stamped`] writes over them (resourceVersion,
+    /// a deletion mark) is never a label, a name or a namespace.
     pub fn event_for(&self, change: &Change) -> Option<(&'static str, Stamped)> {
-        let now_matches = change.kind != ChangeKind::Deleted && self.matches(&change.object);
+        let now_matches =
+            change.kind != ChangeKind::Deleted && self.matches(change.object.object());
         let before_matched = change
             .previous
             .as_ref()
-            .is_some_and(|previous| self.matches(previous));
+            .is_some_and(|previous| self.matches(previous.object()));
         match (now_matches, before_matched) {
-            (true, true) => Some(("MODIFIED", Stamped::stored(Arc::clone(&change.object)))),
-            (true, false) => Some(("ADDED", Stamped::stored(Arc::clone(&change.object)))),
+            (true, true) => Some(("MODIFIED", change.object.clone())),
+            (true, false) => Some(("ADDED", change.object.clone())),
             (false, false) => None,
             // The object's last state, at the deletion's resourceVersion.
-            (false, true) if change.kind == ChangeKind::Deleted => Some((
-                "DELETED",
-                Stamped::at(Arc::clone(&change.object), change.rv),
-            )),
+            (false, true) if change.kind == ChangeKind::Deleted => {
+                Some(("DELETED", change.object.presented_at(change.rv)))
+            }
             // The object left the watcher's view: it gets the last state it could see, at the
             // change's resourceVersion so that the watcher can resume after it.
             (false, true) => {
-                let last_seen = change.previous.as_ref().map(Arc::clone).unwrap_or_default();
-                Some(("DELETED", Stamped::at(last_seen, change.rv)))
+                let last_seen = change.previous.as_ref()?;
+                Some(("DELETED", last_seen.presented_at(change.rv)))
             }
         }
     }
@@ -91,6 +91,7 @@ mod tests {
     use super::*;
     use crate::sim::resources::ResourceId;
     use serde_json::json;
+    use std::sync::Arc;
 
     fn change(kind: ChangeKind, object: Value, previous: Option<Value>) -> Change {
         Change {
@@ -99,8 +100,8 @@ mod tests {
             resource: ResourceId(0),
             key: "ns/a".into(),
             kind,
-            object: Arc::new(object),
-            previous: previous.map(Arc::new),
+            object: Stamped::stored(Arc::new(object)),
+            previous: previous.map(|p| Stamped::stored(Arc::new(p))),
         }
     }
 

@@ -18,7 +18,9 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use crate::sim::object;
 use crate::sim::resources::ResourceId;
+use crate::sim::stamped::Stamped;
 
 /// What a change did to its object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,13 +57,14 @@ pub struct Change {
     pub key: String,
     /// What happened.
     pub kind: ChangeKind,
-    /// The object as stored by the change. A deletion stores nothing: its `object` is the
-    /// object's last stored state (the same as `previous`, but for a deletion by an update that
-    /// removed the last finalizer: that update's object), still at the last write's
-    /// resourceVersion; watchers receive it at `rv` ([`crate::sim::stamped::Stamped`]).
-    pub object: Arc<Value>,
-    /// The stored object before the change (`None` for [`ChangeKind::Added`]).
-    pub previous: Option<Arc<Value>>,
+    /// The object as the change wrote it, shared with the store ([`Stamped`]). A deletion
+    /// stores nothing: its `object` is the object's last stored state (the same as `previous`,
+    /// but for a deletion by an update that removed the last finalizer: that update's object),
+    /// still at the last write's resourceVersion; watchers receive it at `rv`. A graceful
+    /// deletion's mark is written over the stored object ([`Stamped::marked_for_deletion`]).
+    pub object: Stamped,
+    /// The object before the change (`None` for [`ChangeKind::Added`]).
+    pub previous: Option<Stamped>,
 }
 
 /// A bounded log of changes across all resources, oldest first.
@@ -127,11 +130,12 @@ impl History {
     /// copying the ones that did not change.
     pub fn overlay(&self, resource: ResourceId, rv: u64) -> BTreeMap<String, Option<Arc<Value>>> {
         let mut overlay = BTreeMap::new();
-        // The oldest change after `rv` holds, in `previous`, the state at `rv`.
+        // The oldest change after `rv` holds, in `previous`, the state at `rv` (a copy only for
+        // a graceful deletion's mark, which no current object shares).
         for change in self.since(rv).filter(|c| c.resource == resource) {
             overlay
                 .entry(change.key.clone())
-                .or_insert_with(|| change.previous.clone());
+                .or_insert_with(|| change.previous.as_ref().map(Stamped::to_arc));
         }
         overlay
     }
@@ -193,10 +197,8 @@ impl ObjectTimelines {
     pub fn new<'a>(changes: impl IntoIterator<Item = &'a Change>) -> ObjectTimelines {
         let mut timelines = ObjectTimelines::default();
         for change in changes {
-            let uid = change.object["metadata"]["uid"]
-                .as_str()
-                .unwrap_or_default();
-            let state = (change.kind != ChangeKind::Deleted).then(|| Arc::clone(&change.object));
+            let uid = object::uid(change.object.object()).unwrap_or_default();
+            let state = (change.kind != ChangeKind::Deleted).then(|| change.object.to_arc());
             timelines
                 .by_uid
                 .entry(uid.to_owned())
@@ -236,8 +238,8 @@ mod tests {
             resource: ResourceId(0),
             key: key.to_string(),
             kind,
-            object: Arc::new(json!({ "v": value })),
-            previous: previous.map(|p| Arc::new(json!({ "v": p }))),
+            object: Stamped::stored(Arc::new(json!({ "v": value }))),
+            previous: previous.map(|p| Stamped::stored(Arc::new(json!({ "v": p })))),
         })
     }
 
@@ -329,7 +331,7 @@ mod tests {
             resource: ResourceId(0),
             key: "ns/a".to_string(),
             kind,
-            object: Arc::new(json!({"metadata": {"uid": uid}, "v": value})),
+            object: Stamped::stored(Arc::new(json!({"metadata": {"uid": uid}, "v": value}))),
             previous: None,
         }
     }

@@ -274,17 +274,17 @@ pub fn assert_no_live_owner_deleted(sim: &SimServer) {
     let history = sim.history();
     let mut requests: Vec<DeletionRequest> = Vec::new();
     for change in &history {
-        let object = &*change.object;
+        let object = change.object.value();
         let had_timestamp = change
             .previous
             .as_ref()
-            .is_some_and(|p| !p["metadata"]["deletionTimestamp"].is_null());
+            .is_some_and(|p| !p.value()["metadata"]["deletionTimestamp"].is_null());
         let removed = change.kind == ChangeKind::Deleted;
         let has_timestamp = !object["metadata"]["deletionTimestamp"].is_null();
         if !had_timestamp && (removed || has_timestamp) {
             requests.push(DeletionRequest {
                 rv: change.rv,
-                object: object.clone(),
+                object: object.into_owned(),
             });
         }
     }

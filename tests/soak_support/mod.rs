@@ -696,15 +696,17 @@ fn check_deletions_justified(sim: &SimServer, log: &ChangeLog, report: &mut Repo
     let timelines = ObjectTimelines::new(log.changes.iter().map(|change| &**change));
     let mut judged = HashSet::new();
     for change in &log.changes {
-        let object_uid = uid(&change.object);
+        let object = change.object.value();
+        let object_uid = uid(&object);
         if !deleted_uids.contains(&object_uid) || judged.contains(&object_uid) {
             continue;
         }
-        let Some(before) = change.previous.as_deref() else {
+        let Some(before) = change.previous.as_ref().map(|previous| previous.value()) else {
             continue;
         };
+        let before = &*before;
         // The moment deletion was requested: removal, or a deletionTimestamp appearing.
-        let requested = change.kind == ChangeKind::Deleted || being_deleted(&change.object);
+        let requested = change.kind == ChangeKind::Deleted || being_deleted(&object);
         if being_deleted(before) || !requested {
             continue;
         }

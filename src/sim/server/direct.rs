@@ -163,7 +163,7 @@ impl SimServer {
                 if object::name(object.object()) != Some(name) {
                     continue;
                 }
-                state = (event_type != "DELETED").then(|| Arc::clone(object.object()));
+                state = (event_type != "DELETED").then(|| object.to_arc());
                 if condition(state.as_deref()) {
                     return Ok(state.map(|s| (*s).clone()));
                 }

@@ -98,11 +98,11 @@ impl Store {
         let key = self.key(resource, namespace, name);
         loop {
             let now = self.clock.now();
-            // Read under the lock, decide and copy outside it, commit under it again only if
-            // the object is still the one read (else read again), as the real server's
-            // conditional etcd transaction does. Copying a large object takes tens of
-            // microseconds, and every request of the server — and the runtime thread each
-            // one runs on — would wait for it.
+            // Read under the lock, decide (and copy, where finalizers keep the object) outside
+            // it, commit under it again only if the object is still the one read (else read
+            // again), as the real server's conditional etcd transaction does. Copying a large
+            // object takes tens of microseconds, and every request of the server — and the
+            // runtime thread each one runs on — would wait for it.
             let existing = self.state.lock().existing(resource, &key, name)?;
             check_delete_preconditions(resource, name, &existing, options)?;
             let deletion = deletion(def, &existing, options, now);
@@ -117,7 +117,7 @@ impl Store {
             if !state.holds(resource, &key, &existing) {
                 continue;
             }
-            let removal = |last: Arc<Value>, previous: Arc<Value>| Removal {
+            let removal = |last: Stamped, previous: Stamped| Removal {
                 resource,
                 key: key.clone(),
                 last,
@@ -135,19 +135,22 @@ impl Store {
                     DeleteOutcome::Pending(state.commit(marking(marked, existing), now))
                 }
                 Deletion::Remove => {
-                    let removal = removal(Arc::clone(&existing), existing);
+                    let existing = Stamped::stored(existing);
+                    let removal = removal(existing.clone(), existing);
                     DeleteOutcome::Deleted(state.commit_deletion(def, removal, now))
                 }
                 Deletion::RemoveAs(last) => {
-                    let removal = removal(Arc::new(last), existing);
+                    let removal =
+                        removal(Stamped::stored(Arc::new(last)), Stamped::stored(existing));
                     DeleteOutcome::Deleted(state.commit_deletion(def, removal, now))
                 }
                 // A graceful deletion writes the object marked (deletionTimestamp, a zero grace
                 // period), then removes it one revision later: a watch sees MODIFIED, then
-                // DELETED (exchange 68), both with that one stored copy.
-                Deletion::MarkThenRemove(marked) => {
-                    let marked = state.commit(marking(marked, existing), now);
-                    let removal = removal(Arc::clone(&marked), marked);
+                // DELETED (exchange 68), both with the stored object and the mark written over
+                // it — no copy at all.
+                Deletion::MarkThenRemove => {
+                    let marked = state.commit_deletion_mark(resource, key.clone(), existing, now);
+                    let removal = removal(marked.clone(), marked);
                     DeleteOutcome::Deleted(state.commit_deletion(def, removal, now))
                 }
             };
@@ -156,7 +159,7 @@ impl Store {
     }
 }
 
-/// What a delete request writes, decided outside the store's lock: the copies it makes of a
+/// What a delete request writes, decided outside the store's lock: the copies some make of a
 /// large object take tens of microseconds, and every request would wait for them.
 #[derive(Debug)]
 enum Deletion {
@@ -169,8 +172,9 @@ enum Deletion {
     /// The object leaves storage in this final state (a graceful deletion of an object
     /// already marked, whose grace period the deletion ends).
     RemoveAs(Value),
-    /// A graceful deletion: the object is written marked, then leaves storage so.
-    MarkThenRemove(Value),
+    /// A graceful deletion: the object is written marked (its first `deletionTimestamp`, a zero
+    /// grace period), then leaves storage so.
+    MarkThenRemove,
 }
 
 /// What deleting `existing` writes (see the module documentation and [`Deletion`]).
@@ -185,12 +189,12 @@ fn deletion(
         if !def.graceful_deletion {
             return Deletion::Remove;
         }
-        let first_deletion = object::deletion_timestamp(existing).is_none();
+        if object::deletion_timestamp(existing).is_none() {
+            return Deletion::MarkThenRemove;
+        }
         let mut last = existing.clone();
         stamp_deletion(&mut last, now, false);
-        return if first_deletion {
-            Deletion::MarkThenRemove(last)
-        } else if last == *existing {
+        return if last == *existing {
             Deletion::Remove
         } else {
             Deletion::RemoveAs(last)

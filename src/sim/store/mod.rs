@@ -38,7 +38,7 @@ pub use watch_cache::{Sizing as WatchCacheSizing, WatchCache};
 pub use watchers::{WatchItem, WatcherId};
 pub use write::UpdateTarget;
 
-use crate::sim::clock::Clock;
+use crate::sim::clock::{format_time, Clock};
 use crate::sim::filter::ObjectFilter;
 use crate::sim::history::{Change, ChangeKind, History};
 use crate::sim::object;
@@ -86,8 +86,8 @@ pub struct DeletionRecord {
     /// The object's uid.
     pub uid: String,
     /// The object as it was when it was removed, at the resourceVersion of the last write that
-    /// stored it (`rv` is the deletion's).
-    pub final_state: Arc<Value>,
+    /// stored it (`rv` is the deletion's); shared with the history ([`Stamped::value`] reads it).
+    pub final_state: Stamped,
 }
 
 /// Where a new watch starts.
@@ -367,10 +367,10 @@ struct Removal {
     resource: ResourceId,
     key: String,
     /// The object's final state: the stored object itself, unless the deletion changed it
-    /// (an update that removed the last finalizer).
-    last: Arc<Value>,
-    /// The stored object being removed.
-    previous: Arc<Value>,
+    /// (an update that removed the last finalizer, a graceful deletion's mark).
+    last: Stamped,
+    /// The object's state before the removal.
+    previous: Stamped,
 }
 
 impl State {
@@ -426,10 +426,36 @@ impl State {
             resource,
             key,
             kind,
-            object: Arc::clone(&obj),
-            previous,
+            object: Stamped::stored(Arc::clone(&obj)),
+            previous: previous.map(Stamped::stored),
         });
         obj
+    }
+
+    /// Commits a graceful deletion's mark: assigns the next resourceVersion and logs `existing`
+    /// marked for deletion at `at`, as an update to it — without copying it, and without
+    /// storing it in the map, because the caller removes the object under the same lock
+    /// ([`State::commit_deletion`]): nothing reads that state but the history, the watchers and
+    /// the answer.
+    fn commit_deletion_mark(
+        &mut self,
+        resource: ResourceId,
+        key: String,
+        existing: Arc<Value>,
+        at: DateTime<Utc>,
+    ) -> Stamped {
+        self.rv += 1;
+        let marked = Stamped::marked_for_deletion(Arc::clone(&existing), self.rv, &format_time(at));
+        self.publish(Change {
+            rv: self.rv,
+            at,
+            resource,
+            key,
+            kind: ChangeKind::Modified,
+            object: marked.clone(),
+            previous: Some(Stamped::stored(existing)),
+        });
+        marked
     }
 
     /// Commits a deletion: assigns the next resourceVersion, removes the object, logs `last` as
@@ -454,10 +480,10 @@ impl State {
             rv: self.rv,
             at,
             gvr: Gvr::new(&def.group, &def.version, &def.resource),
-            namespace: object::namespace(&last).map(str::to_string),
-            name: object::name(&last).unwrap_or_default().to_string(),
-            uid: object::uid(&last).unwrap_or_default().to_string(),
-            final_state: Arc::clone(&last),
+            namespace: object::namespace(last.object()).map(str::to_string),
+            name: object::name(last.object()).unwrap_or_default().to_string(),
+            uid: object::uid(last.object()).unwrap_or_default().to_string(),
+            final_state: last.clone(),
         });
         if self.deletions.len() > self.deletion_log_limit {
             self.deletions.pop_front();
@@ -468,10 +494,10 @@ impl State {
             resource,
             key,
             kind: ChangeKind::Deleted,
-            object: Arc::clone(&last),
+            object: last.clone(),
             previous: Some(previous),
         });
-        Stamped::at(last, self.rv)
+        last.presented_at(self.rv)
     }
 
     /// Appends a committed change to the history and the resource's watch cache, and offers it

@@ -600,7 +600,7 @@ mod mvcc {
 }
 
 #[test]
-fn a_graceful_deletion_keeps_one_copy_for_its_two_changes() {
+fn a_graceful_deletion_copies_nothing_for_its_two_changes() {
     let f = fixture();
     let pods = Resources::default()
         .find("", "v1", "pods")
@@ -624,14 +624,50 @@ fn a_graceful_deletion_keeps_one_copy_for_its_two_changes() {
     assert_eq!(marked.kind, ChangeKind::Modified);
     assert_eq!(deleted.kind, ChangeKind::Deleted);
     assert_eq!(deleted.rv, marked.rv + 1);
-    // One stored copy, the marked Pod: the MODIFIED's object, the DELETED's and the answer.
-    assert!(Arc::ptr_eq(&deleted.object, &marked.object));
-    assert!(Arc::ptr_eq(last.object(), &marked.object));
-    assert!(!Arc::ptr_eq(&marked.object, &created));
-    // Presented at the deletion's version, with the two fields the marking wrote.
+    // No copy: the MODIFIED's object, the DELETED's, its previous state, the deletion log's
+    // final state and the answer all share the stored Pod, with the mark written over it.
+    let deletions = f.store.deletions();
+    let shared = [
+        marked.object.object(),
+        deleted.object.object(),
+        last.object(),
+        deletions
+            .last()
+            .map_or(&created, |d| d.final_state.object()),
+    ];
+    assert!(shared.iter().all(|object| Arc::ptr_eq(object, &created)));
+    assert!(deleted
+        .previous
+        .as_ref()
+        .is_some_and(|previous| Arc::ptr_eq(previous.object(), &created)));
+    assert!(
+        created["metadata"].get("deletionTimestamp").is_none(),
+        "the stored Pod is untouched"
+    );
+    // The MODIFIED presents the Pod marked, at its own version; the DELETED and the answer at
+    // the deletion's, with the two fields the marking wrote.
+    let modified = marked.object.to_value();
+    assert_eq!(rv_of(&modified), marked.rv);
+    assert_eq!(modified["metadata"]["deletionGracePeriodSeconds"], 0);
+    assert!(object::deletion_timestamp(&modified).is_some());
     let presented = last.to_value();
     assert_eq!(rv_of(&presented), deleted.rv);
     assert_eq!(presented["metadata"]["deletionGracePeriodSeconds"], 0);
-    assert!(object::deletion_timestamp(&presented).is_some());
+    assert_eq!(
+        object::deletion_timestamp(&presented),
+        object::deletion_timestamp(&modified)
+    );
     assert_eq!(f.store.deletions().last().map(|d| d.rv), Some(deleted.rv));
+    // A read at the mark's version (from the history) sees the marked Pod.
+    let at_mark = f.store.list(
+        pods,
+        &ListOptions {
+            resource_version: Some(marked.rv.to_string()),
+            resource_version_match: Some("Exact".to_string()),
+            ..ListOptions::default()
+        },
+    );
+    let items = at_mark.map(|page| page.items).unwrap_or_default();
+    assert_eq!(items.len(), 1);
+    assert_eq!(items.first().map(|item| (**item).clone()), Some(modified));
 }

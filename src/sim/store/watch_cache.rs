@@ -149,6 +149,7 @@ mod tests {
     use super::*;
     use crate::sim::history::ChangeKind;
     use crate::sim::resources::ResourceId;
+    use crate::sim::stamped::Stamped;
     use chrono::{DateTime, Utc};
     use serde_json::json;
 
@@ -159,7 +160,7 @@ mod tests {
             resource: ResourceId(0),
             key: format!("ns/o{rv}"),
             kind: ChangeKind::Added,
-            object: Arc::new(json!({})),
+            object: Stamped::stored(Arc::new(json!({}))),
             previous: None,
         })
     }

@@ -156,6 +156,7 @@ impl Watchers {
 mod tests {
     use super::*;
     use crate::sim::history::ChangeKind;
+    use crate::sim::stamped::Stamped;
     use serde_json::json;
     use std::sync::Arc;
 
@@ -166,7 +167,7 @@ mod tests {
             resource: ResourceId(resource),
             key: "a".into(),
             kind: ChangeKind::Added,
-            object: Arc::new(json!({"metadata": {"name": "a"}})),
+            object: Stamped::stored(Arc::new(json!({"metadata": {"name": "a"}}))),
             previous: None,
         }
     }

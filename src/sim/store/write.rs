@@ -20,6 +20,7 @@ use super::server_fields::{merge_update, prepare_new_object};
 use super::{Removal, State, Store, StoreError, Write};
 use crate::sim::object;
 use crate::sim::resources::{ResourceDef, ResourceId};
+use crate::sim::stamped::Stamped;
 use crate::sim::validation;
 
 /// Which part of an object an update may change.
@@ -276,8 +277,8 @@ fn commit_update(
     let removal = Removal {
         resource,
         key,
-        last: Arc::new(last),
-        previous,
+        last: Stamped::stored(Arc::new(last)),
+        previous: Stamped::stored(previous),
     };
     Arc::clone(state.commit_deletion(def, removal, now).object())
 }
