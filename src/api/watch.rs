@@ -16,7 +16,11 @@
 //! [`WatchEvent::from_slice_with`] decodes a line whose `T` is made by a function of the
 //! object's text rather than by `Deserialize` (the client's item decoders): the line is parsed
 //! once with the object kept as borrowed raw text (any key order), and only the object of an
-//! `ADDED`, `MODIFIED` or `DELETED` event goes to that function.
+//! `ADDED`, `MODIFIED` or `DELETED` event goes to that function. A line exactly as the API
+//! server writes it, `{"type":"ADDED","object":…}` with nothing after the object, skips that
+//! parse: its object's text is the rest of the line, handed over unscanned; the function must
+//! refuse trailing text after one JSON value (as `serde_json::from_slice` does), so a line with
+//! anything after its object makes it fail, and the line is then parsed as any other.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -139,8 +143,19 @@ impl<T> WatchEvent<T> {
     /// with `decode_object` from its JSON text; a `BOOKMARK` or `ERROR` decodes as usual.
     pub fn from_slice_with(
         line: &[u8],
-        decode_object: impl FnOnce(&[u8]) -> Result<T, serde_json::Error>,
+        decode_object: impl Fn(&[u8]) -> Result<T, serde_json::Error>,
     ) -> Result<Self, serde_json::Error> {
+        // The server's own shape: no pass over the object to find where it ends — for a 3 KB
+        // Pod that pass was a fifth of decoding its event.
+        if let Some((event_type, object)) = split_server_line(line) {
+            if let Ok(object) = decode_object(object) {
+                return Ok(match event_type {
+                    EventType::Added => WatchEvent::Added(object),
+                    EventType::Modified => WatchEvent::Modified(object),
+                    _ => WatchEvent::Deleted(object),
+                });
+            }
+        }
         // A derived struct would also accept `["ADDED", {…}]`; a watch event is an object.
         if line.trim_ascii_start().starts_with(b"[") {
             let expected = "a watch event {\"type\": ..., \"object\": ...}";
@@ -156,6 +171,25 @@ impl<T> WatchEvent<T> {
             EventType::Error => WatchEvent::Error(serde_json::from_slice(object)?),
         })
     }
+}
+
+/// A line as the API server writes one about an object — `{"type":"ADDED","object":` (or
+/// `MODIFIED`, `DELETED`), the object, `}` — split into its type and what must be the object's
+/// text, if the line has that shape; whether the object really ends at the last `}` is for
+/// its decoder to find (see the module documentation).
+fn split_server_line(line: &[u8]) -> Option<(EventType, &[u8])> {
+    const TYPES: [(&[u8], EventType); 3] = [
+        (b"ADDED", EventType::Added),
+        (b"MODIFIED", EventType::Modified),
+        (b"DELETED", EventType::Deleted),
+    ];
+    let rest = line.strip_prefix(br#"{"type":""#)?;
+    let (event_type, rest) = TYPES.iter().find_map(|(name, event_type)| {
+        let rest = rest.strip_prefix(*name)?.strip_prefix(br#"","object":"#)?;
+        Some((*event_type, rest))
+    })?;
+    let object = rest.trim_ascii_end().strip_suffix(b"}")?;
+    Some((event_type, object))
 }
 
 impl<T: Serialize> Serialize for WatchEvent<T> {
@@ -364,6 +398,50 @@ mod tests {
                 Err(serde::de::Error::custom("not for this policy"))
             });
         assert!(refused.is_err());
+    }
+
+    /// The object as `serde_json::from_slice` reads it: strict about trailing text, as item
+    /// decoders are.
+    fn strict(line: &str) -> Result<WatchEvent<serde_json::Value>, serde_json::Error> {
+        WatchEvent::from_slice_with(line.as_bytes(), |object| serde_json::from_slice(object))
+    }
+
+    #[test]
+    fn a_line_in_the_servers_shape_gives_the_same_event_as_any_other() {
+        let object = serde_json::json!({"metadata": {"name": "a"}, "b": [1, {"c": "}"}]});
+        for (line, expected) in [
+            (
+                r#"{"type":"ADDED","object":{"metadata":{"name":"a"},"b":[1,{"c":"}"}]}}"#,
+                Some(WatchEvent::Added(object.clone())),
+            ),
+            (
+                r#"{"type":"DELETED","object":{"metadata":{"name":"a"},"b":[1,{"c":"}"}]}}  "#,
+                Some(WatchEvent::Deleted(object.clone())),
+            ),
+            // Something after the object: the decoder refuses the split, the line is read
+            // field by field — unknown keys skipped, duplicates refused, as always.
+            (
+                r#"{"type":"MODIFIED","object":{"metadata":{"name":"a"},"b":[1,{"c":"}"}]},"x":{}}"#,
+                Some(WatchEvent::Modified(object.clone())),
+            ),
+            (
+                r#"{"type":"MODIFIED","object":{"metadata":{"name":"a"}},"type":"DELETED"}"#,
+                None,
+            ),
+            (r#"{"type":"ADDED","object":{"a":1}}}"#, None),
+            (r#"{"type":"ADDED","object":{"a":1}"#, None),
+            (r#"{"type":"ADDED","object":}"#, None),
+        ] {
+            assert_eq!(strict(line).ok(), expected, "{line}");
+        }
+        assert_eq!(
+            split_server_line(br#"{"type":"BOOKMARK","object":{}}"#),
+            None
+        );
+        assert_eq!(
+            split_server_line(br#"{"type":"ADDED","object":{"a":1}}"#),
+            Some((EventType::Added, &br#"{"a":1}"#[..]))
+        );
     }
 
     #[test]
