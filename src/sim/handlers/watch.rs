@@ -270,6 +270,16 @@ impl WatchStream {
         loop {
             let deadline = self.deadline.filter(|_| !self.closing);
             let bookmark_at = self.next_bookmark.filter(|_| !self.closing);
+            // An item already queued is taken without arming the two timers: each would be put
+            // in the runtime's timer wheel and taken out again, under its lock, for every
+            // event of a burst. Neither timer is due (checked against the clock), so nothing
+            // waits longer for it.
+            let now = Instant::now();
+            if !deadline.is_some_and(|at| at <= now) && !bookmark_at.is_some_and(|at| at <= now) {
+                if let Ok(item) = self.live.try_recv() {
+                    return Some(item);
+                }
+            }
             tokio::select! {
                 item = self.live.recv() => return item,
                 _ = sleep_until(deadline), if deadline.is_some() => {
