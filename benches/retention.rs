@@ -35,9 +35,9 @@
 //! `RETENTION_BENCH_WORKERS` (the controller's workers; `RetentionOptions`' default, 5),
 //! `RETENTION_BENCH_PROPAGATION` (the policy's `propagationPolicy`; unset: the preset's,
 //! Background; `Foreground` makes the server answer each DELETE with the object),
-//! `RETENTION_BENCH_SIM_THREADS` (0, the default: the simulated server shares the controller's
-//! runtime, as it always has here; N: it runs on a runtime of N threads of its own, as a server
-//! in another process would);
+//! `RETENTION_BENCH_SIM_THREADS` (the default: as many as the machine has cores — the simulated
+//! server runs on a runtime of its own, as a real API server runs in a process of its own with
+//! a thread per core; 0: it shares the controller's runtime, as it did here until 2026-11-26);
 //! `RETENTION_BENCH_ONLY=memory,decode,staggered,single,change` picks parts.
 //!
 //! Run with `cargo bench --bench retention`; results are in `docs/performance.md`.
@@ -539,12 +539,24 @@ fn create_cluster_policy(sim: &SimServer, name: &str, ttl: i64) {
     }
 }
 
-/// With `RETENTION_BENCH_SIM_THREADS` > 0, the runtime the simulated server runs on, apart
+/// The simulated server's runtime threads: `RETENTION_BENCH_SIM_THREADS`, else one per core.
+///
+/// Why apart by default: a real API server is another process, scheduled by its own runtime
+/// (Go's, a thread per core). On the controller's runtime the server's tasks sit in the
+/// controller's run queues and its two threads left the cores idle for milliseconds at a time
+/// during a burst; the same runtime with four threads drained a burst of 100 in 7.8 ms, not
+/// 12.3, on the same two cores — a cost of the arrangement, not of the controller or the server.
+fn sim_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    env_usize("RETENTION_BENCH_SIM_THREADS", cores)
+}
+
+/// Unless `RETENTION_BENCH_SIM_THREADS=0`, the runtime the simulated server runs on, apart
 /// from the controller's (made once, kept to the end of the process).
 fn sim_runtime() -> Option<&'static tokio::runtime::Runtime> {
     static RUNTIME: std::sync::OnceLock<Option<tokio::runtime::Runtime>> =
         std::sync::OnceLock::new();
-    let threads = env_usize("RETENTION_BENCH_SIM_THREADS", 0);
+    let threads = sim_threads();
     let runtime = RUNTIME.get_or_init(|| {
         (threads > 0).then(|| {
             match tokio::runtime::Builder::new_multi_thread()
@@ -564,10 +576,7 @@ fn sim_runtime() -> Option<&'static tokio::runtime::Runtime> {
 /// Where the simulated server runs, as the deletion lines say it.
 fn sim_placement() -> String {
     match sim_runtime() {
-        Some(_) => format!(
-            "simulated server on {} threads of its own",
-            env_usize("RETENTION_BENCH_SIM_THREADS", 0)
-        ),
+        Some(_) => format!("simulated server on {} threads of its own", sim_threads()),
         None => "simulated server on the controller's runtime".to_owned(),
     }
 }
