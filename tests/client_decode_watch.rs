@@ -120,6 +120,25 @@ fn captured_chunks_decode_to_the_captured_events() {
 }
 
 #[test]
+fn captured_chunks_decode_the_same_through_an_item_decoder() {
+    // The real server writes every line as `{"type":…,"object":…}` with nothing after the
+    // object, so each of these objects reaches the item decoder without the line being
+    // parsed first (WatchEvent::from_slice_with): the events must be the serde path's.
+    let decoder: kube_gc::client::ItemDecoder<Value> =
+        std::sync::Arc::new(|object: &[u8]| serde_json::from_slice(object));
+    for capture in captures() {
+        let mut watch = WatchDecoder::with_item_decoder(std::sync::Arc::clone(&decoder));
+        let mut items = Vec::new();
+        for chunk in &capture.chunks {
+            watch.push(chunk);
+            items.extend(watch.drain());
+        }
+        items.extend(watch.finish().map(Err));
+        assert_same_events(&as_values(items), &capture.events, capture.name);
+    }
+}
+
+#[test]
 fn captured_chunks_split_lines_across_chunks() {
     // The fixtures really exercise reassembly: some chunk ends inside a line, and some chunk
     // holds more than one line.
