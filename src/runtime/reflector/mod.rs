@@ -471,19 +471,24 @@ where
             .metrics
             .reported_stuck()
             .then(|| Instant::now() + MIN_HEALTHY_WATCH);
+        // One timer for the whole watch, armed once: a timeout around each read would put a
+        // timer in the runtime's wheel and take it out again whenever the stream had to wait,
+        // several times for every object deleted in a burst.
+        let stall = tokio::time::sleep_until(deadline);
+        tokio::pin!(stall);
         let end = loop {
             let next = tokio::select! {
                 biased;
-                next = tokio::time::timeout_at(deadline, stream.next()) => next,
+                next = stream.next() => next,
+                () = &mut stall => {
+                    self.stalled(events);
+                    break WatchEnd::Closed;
+                }
                 () = sleep_until_some(recovery_check) => {
                     recovery_check = None;
                     self.report_stuck();
                     continue;
                 }
-            };
-            let Ok(next) = next else {
-                self.stalled(events);
-                break WatchEnd::Closed;
             };
             let event = match next {
                 None => break WatchEnd::Closed,
