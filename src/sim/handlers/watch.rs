@@ -275,7 +275,7 @@ impl WatchStream {
             // event of a burst. Neither timer is due (checked against the clock), so nothing
             // waits longer for it.
             let now = Instant::now();
-            if !deadline.is_some_and(|at| at <= now) && !bookmark_at.is_some_and(|at| at <= now) {
+            if deadline.is_none_or(|at| at > now) && bookmark_at.is_none_or(|at| at > now) {
                 if let Ok(item) = self.live.try_recv() {
                     return Some(item);
                 }
