@@ -103,11 +103,6 @@ impl Stamped {
         }
     }
 
-    /// The object presented at `rv` (a deletion's, or a change that took it out of view).
-    pub fn at(object: Arc<Value>, rv: u64) -> Stamped {
-        Stamped::stored(object).presented_at(rv)
-    }
-
     /// The object marked for deletion at `timestamp` (with a zero grace period), as written at
     /// `rv`: a graceful deletion's state, without a copy of the object.
     pub fn marked_for_deletion(object: Arc<Value>, rv: u64, timestamp: &str) -> Stamped {
@@ -120,7 +115,8 @@ impl Stamped {
         }
     }
 
-    /// The same state presented at `rv`.
+    /// The same state presented at `rv` (a deletion's, or a change that took the object out of
+    /// a watcher's view).
     pub fn presented_at(&self, rv: u64) -> Stamped {
         let mut stamped = self.clone();
         stamped.overrides.resource_version = Some(rv);
@@ -168,16 +164,10 @@ impl Stamped {
     /// The object as presented, as a value of its own (see [`Stamped::value`]).
     pub fn to_value(&self) -> Value {
         let mut value = (*self.object).clone();
-        self.stamp(&mut value);
-        value
-    }
-
-    /// Writes the presented metadata over `value`'s where it differs from the stored one (for a
-    /// representation built from [`Stamped::object`]).
-    pub fn stamp(&self, value: &mut Value) {
         for (key, field) in self.overrides.fields() {
-            object::set_meta(value, key, Some(Value::from(&field)));
+            object::set_meta(&mut value, key, Some(Value::from(&field)));
         }
+        value
     }
 }
 
@@ -314,7 +304,7 @@ mod tests {
 
     #[test]
     fn a_stamped_object_is_encoded_with_the_new_version_and_nothing_else_changed() {
-        let stamped = Stamped::at(pod(), 9);
+        let stamped = Stamped::stored(pod()).presented_at(9);
         let mut expected = (*pod()).clone();
         expected["metadata"]["resourceVersion"] = json!("9");
         let encoded = serde_json::to_string(&stamped).unwrap_or_default();
@@ -344,7 +334,7 @@ mod tests {
         assert!(encoded.starts_with(r#"{"kind":"PartialObjectMetadata","apiVersion":"#));
         let decoded: Value = serde_json::from_str(&encoded).unwrap_or_default();
         assert_eq!(decoded, partial(pod()["metadata"].clone()));
-        let at_nine = Stamped::at(pod(), 9);
+        let at_nine = Stamped::stored(pod()).presented_at(9);
         let mut metadata = pod()["metadata"].clone();
         metadata["resourceVersion"] = json!("9");
         assert_eq!(
@@ -362,13 +352,15 @@ mod tests {
     #[test]
     fn a_missing_version_is_inserted_in_key_order() {
         let object = Arc::new(json!({"metadata": {"name": "p", "uid": "u"}}));
-        let encoded = serde_json::to_string(&Stamped::at(object, 3)).unwrap_or_default();
+        let encoded =
+            serde_json::to_string(&Stamped::stored(object).presented_at(3)).unwrap_or_default();
         assert_eq!(
             encoded,
             r#"{"metadata":{"name":"p","resourceVersion":"3","uid":"u"}}"#
         );
         let last = Arc::new(json!({"metadata": {"name": "p"}}));
-        let encoded = serde_json::to_string(&Stamped::at(last, 4)).unwrap_or_default();
+        let encoded =
+            serde_json::to_string(&Stamped::stored(last).presented_at(4)).unwrap_or_default();
         assert_eq!(
             encoded,
             r#"{"metadata":{"name":"p","resourceVersion":"4"}}"#
