@@ -131,7 +131,7 @@ impl Stamped {
     }
 
     /// Whether the stored object is presented as it is.
-    pub fn is_as_stored(&self) -> bool {
+    fn is_as_stored(&self) -> bool {
         self.overrides.is_empty()
     }
 
