@@ -13,6 +13,10 @@
 //!   `object` of an `ADDED`/`MODIFIED`/`DELETED` watch event) and answers a `T` or a
 //!   `serde_json::Error`; the caller turns that error into its usual typed error (a list item's
 //!   index, offset and snippet; a watch line's [`Error::Decode`](super::Error::Decode)).
+//! - A decoder refuses text that is more than one JSON value (trailing text after it), as
+//!   `serde_json::from_slice` does: a watch line in the server's own shape hands over the rest
+//!   of the line unscanned, and relies on that refusal to fall back to parsing the line
+//!   ([`WatchEvent::from_slice_with`](crate::api::WatchEvent::from_slice_with)).
 //! - The bytes are borrowed for the call only: a decoder keeps what it computed, never the text.
 //! - Any `Fn(&[u8]) -> Result<T, serde_json::Error>` closure is a decoder.
 //! - The typed paths do not go through a decoder object: `ItemDecode::Serde` is a plain
@@ -26,7 +30,8 @@ use serde::de::DeserializeOwned;
 
 /// Decodes one object's JSON text into a `T`, by rules known at run time.
 pub trait DecodeItem<T>: Send + Sync + 'static {
-    /// The `T` for one object's complete JSON text.
+    /// The `T` for one object's complete JSON text; an error for anything after that object
+    /// (see the module documentation).
     fn decode(&self, bytes: &[u8]) -> Result<T, serde_json::Error>;
 }
 
