@@ -147,13 +147,9 @@ impl<T> WatchEvent<T> {
     ) -> Result<Self, serde_json::Error> {
         // The server's own shape: no pass over the object to find where it ends — for a 3 KB
         // Pod that pass was a fifth of decoding its event.
-        if let Some((event_type, object)) = split_server_line(line) {
+        if let Some((event, object)) = split_server_line(line) {
             if let Ok(object) = decode_object(object) {
-                return Ok(match event_type {
-                    EventType::Added => WatchEvent::Added(object),
-                    EventType::Modified => WatchEvent::Modified(object),
-                    _ => WatchEvent::Deleted(object),
-                });
+                return Ok(event(object));
             }
         }
         // A derived struct would also accept `["ADDED", {…}]`; a watch event is an object.
@@ -173,23 +169,26 @@ impl<T> WatchEvent<T> {
     }
 }
 
+/// The event of one type made of its object: `WatchEvent::Added`, `Modified` or `Deleted`.
+type ObjectEvent<T> = fn(T) -> WatchEvent<T>;
+
 /// A line as the API server writes one about an object — `{"type":"ADDED","object":` (or
-/// `MODIFIED`, `DELETED`), the object, `}` — split into its type and what must be the object's
-/// text, if the line has that shape; whether the object really ends at the last `}` is for
-/// its decoder to find (see the module documentation).
-fn split_server_line(line: &[u8]) -> Option<(EventType, &[u8])> {
-    const TYPES: [(&[u8], EventType); 3] = [
-        (b"ADDED", EventType::Added),
-        (b"MODIFIED", EventType::Modified),
-        (b"DELETED", EventType::Deleted),
+/// `MODIFIED`, `DELETED`), the object, `}` — split into the event that type makes of an object
+/// and what must be the object's text, if the line has that shape; whether the object really
+/// ends at the last `}` is for its decoder to find (see the module documentation).
+fn split_server_line<T>(line: &[u8]) -> Option<(ObjectEvent<T>, &[u8])> {
+    let types: [(&[u8], ObjectEvent<T>); 3] = [
+        (b"ADDED", WatchEvent::Added),
+        (b"MODIFIED", WatchEvent::Modified),
+        (b"DELETED", WatchEvent::Deleted),
     ];
     let rest = line.strip_prefix(br#"{"type":""#)?;
-    let (event_type, rest) = TYPES.iter().find_map(|(name, event_type)| {
-        let rest = rest.strip_prefix(*name)?.strip_prefix(br#"","object":"#)?;
-        Some((*event_type, rest))
+    let (event, rest) = types.into_iter().find_map(|(name, event)| {
+        let rest = rest.strip_prefix(name)?.strip_prefix(br#"","object":"#)?;
+        Some((event, rest))
     })?;
     let object = rest.trim_ascii_end().strip_suffix(b"}")?;
-    Some((event_type, object))
+    Some((event, object))
 }
 
 impl<T: Serialize> Serialize for WatchEvent<T> {
@@ -434,12 +433,12 @@ mod tests {
         ] {
             assert_eq!(strict(line).ok(), expected, "{line}");
         }
+        fn split(line: &[u8]) -> Option<(EventType, &[u8])> {
+            split_server_line::<()>(line).map(|(event, object)| (event(()).event_type(), object))
+        }
+        assert_eq!(split(br#"{"type":"BOOKMARK","object":{}}"#), None);
         assert_eq!(
-            split_server_line(br#"{"type":"BOOKMARK","object":{}}"#),
-            None
-        );
-        assert_eq!(
-            split_server_line(br#"{"type":"ADDED","object":{"a":1}}"#),
+            split(br#"{"type":"ADDED","object":{"a":1}}"#),
             Some((EventType::Added, &br#"{"a":1}"#[..]))
         );
     }
