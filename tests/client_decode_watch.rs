@@ -138,6 +138,47 @@ fn captured_chunks_decode_the_same_through_an_item_decoder() {
     }
 }
 
+/// Tags each object with the method it went to.
+struct Tagging;
+
+impl kube_gc::client::DecodeItem<(&'static str, Value)> for Tagging {
+    fn decode(&self, object: &[u8]) -> Result<(&'static str, Value), serde_json::Error> {
+        Ok(("current", serde_json::from_slice(object)?))
+    }
+    fn decode_deleted(&self, object: &[u8]) -> Result<(&'static str, Value), serde_json::Error> {
+        Ok(("final state", serde_json::from_slice(object)?))
+    }
+}
+
+#[test]
+fn captured_deleted_objects_go_to_decode_deleted_and_no_others_do() {
+    let mut deleted = 0;
+    for capture in captures() {
+        let mut watch = WatchDecoder::with_item_decoder(std::sync::Arc::new(Tagging));
+        let mut items = Vec::new();
+        for chunk in &capture.chunks {
+            watch.push(chunk);
+            items.extend(watch.drain());
+        }
+        for (item, expected) in items.into_iter().zip(&capture.events) {
+            let event = item.expect("decodes");
+            let tagged = match &event {
+                WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => o,
+                WatchEvent::Bookmark(_) | WatchEvent::Error(_) => continue,
+            };
+            let want = if expected["type"] == "DELETED" {
+                deleted += 1;
+                "final state"
+            } else {
+                "current"
+            };
+            assert_eq!(tagged.0, want, "exchange {}", capture.name);
+            assert_eq!(tagged.1, expected["object"], "exchange {}", capture.name);
+        }
+    }
+    assert!(deleted > 0, "the captures hold DELETED events");
+}
+
 #[test]
 fn captured_chunks_split_lines_across_chunks() {
     // The fixtures really exercise reassembly: some chunk ends inside a line, and some chunk

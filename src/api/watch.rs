@@ -14,9 +14,10 @@
 //! `type` arrives — correct for any key order, fast for the real one.
 //!
 //! [`WatchEvent::from_slice_with`] decodes a line whose `T` is made by a function of the
-//! object's text rather than by `Deserialize` (the client's item decoders): the line is parsed
-//! once with the object kept as borrowed raw text (any key order), and only the object of an
-//! `ADDED`, `MODIFIED` or `DELETED` event goes to that function. A line exactly as the API
+//! event's type and the object's text rather than by `Deserialize` (the client's item
+//! decoders): the line is parsed once with the object kept as borrowed raw text (any key
+//! order), and only the object of an `ADDED`, `MODIFIED` or `DELETED` event goes to that
+//! function, with the type (a `DELETED` object is the final state of one that is gone). A line exactly as the API
 //! server writes it, `{"type":"ADDED","object":…}` with nothing after the object, skips that
 //! parse: its object's text is the rest of the line, handed over unscanned; the function must
 //! refuse trailing text after one JSON value (as `serde_json::from_slice` does), so a line with
@@ -140,15 +141,16 @@ struct RawEvent<'a> {
 
 impl<T> WatchEvent<T> {
     /// Decodes one watch line, making the object of an `ADDED`, `MODIFIED` or `DELETED` event
-    /// with `decode_object` from its JSON text; a `BOOKMARK` or `ERROR` decodes as usual.
+    /// with `decode_object` from the event's type and the object's JSON text; a `BOOKMARK` or
+    /// `ERROR` decodes as usual.
     pub fn from_slice_with(
         line: &[u8],
-        decode_object: impl Fn(&[u8]) -> Result<T, serde_json::Error>,
+        decode_object: impl Fn(EventType, &[u8]) -> Result<T, serde_json::Error>,
     ) -> Result<Self, serde_json::Error> {
         // The server's own shape: no pass over the object to find where it ends — for a 3 KB
         // Pod that pass was a fifth of decoding its event.
-        if let Some((event, object)) = split_server_line(line) {
-            if let Ok(object) = decode_object(object) {
+        if let Some((event_type, event, object)) = split_server_line(line) {
+            if let Ok(object) = decode_object(event_type, object) {
                 return Ok(event(object));
             }
         }
@@ -159,10 +161,11 @@ impl<T> WatchEvent<T> {
         }
         let raw: RawEvent<'_> = serde_json::from_slice(line)?;
         let object = raw.object.get().as_bytes();
+        let decode = |event_type| decode_object(event_type, object);
         Ok(match raw.event_type {
-            EventType::Added => WatchEvent::Added(decode_object(object)?),
-            EventType::Modified => WatchEvent::Modified(decode_object(object)?),
-            EventType::Deleted => WatchEvent::Deleted(decode_object(object)?),
+            EventType::Added => WatchEvent::Added(decode(EventType::Added)?),
+            EventType::Modified => WatchEvent::Modified(decode(EventType::Modified)?),
+            EventType::Deleted => WatchEvent::Deleted(decode(EventType::Deleted)?),
             EventType::Bookmark => WatchEvent::Bookmark(serde_json::from_slice(object)?),
             EventType::Error => WatchEvent::Error(serde_json::from_slice(object)?),
         })
@@ -173,22 +176,22 @@ impl<T> WatchEvent<T> {
 type ObjectEvent<T> = fn(T) -> WatchEvent<T>;
 
 /// A line as the API server writes one about an object — `{"type":"ADDED","object":` (or
-/// `MODIFIED`, `DELETED`), the object, `}` — split into the event that type makes of an object
-/// and what must be the object's text, if the line has that shape; whether the object really
-/// ends at the last `}` is for its decoder to find (see the module documentation).
-fn split_server_line<T>(line: &[u8]) -> Option<(ObjectEvent<T>, &[u8])> {
-    let types: [(&[u8], ObjectEvent<T>); 3] = [
-        (b"ADDED", WatchEvent::Added),
-        (b"MODIFIED", WatchEvent::Modified),
-        (b"DELETED", WatchEvent::Deleted),
+/// `MODIFIED`, `DELETED`), the object, `}` — split into its type, the event that type makes of
+/// an object, and what must be the object's text, if the line has that shape; whether the
+/// object really ends at the last `}` is for its decoder to find (see the module documentation).
+fn split_server_line<T>(line: &[u8]) -> Option<(EventType, ObjectEvent<T>, &[u8])> {
+    let types: [(&[u8], EventType, ObjectEvent<T>); 3] = [
+        (b"ADDED", EventType::Added, WatchEvent::Added),
+        (b"MODIFIED", EventType::Modified, WatchEvent::Modified),
+        (b"DELETED", EventType::Deleted, WatchEvent::Deleted),
     ];
     let rest = line.strip_prefix(br#"{"type":""#)?;
-    let (event, rest) = types.into_iter().find_map(|(name, event)| {
+    let (event_type, event, rest) = types.into_iter().find_map(|(name, event_type, event)| {
         let rest = rest.strip_prefix(name)?.strip_prefix(br#"","object":"#)?;
-        Some((event, rest))
+        Some((event_type, event, rest))
     })?;
     let object = rest.trim_ascii_end().strip_suffix(b"}")?;
-    Some((event, object))
+    Some((event_type, event, object))
 }
 
 impl<T: Serialize> Serialize for WatchEvent<T> {
@@ -361,7 +364,7 @@ mod tests {
 
     /// The length of the object's text, as a decoder that needs no `Deserialize`.
     fn length(line: &str) -> Result<WatchEvent<usize>, serde_json::Error> {
-        WatchEvent::from_slice_with(line.as_bytes(), |object| Ok(object.len()))
+        WatchEvent::from_slice_with(line.as_bytes(), |_, object| Ok(object.len()))
     }
 
     #[test]
@@ -393,16 +396,37 @@ mod tests {
             assert!(length(line).is_err(), "{line}");
         }
         let refused =
-            WatchEvent::<()>::from_slice_with(br#"{"type":"MODIFIED","object":{}}"#, |_| {
+            WatchEvent::<()>::from_slice_with(br#"{"type":"MODIFIED","object":{}}"#, |_, _| {
                 Err(serde::de::Error::custom("not for this policy"))
             });
         assert!(refused.is_err());
     }
 
+    #[test]
+    fn the_decoder_is_told_each_objects_event_in_either_shape() {
+        let typed = |line: &str| {
+            WatchEvent::from_slice_with(line.as_bytes(), |event_type, _| Ok(event_type))
+        };
+        for (line, expected) in [
+            (r#"{"type":"ADDED","object":{}}"#, EventType::Added),
+            (r#"{"type":"MODIFIED","object":{}}"#, EventType::Modified),
+            (r#"{"type":"DELETED","object":{}}"#, EventType::Deleted),
+            (r#"{"object":{},"type":"DELETED"}"#, EventType::Deleted),
+            (r#"{"object":{},"type":"MODIFIED"}"#, EventType::Modified),
+        ] {
+            let event = typed(line).unwrap();
+            assert_eq!(event.event_type(), expected, "{line}");
+            assert!(
+                matches!(event, WatchEvent::Added(t) | WatchEvent::Modified(t) | WatchEvent::Deleted(t) if t == expected),
+                "{line}"
+            );
+        }
+    }
+
     /// The object as `serde_json::from_slice` reads it: strict about trailing text, as item
     /// decoders are.
     fn strict(line: &str) -> Result<WatchEvent<serde_json::Value>, serde_json::Error> {
-        WatchEvent::from_slice_with(line.as_bytes(), |object| serde_json::from_slice(object))
+        WatchEvent::from_slice_with(line.as_bytes(), |_, object| serde_json::from_slice(object))
     }
 
     #[test]
@@ -434,7 +458,11 @@ mod tests {
             assert_eq!(strict(line).ok(), expected, "{line}");
         }
         fn split(line: &[u8]) -> Option<(EventType, &[u8])> {
-            split_server_line::<()>(line).map(|(event, object)| (event(()).event_type(), object))
+            split_server_line::<()>(line).map(|(event_type, event, object)| {
+                // The type named and the event made agree.
+                assert_eq!(event(()).event_type(), event_type);
+                (event_type, object)
+            })
         }
         assert_eq!(split(br#"{"type":"BOOKMARK","object":{}}"#), None);
         assert_eq!(

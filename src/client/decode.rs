@@ -18,6 +18,11 @@
 //!   of the line unscanned, and relies on that refusal to fall back to parsing the line
 //!   ([`WatchEvent::from_slice_with`](crate::api::WatchEvent::from_slice_with)).
 //! - The bytes are borrowed for the call only: a decoder keeps what it computed, never the text.
+//! - The object of a `DELETED` watch event goes to [`DecodeItem::decode_deleted`]: the final
+//!   state of an object that no longer exists. By default it is decoded as any other; a
+//!   decoder whose caller does nothing with a deleted object but forget it may decode only its
+//!   identity (key, UID, resourceVersion), as the retention engine's does. List items and
+//!   `ADDED`/`MODIFIED` objects always go to [`DecodeItem::decode`].
 //! - Any `Fn(&[u8]) -> Result<T, serde_json::Error>` closure is a decoder.
 //! - The typed paths do not go through a decoder object: `ItemDecode::Serde` is a plain
 //!   function pointer to a monomorphized `serde_json::from_slice::<T>`.
@@ -33,6 +38,12 @@ pub trait DecodeItem<T>: Send + Sync + 'static {
     /// The `T` for one object's complete JSON text; an error for anything after that object
     /// (see the module documentation).
     fn decode(&self, bytes: &[u8]) -> Result<T, serde_json::Error>;
+
+    /// The `T` for the final state of an object a `DELETED` watch event reports; by default
+    /// [`decode`](Self::decode). The same refusal of trailing text applies.
+    fn decode_deleted(&self, bytes: &[u8]) -> Result<T, serde_json::Error> {
+        self.decode(bytes)
+    }
 }
 
 impl<T, F> DecodeItem<T> for F
@@ -50,11 +61,24 @@ pub type ItemDecoder<T> = Arc<dyn DecodeItem<T>>;
 /// A caller's decoder as the client holds it. Calling a `dyn DecodeItem<T>` asks `T: 'static`
 /// (the trait's own bound); this closure does not, so the decoders' types and methods keep the
 /// bounds they had before item decoders existed (a `WatchStream<T>` is a `Stream` for any `T`).
-pub(crate) type DecodeFn<T> = Arc<dyn Fn(&[u8]) -> Result<T, serde_json::Error> + Send + Sync>;
+pub(crate) type DecodeFn<T> =
+    Arc<dyn Fn(&[u8], ObjectText) -> Result<T, serde_json::Error> + Send + Sync>;
+
+/// Which of a decoder's two methods a text goes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ObjectText {
+    /// A list item, or the object of an `ADDED` or `MODIFIED` event: [`DecodeItem::decode`].
+    Current,
+    /// The object of a `DELETED` event: [`DecodeItem::decode_deleted`].
+    FinalState,
+}
 
 /// `decoder` as the client holds it.
 pub(crate) fn decode_fn<T: 'static>(decoder: ItemDecoder<T>) -> DecodeFn<T> {
-    Arc::new(move |bytes: &[u8]| decoder.decode(bytes))
+    Arc::new(move |bytes: &[u8], text: ObjectText| match text {
+        ObjectText::Current => decoder.decode(bytes),
+        ObjectText::FinalState => decoder.decode_deleted(bytes),
+    })
 }
 
 /// How the client decodes one object: serde's typed path, or a caller's decoder.
@@ -91,7 +115,7 @@ impl<T> ItemDecode<T> {
     pub(crate) fn decode(&self, bytes: &[u8]) -> Result<T, serde_json::Error> {
         match self {
             ItemDecode::Serde(decode) => decode(bytes),
-            ItemDecode::Custom(decode) => decode(bytes),
+            ItemDecode::Custom(decode) => decode(bytes, ObjectText::Current),
         }
     }
 }
@@ -128,5 +152,35 @@ mod tests {
         let serde = ItemDecode::<u32>::serde();
         assert_eq!(serde.decode(b"7").ok(), Some(7));
         assert!(serde.decode(b"x").is_err());
+    }
+
+    /// Counts what it is given, and says which method was called.
+    struct Sides;
+
+    impl DecodeItem<String> for Sides {
+        fn decode(&self, bytes: &[u8]) -> Result<String, serde_json::Error> {
+            Ok(format!("current {}", bytes.len()))
+        }
+        fn decode_deleted(&self, bytes: &[u8]) -> Result<String, serde_json::Error> {
+            Ok(format!("final {}", bytes.len()))
+        }
+    }
+
+    #[test]
+    fn a_final_state_goes_to_decode_deleted_and_a_closure_decodes_both_alike() {
+        let sides = decode_fn::<String>(Arc::new(Sides));
+        assert_eq!(
+            sides(b"{}", ObjectText::Current).ok().as_deref(),
+            Some("current 2")
+        );
+        assert_eq!(
+            sides(b"{}", ObjectText::FinalState).ok().as_deref(),
+            Some("final 2")
+        );
+        // A list item is a current object.
+        let items = ItemDecode::custom(Arc::new(Sides) as ItemDecoder<String>);
+        assert_eq!(items.decode(b"{}").ok().as_deref(), Some("current 2"));
+        let closure = decode_fn::<usize>(Arc::new(|bytes: &[u8]| Ok(bytes.len())));
+        assert_eq!(closure(b"{}", ObjectText::FinalState).ok(), Some(2));
     }
 }

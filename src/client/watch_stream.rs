@@ -38,9 +38,9 @@ use bytes::Bytes;
 use futures_util::Stream;
 use serde::de::DeserializeOwned;
 
-use super::decode::{decode_fn, from_slice, DecodeFn, ItemDecoder};
+use super::decode::{decode_fn, from_slice, DecodeFn, ItemDecoder, ObjectText};
 use super::error::{snippet, Error};
-use crate::api::WatchEvent;
+use crate::api::{EventType, WatchEvent};
 
 /// The default longest line accepted: far above the API server's ~3 MiB request limit, so only
 /// a broken stream reaches it.
@@ -75,9 +75,15 @@ impl<T> LineDecode<T> {
     fn decode(&self, line: &[u8]) -> Result<WatchEvent<T>, serde_json::Error> {
         match self {
             LineDecode::Serde(decode) => decode(line),
-            LineDecode::Custom(decoder) => {
-                WatchEvent::from_slice_with(line, |object| decoder(object))
-            }
+            LineDecode::Custom(decoder) => WatchEvent::from_slice_with(line, |event, object| {
+                let text = match event {
+                    EventType::Deleted => ObjectText::FinalState,
+                    EventType::Added | EventType::Modified => ObjectText::Current,
+                    // Never given an object to decode by the caller's decoder.
+                    EventType::Bookmark | EventType::Error => ObjectText::Current,
+                };
+                decoder(object, text)
+            }),
         }
     }
 }
@@ -179,7 +185,9 @@ impl<T> WatchDecoder<T> {
     /// before.
     fn find_newline(&mut self) -> Option<usize> {
         let from = self.start + self.scanned;
-        match self.buf[from..].iter().position(|&b| b == b'\n') {
+        // memchr, not `iter().position`: a byte-at-a-time loop over a 3 KB Pod's line was a
+        // tenth of the informer's time in a burst of deletions.
+        match memchr::memchr(b'\n', &self.buf[from..]) {
             Some(offset) => Some(from + offset),
             None => {
                 self.scanned = self.buf.len() - self.start;

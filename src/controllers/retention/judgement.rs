@@ -13,6 +13,7 @@
 //!   [`Facts`], the [`Ttl`] and the group — no labels, no spec, no status.
 //! - `now` is the decode time: a CEL `match` reading `now` is evaluated then, not continuously.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
@@ -63,6 +64,10 @@ pub enum Judged {
     Governed(Governed),
     /// Something about it could not be read; it is kept.
     Problem(Box<Problem>),
+    /// It no longer exists: the final state a `DELETED` watch event reports, of which only the
+    /// identity is decoded ([`gone`]). Nothing is judged of an object that is gone; the engine
+    /// only forgets it.
+    Gone,
 }
 
 /// An object under a policy.
@@ -259,6 +264,51 @@ pub fn project(object: &serde_json::Value, rules: &Rules, now: DateTime<Utc>) ->
         resource_version: meta.resource_version.unwrap_or_default().into(),
         judged,
     }
+}
+
+/// The judgement of a deleted object's final state (the object of a `DELETED` watch event):
+/// its key, UID and resourceVersion, read from the text with everything else skipped unbuilt,
+/// and [`Judged::Gone`]. A deleted object's labels, status and policies no longer matter, and
+/// building them was most of the cost of the event.
+///
+/// # Errors
+///
+/// What `serde_json` says of text that is not one JSON object, or whose identity fields are
+/// not strings.
+pub fn gone(bytes: &[u8]) -> serde_json::Result<Judgement> {
+    #[derive(Deserialize)]
+    struct Object<'a> {
+        #[serde(default, borrow, deserialize_with = "null_as_default")]
+        metadata: Identity<'a>,
+    }
+    /// Borrowed from the text unless a string has escapes.
+    #[derive(Deserialize, Default)]
+    #[serde(rename_all = "camelCase")]
+    struct Identity<'a> {
+        #[serde(default, borrow)]
+        name: Option<Cow<'a, str>>,
+        #[serde(default, borrow)]
+        namespace: Option<Cow<'a, str>>,
+        #[serde(default, borrow)]
+        uid: Option<Cow<'a, str>>,
+        #[serde(default, borrow)]
+        resource_version: Option<Cow<'a, str>>,
+    }
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        // serde would take an array for a struct; as a map, serde says why it is not one.
+        serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(bytes)?;
+    }
+    let meta = serde_json::from_slice::<Object<'_>>(bytes)?.metadata;
+    let text = |field: &Option<Cow<'_, str>>| field.as_deref().unwrap_or_default().into();
+    Ok(Judgement {
+        key: ObjectKey::new(
+            meta.namespace.as_deref().unwrap_or_default(),
+            meta.name.as_deref().unwrap_or_default(),
+        ),
+        uid: text(&meta.uid),
+        resource_version: text(&meta.resource_version),
+        judged: Judged::Gone,
+    })
 }
 
 fn judge_object(

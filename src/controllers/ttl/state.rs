@@ -47,6 +47,14 @@ impl TtlState {
                     finished: Finished::No,
                 })
             }
+            // The final state of a deleted object: only its identity was read.
+            Judged::Gone => {
+                return Ok(TtlState {
+                    being_deleted: true,
+                    ttl_seconds: None,
+                    finished: Finished::No,
+                })
+            }
         };
         let ttl_seconds = match governed.ttl {
             Ttl::After { length, .. } => Some(length.num_seconds()),

@@ -98,6 +98,12 @@ pub(crate) fn no_policy(target: &Target) -> Decision {
 pub(crate) fn judged(judgement: &Judgement, judging: &Judging<'_>) -> Decision {
     match &judgement.judged {
         Judged::Ungoverned => ungoverned(judging),
+        Judged::Gone => decision(
+            CONTROLLER,
+            false,
+            VerdictKind::Keep,
+            "gone: the server reported it deleted".to_owned(),
+        ),
         Judged::Problem(problem) => decision(
             CONTROLLER,
             true,

@@ -21,10 +21,10 @@ use parking_lot::Mutex;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::{Api, Client, ItemDecoder, ResourceRef};
+use crate::client::{Api, Client, DecodeItem, ItemDecoder, ResourceRef};
 use crate::clock::SharedClock;
 use crate::controllers::retention::judge::{judge, Verdict};
-use crate::controllers::retention::judgement::{project, Judged, Judgement, Rules};
+use crate::controllers::retention::judgement::{gone, project, Judged, Judgement, Rules};
 use crate::controllers::retention::policy::Target;
 use crate::controllers::retention::wire::{decode_needed, Need};
 use crate::runtime::cache::{Cacheable, Store};
@@ -182,10 +182,31 @@ pub fn judging(
     now: impl Fn() -> chrono::DateTime<chrono::Utc> + Send + Sync + 'static,
 ) -> ItemDecoder<Judgement> {
     let need = Need::of(&rules.policies);
-    Arc::new(move |bytes: &[u8]| {
-        let object = decode_needed(bytes, &need)?;
-        Ok(project(&object, &rules, now()))
-    })
+    Arc::new(Judging { rules, need, now })
+}
+
+/// The item decoder [`judging`] makes.
+struct Judging<F> {
+    rules: Arc<Rules>,
+    /// What the rules and the judgement read of an object.
+    need: Need,
+    now: F,
+}
+
+impl<F> DecodeItem<Judgement> for Judging<F>
+where
+    F: Fn() -> chrono::DateTime<chrono::Utc> + Send + Sync + 'static,
+{
+    fn decode(&self, bytes: &[u8]) -> Result<Judgement, serde_json::Error> {
+        let object = decode_needed(bytes, &self.need)?;
+        Ok(project(&object, &self.rules, (self.now)()))
+    }
+
+    /// A deleted object is only forgotten (the cache entry, its group): its identity is all
+    /// the informer and the handlers read of it.
+    fn decode_deleted(&self, bytes: &[u8]) -> Result<Judgement, serde_json::Error> {
+        gone(bytes)
+    }
 }
 
 impl std::fmt::Debug for ResourceWatch {
@@ -235,7 +256,8 @@ impl Router {
             key: key.clone(),
         };
         let governed = match &judgement.judged {
-            Judged::Ungoverned => {
+            // Gone comes only with a DELETED event, which the handlers forget, never route.
+            Judged::Ungoverned | Judged::Gone => {
                 self.groups.place(&key, None);
                 return;
             }

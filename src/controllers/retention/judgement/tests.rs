@@ -244,3 +244,45 @@ fn history_groups_follow_the_owner_or_a_label() {
         None
     );
 }
+
+#[test]
+fn a_deleted_objects_final_state_keeps_the_identity_project_gives_and_nothing_else() {
+    let rules = rules(vec![policy(
+        "metadata: {name: pods}\nspec: {preset: pods, ttlSecondsAfterFinished: 1800}",
+        true,
+    )]);
+    for object in [
+        pod("data", "a"),
+        json!({"metadata": {"name": "cluster-wide"}}),
+    ] {
+        let text = serde_json::to_vec(&object).unwrap();
+        let judged = project(&object, &rules, now());
+        let deleted = gone(&text).unwrap();
+        assert_eq!(deleted.judged, Judged::Gone);
+        assert_eq!(deleted.key(), judged.key());
+        assert_eq!(deleted.uid(), judged.uid());
+        assert_eq!(deleted.resource_version(), judged.resource_version());
+    }
+    // Escaped strings are unescaped, not borrowed.
+    let escaped = gone(
+        br#"{"metadata":{"name":"a\u002db","namespace":"n","uid":"u\"1","resourceVersion":"9"}}"#,
+    )
+    .unwrap();
+    assert_eq!(escaped.key().to_string(), "n/a-b");
+    assert_eq!(escaped.uid(), "u\"1");
+    // No or null metadata: an empty identity, as `project` gives.
+    for text in [&br#"{"kind":"Pod"}"#[..], br#"{"metadata":null}"#] {
+        let deleted = gone(text).unwrap();
+        assert_eq!(deleted.key().to_string(), "");
+        assert_eq!(deleted.resource_version(), "");
+    }
+    // Not one object, or an identity field that is not a string: refused, as bad input.
+    for text in [
+        &br#"["a"]"#[..],
+        br#"{"metadata":{"name":"a"}} trailing"#,
+        br#"{"metadata":{"name":7}}"#,
+        b"",
+    ] {
+        assert!(gone(text).is_err(), "{}", String::from_utf8_lossy(text));
+    }
+}

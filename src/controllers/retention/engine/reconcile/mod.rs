@@ -218,7 +218,7 @@ impl RetentionReconciler {
     /// Whether a judgement is due for deletion now.
     fn due(&self, watch: &ResourceWatch, judgement: &Judgement) -> Result<Due, RetentionError> {
         let governed = match &judgement.judged {
-            Judged::Ungoverned => return Ok(Due::Later(Action::Done)),
+            Judged::Ungoverned | Judged::Gone => return Ok(Due::Later(Action::Done)),
             Judged::Problem(problem) => {
                 self.report(watch, judgement, problem.reason, &problem.message);
                 return Ok(Due::Later(Action::Done));
