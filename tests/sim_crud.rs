@@ -703,6 +703,12 @@ async fn a_pod_delete_answers_with_the_deleted_pod_like_exchange_67_and_68() {
             .unwrap()
     };
     assert_eq!(rv(&seen[1]), rv(&seen[0]) + 1);
+    // Otherwise the two objects are the same (the server writes the DELETED line from the
+    // MODIFIED one's text, handlers/watch_line.rs).
+    let mut final_state = seen[1]["object"].clone();
+    final_state["metadata"]["resourceVersion"] =
+        seen[0]["object"]["metadata"]["resourceVersion"].clone();
+    assert_eq!(final_state, seen[0]["object"]);
     assert_eq!(
         rv(&seen[1]).to_string(),
         answer["metadata"]["resourceVersion"].as_str().unwrap()

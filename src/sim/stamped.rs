@@ -130,6 +130,18 @@ impl Stamped {
         &self.object
     }
 
+    /// Whether this is a graceful deletion's mark (see the module documentation).
+    pub fn is_deletion_mark(&self) -> bool {
+        self.overrides.deletion_timestamp.is_some()
+    }
+
+    /// Whether `other` presents the same stored object with the same metadata, but for the
+    /// resourceVersion: the same `Arc` (not an equal copy) and the same mark.
+    pub fn differs_at_most_in_resource_version(&self, other: &Stamped) -> bool {
+        Arc::ptr_eq(&self.object, &other.object)
+            && self.overrides.deletion_timestamp == other.overrides.deletion_timestamp
+    }
+
     /// Whether the stored object is presented as it is.
     fn is_as_stored(&self) -> bool {
         self.overrides.is_empty()

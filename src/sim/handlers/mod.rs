@@ -15,6 +15,7 @@ pub mod read;
 pub mod response;
 pub mod route;
 pub mod watch;
+mod watch_line;
 pub mod write;
 
 use std::sync::Arc;

@@ -29,8 +29,7 @@ use http::header::ACCEPT;
 use http::Response;
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
-use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -38,9 +37,8 @@ use super::errors::{store_error_status, HandlerError};
 use super::read::request_filter;
 use super::response::{self, Body, Representation};
 use super::route::Target;
+use super::watch_line::Encoder;
 use super::{Context, Incoming};
-use crate::sim::resources::ResourceDef;
-use crate::sim::stamped::Stamped;
 use crate::sim::status::{self, Cause, CauseType, GroupKind};
 use crate::sim::store::{Store, StoreError, WatchItem, WatchStart, WatcherId};
 
@@ -303,58 +301,5 @@ async fn sleep_until(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
-    }
-}
-
-/// Writes events in the representation the client asked for.
-struct Encoder {
-    representation: Representation,
-    kind: String,
-    api_version: String,
-}
-
-#[derive(Serialize)]
-struct Line<'a, T: Serialize> {
-    #[serde(rename = "type")]
-    event_type: &'a str,
-    object: &'a T,
-}
-
-impl Encoder {
-    fn new(def: &ResourceDef, representation: Representation) -> Encoder {
-        let (kind, api_version) = match representation {
-            Representation::Full => (def.kind.clone(), def.api_version()),
-            Representation::MetadataOnly => (
-                "PartialObjectMetadata".to_string(),
-                "meta.k8s.io/v1".to_string(),
-            ),
-        };
-        Encoder {
-            representation,
-            kind,
-            api_version,
-        }
-    }
-
-    fn line<T: Serialize>(event_type: &str, object: &T) -> Bytes {
-        let mut bytes = serde_json::to_vec(&Line { event_type, object }).unwrap_or_default();
-        bytes.push(b'\n');
-        Bytes::from(bytes)
-    }
-
-    fn event(&self, event_type: &str, object: &Stamped) -> Bytes {
-        Encoder::line(event_type, &self.representation.stamped(object))
-    }
-
-    /// A BOOKMARK: an empty object of the watched kind carrying only the resourceVersion
-    /// (and the initial-events-end annotation of a streaming list).
-    fn bookmark(&self, rv: u64, initial_events_end: bool) -> Bytes {
-        let mut metadata = json!({"resourceVersion": rv.to_string(), "creationTimestamp": null});
-        if initial_events_end {
-            metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
-        }
-        let object =
-            json!({"kind": self.kind, "apiVersion": self.api_version, "metadata": metadata});
-        Encoder::line("BOOKMARK", &object)
     }
 }
