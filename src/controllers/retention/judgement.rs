@@ -12,6 +12,9 @@
 //! - What is kept is small: key, UID, resourceVersion, the governing policy's index, the
 //!   [`Facts`], the [`Ttl`] and the group — no labels, no spec, no status.
 //! - `now` is the decode time: a CEL `match` reading `now` is evaluated then, not continuously.
+//! - A deleted object (a `DELETED` watch event's final state) is not projected: [`gone`] reads
+//!   its key, UID and resourceVersion only and makes [`Judged::Gone`], which nothing acts on.
+//!   It fails only on text a watch line could not carry (not one object, a non-string name).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
