@@ -34,7 +34,8 @@ pub(super) struct Encoder {
 /// A deletion mark as encoded.
 struct Mark {
     stamped: Stamped,
-    line: Vec<u8>,
+    /// The line as sent: shared with the response body, not copied.
+    line: Bytes,
     /// Where in `line` the object's text starts (after `{"type":"MODIFIED","object":`).
     object_at: usize,
     /// The digits of `metadata.resourceVersion` in `line`.
@@ -71,17 +72,25 @@ impl Encoder {
         bytes
     }
 
+    /// What serde writes of [`Line`] before the object: `{"type":"<event_type>","object":`.
+    fn prefix(event_type: &str) -> [&[u8]; 3] {
+        [br#"{"type":""#, event_type.as_bytes(), br#"","object":"#]
+    }
+
     /// The line of an ADDED, MODIFIED or DELETED event.
     pub(super) fn event(&mut self, event_type: &str, object: &Stamped) -> Bytes {
         if let Some(line) = self.reuse_mark(event_type, object) {
             return Bytes::from(line);
         }
-        let line = Encoder::line(event_type, &self.representation.stamped(object));
+        let line = Bytes::from(Encoder::line(
+            event_type,
+            &self.representation.stamped(object),
+        ));
         self.mark = object
             .is_deletion_mark()
             .then(|| Mark::find(object, &line, event_type))
             .flatten();
-        Bytes::from(line)
+        line
     }
 
     /// The line of `object` written from the kept mark's, if it presents the same state at
@@ -97,9 +106,9 @@ impl Encoder {
             &mark.line[mark.rv.end..],
         );
         let mut line = Vec::with_capacity(mark.line.len() + 16);
-        line.extend_from_slice(br#"{"type":""#);
-        line.extend_from_slice(event_type.as_bytes());
-        line.extend_from_slice(br#"","object":"#);
+        for part in Encoder::prefix(event_type) {
+            line.extend_from_slice(part);
+        }
         line.extend_from_slice(before);
         line.extend_from_slice(rv.as_bytes());
         line.extend_from_slice(after);
@@ -121,9 +130,9 @@ impl Encoder {
 
 impl Mark {
     /// The mark's line kept for reuse, if its resourceVersion appears in it exactly once.
-    fn find(stamped: &Stamped, line: &[u8], event_type: &str) -> Option<Mark> {
+    fn find(stamped: &Stamped, line: &Bytes, event_type: &str) -> Option<Mark> {
         const KEY: &str = r#""resourceVersion":""#;
-        let object_at = br#"{"type":""#.len() + event_type.len() + br#"","object":"#.len();
+        let object_at = Encoder::prefix(event_type).iter().map(|p| p.len()).sum();
         let rv = stamped.resource_version()?.to_string();
         let needle = format!(r#"{KEY}{rv}""#);
         let mut found = memchr::memmem::find_iter(line.get(object_at..)?, needle.as_bytes());
@@ -134,7 +143,7 @@ impl Mark {
         let digits = object_at + at + KEY.len();
         Some(Mark {
             stamped: stamped.clone(),
-            line: line.to_vec(),
+            line: line.clone(),
             object_at,
             rv: digits..digits + rv.len(),
         })
