@@ -32,7 +32,7 @@ use super::policy::CompiledPolicy;
 use super::precedence::{self, Candidate, Scope};
 use super::rule::{own_ttl_field, GroupBy};
 use super::ttl::{self, Ttl, TtlSource};
-use super::wire::Need;
+use super::wire::{expect_object, Need};
 
 /// The policies of one resource, and what they are applied with.
 #[derive(Debug, Default)]
@@ -297,10 +297,7 @@ pub fn gone(bytes: &[u8]) -> serde_json::Result<Judgement> {
         #[serde(default, borrow)]
         resource_version: Option<Cow<'a, str>>,
     }
-    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
-        // serde would take an array for a struct; as a map, serde says why it is not one.
-        serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(bytes)?;
-    }
+    expect_object(bytes)?;
     let meta = serde_json::from_slice::<Object<'_>>(bytes)?.metadata;
     let text = |field: &Option<Cow<'_, str>>| field.as_deref().unwrap_or_default().into();
     Ok(Judgement {

@@ -139,10 +139,7 @@ pub fn decode(bytes: &[u8]) -> serde_json::Result<Value> {
 ///
 /// What `serde_json` says of text that is not a JSON object.
 pub fn decode_needed(bytes: &[u8], need: &Need) -> serde_json::Result<Value> {
-    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
-        // Not an object: serde says why, as it would of any object decoded here.
-        return serde_json::from_slice::<Map<String, Value>>(bytes).map(Value::Object);
-    }
+    expect_object(bytes)?;
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
     let value = Pruned {
         need,
@@ -151,6 +148,15 @@ pub fn decode_needed(bytes: &[u8], need: &Need) -> serde_json::Result<Value> {
     .deserialize(&mut deserializer)?;
     deserializer.end()?;
     Ok(value)
+}
+
+/// Refuses text that is not a JSON object before a visitor or a derived struct sees it (serde
+/// would take an array for a struct): serde says why, as it would of any object decoded here.
+pub(super) fn expect_object(bytes: &[u8]) -> serde_json::Result<()> {
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        serde_json::from_slice::<Map<String, Value>>(bytes)?;
+    }
+    Ok(())
 }
 
 /// What of the tree being decoded is built: the part `need` names. Arrays are transparent: a
