@@ -38,6 +38,8 @@
 //! `RETENTION_BENCH_SIM_THREADS` (the default: as many as the machine has cores — the simulated
 //! server runs on a runtime of its own, as a real API server runs in a process of its own with
 //! a thread per core; 0: it shares the controller's runtime, as it did here until 2026-11-26);
+//! `RETENTION_BENCH_TLS=1` (the simulated server serves HTTPS and the client negotiates HTTP/2,
+//! as with a real API server; unset: plain HTTP/1.1, on which the targets were set);
 //! `RETENTION_BENCH_ONLY=memory,decode,staggered,single,change` picks parts.
 //!
 //! Run with `cargo bench --bench retention`; results are in `docs/performance.md`.
@@ -573,16 +575,34 @@ fn sim_runtime() -> Option<&'static tokio::runtime::Runtime> {
     runtime.as_ref()
 }
 
-/// Where the simulated server runs, as the deletion lines say it.
+/// `RETENTION_BENCH_TLS=1`: the simulated server serves HTTPS, so the client negotiates
+/// HTTP/2 (ALPN) and sends its watches and DELETEs over one connection, as it does to a real
+/// API server. Unset: plain HTTP/1.1, a connection per request in flight.
+fn sim_tls() -> bool {
+    std::env::var("RETENTION_BENCH_TLS").is_ok_and(|v| v == "1")
+}
+
+/// Where the simulated server runs and how it is reached, as the deletion lines say it.
 fn sim_placement() -> String {
+    let wire = if sim_tls() {
+        "HTTPS and HTTP/2"
+    } else {
+        "plain HTTP/1.1"
+    };
     match sim_runtime() {
-        Some(_) => format!("simulated server on {} threads of its own", sim_threads()),
-        None => "simulated server on the controller's runtime".to_owned(),
+        Some(_) => format!(
+            "simulated server on {} threads of its own, {wire}",
+            sim_threads()
+        ),
+        None => format!("simulated server on the controller's runtime, {wire}"),
     }
 }
 
 async fn start_sim(journal: usize) -> (SimServer, Client, tempfile::TempDir) {
-    let config = SimConfig::default().with_journal_capacity(journal);
+    let mut config = SimConfig::default().with_journal_capacity(journal);
+    if sim_tls() {
+        config = config.with_tls();
+    }
     let started = match sim_runtime() {
         Some(runtime) => match runtime.spawn(SimServer::start(config)).await {
             Ok(started) => started,
@@ -812,12 +832,13 @@ async fn change(n: usize) {
         .filter(|e| e.method == "GET" && e.path == "/api/v1/pods")
         .count();
     println!(
-        "policy change, {n:>6} Pods cached (synced {:.2} s after start) under a one-day TTL, shortened to 60 s (all expired): first deletion {:.0} ms after the update, last {:.0} ms ({} deletions, {:.0} Pods/s after the first; {lists} LIST/WATCH of pods meanwhile)",
+        "policy change, {n:>6} Pods cached (synced {:.2} s after start) under a one-day TTL, shortened to 60 s (all expired): first deletion {:.0} ms after the update, last {:.0} ms ({} deletions, {:.0} Pods/s after the first; {lists} LIST/WATCH of pods meanwhile; {})",
         cached.as_secs_f64(),
         millis(first - changed),
         millis(last - changed),
         deletes.len(),
         (deletes.len().saturating_sub(1)) as f64 / ((last - first).num_microseconds().unwrap_or(1).max(1) as f64 / 1e6),
+        sim_placement(),
     );
     sim.shutdown().await;
 }
