@@ -1,8 +1,9 @@
 //! kube-gc's own CRDs on the simulated server: `RetentionPolicy` namespaced and
 //! `ClusterRetentionPolicy` cluster-scoped, each with a status subresource, so that a status
 //! update leaves `metadata.generation` alone and a spec change bumps it — replayed from the real
-//! server's exchanges in `fixtures/retention/crd-validation/` (06, 07, 20, 21) — and the presets'
-//! workload resources served on request.
+//! server's exchanges in `fixtures/retention/crd-validation/` (06, 07, 20, 21); a status merge
+//! patch writes what it names and `null` removes a member (`fixtures/real-apiserver/exchanges/`
+//! 72, 73) — and the presets' workload resources served on request.
 
 mod sim_support;
 
@@ -127,6 +128,41 @@ async fn a_status_update_keeps_the_generation_and_a_spec_change_bumps_it() {
     assert_eq!(code, 200);
     assert_eq!(last["metadata"]["generation"], 2);
     assert_eq!(last["status"]["deleted"], 3);
+}
+
+/// Exchanges 72 and 73 (`fixtures/real-apiserver/exchanges/`): a JSON merge patch of a
+/// policy's status writes the fields it names, and one naming a field as `null` removes it —
+/// the way the retention engine's status writer clears `nextDeletionTime`.
+#[tokio::test]
+async fn a_status_merge_patch_writes_what_it_names_and_null_removes() {
+    let server = start(SimConfig::default()).await;
+    let http = client();
+    let cluster = format!("{GROUP_VERSION}/clusterretentionpolicies");
+    let (code, _) = send(http.post(url(&server, &cluster)).json(
+        &json!({"apiVersion": "kube-gc.io/v1alpha1", "kind": "ClusterRetentionPolicy",
+                "metadata": {"name": "capture-status"},
+                "spec": {"preset": "pods", "ttlSecondsAfterFinished": 60}}),
+    ))
+    .await;
+    assert_eq!(code, 201);
+    for prefix in ["72-", "73-"] {
+        let real = exchange(prefix);
+        let (code, patched) = send(
+            http.patch(url(&server, &format!("{cluster}/capture-status/status")))
+                .header("content-type", "application/merge-patch+json")
+                .json(&real["request"]["body"]),
+        )
+        .await;
+        assert_eq!(code, real["response"]["status"], "{prefix}: {patched}");
+        assert_eq!(
+            patched["status"], real["response"]["body"]["status"],
+            "{prefix}"
+        );
+        assert_eq!(
+            patched["metadata"]["generation"], real["response"]["body"]["metadata"]["generation"],
+            "{prefix}"
+        );
+    }
 }
 
 #[tokio::test]
