@@ -392,6 +392,23 @@ async fn status_counts_what_the_policy_governs() {
     assert_eq!(status["conditions"][0]["type"], "Ready");
     assert_eq!(status["conditions"][0]["status"], "True");
     assert!(status["observedGeneration"].is_i64());
+
+    // Once nothing waits, the status has no next deletion: the writer's merge patch must
+    // remove the field (null), not leave the old time behind (found on a real kube-apiserver).
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    eventually("the deletion is counted", || {
+        sim.get(&cluster_policies(), None, "counted")
+            .map(|p| p["status"]["deleted"] == 1)
+            .unwrap_or(false)
+    })
+    .await;
+    let status = sim.get(&cluster_policies(), None, "counted").unwrap()["status"].clone();
+    assert_eq!(status["matched"], 1, "{status}");
+    assert_eq!(status["waiting"], 0, "{status}");
+    assert!(
+        status.get("nextDeletionTime").is_none(),
+        "a next deletion is reported when none is scheduled: {status}"
+    );
     running.stop().await;
 }
 

@@ -1,9 +1,11 @@
 //! The status writer task: every [`RetentionOptions::status_interval`](super::RetentionOptions)
 //! it recounts what each policy governs and writes the statuses that changed, as a merge patch
-//! of `/status`.
+//! of `/status` that makes the new status the whole status (see [`status_patch`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
+
+use serde_json::{json, Value};
 
 use tokio_util::sync::CancellationToken;
 
@@ -78,7 +80,8 @@ async fn write_statuses(shared: &Shared, written: &mut Written) {
         };
         let api: Api<RetentionPolicyObject> =
             Api::dynamic(shared.client.clone(), resource, id.namespace.as_deref());
-        let patch = Patch::Merge(serde_json::json!({ "status": status }));
+        let held = [written.statuses.get(&id), object.status.as_ref()];
+        let patch = status_patch(&status, held.into_iter().flatten());
         match api
             .patch_status(&id.name, &PostParams::default(), &patch)
             .await
@@ -91,5 +94,77 @@ async fn write_statuses(shared: &Shared, written: &mut Written) {
                 tracing::warn!(policy = %id, error = %e, "could not write the policy's status");
             }
         }
+    }
+}
+
+/// The merge patch that makes `status` the policy's whole status. A merge patch keeps every
+/// member it does not name (RFC 7386), and a status leaves out what it does not have — no
+/// `nextDeletionTime` once nothing waits. So each member a status the server may still hold
+/// has (`held`: the one this process last wrote, the one its cache shows) and `status` lacks
+/// is named as `null`, which removes it (exchanges 72 and 73); else a deletion time long past
+/// would stay on the policy.
+fn status_patch<'a>(
+    status: &RetentionPolicyStatus,
+    held: impl IntoIterator<Item = &'a RetentionPolicyStatus>,
+) -> Patch {
+    let mut body = json!(status);
+    if let Value::Object(members) = &mut body {
+        for old in held {
+            if let Value::Object(old) = json!(old) {
+                for key in old.into_iter().map(|(key, _)| key) {
+                    members.entry(key).or_insert(Value::Null);
+                }
+            }
+        }
+    }
+    Patch::Merge(json!({ "status": body }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::Time;
+
+    fn waiting(next: Option<Time>) -> RetentionPolicyStatus {
+        RetentionPolicyStatus {
+            observed_generation: Some(1),
+            matched: 1,
+            waiting: u64::from(next.is_some()),
+            next_deletion_time: next,
+            ..RetentionPolicyStatus::default()
+        }
+    }
+
+    #[test]
+    fn a_member_the_new_status_lacks_is_removed_with_null() {
+        let held = waiting(Some(Time::now()));
+        let patch = status_patch(&waiting(None), [&held]);
+        let status = &patch.body()["status"];
+        assert_eq!(status["nextDeletionTime"], Value::Null);
+        assert!(
+            status
+                .as_object()
+                .is_some_and(|s| s.contains_key("nextDeletionTime")),
+            "named, as null: {status}"
+        );
+        assert_eq!(status["waiting"], 0);
+        assert_eq!(status["observedGeneration"], 1);
+    }
+
+    #[test]
+    fn nothing_is_named_null_that_no_held_status_has_or_the_new_one_has() {
+        let next = Time::now();
+        let patch = status_patch(&waiting(Some(next)), [&waiting(None)]);
+        let status = &patch.body()["status"];
+        assert_eq!(status["nextDeletionTime"], json!(next));
+        let first = status_patch(&waiting(None), []);
+        let nulls: Vec<_> = first.body()["status"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(_, v)| v.is_null())
+            .map(|(k, _)| k.clone())
+            .collect();
+        assert!(nulls.is_empty(), "{nulls:?}");
     }
 }
