@@ -364,6 +364,12 @@ async fn a_malformed_annotation_keeps_the_object_and_is_reported_on_it() {
         1,
         "reported once"
     );
+    // The policy governs the Pod it keeps (as `kube-gc explain` says): it is matched, and
+    // nothing is scheduled for it.
+    let status = sim.get(&cluster_policies(), None, "p").unwrap()["status"].clone();
+    assert_eq!(status["matched"], 1, "{status}");
+    assert_eq!(status["waiting"], 0, "{status}");
+    assert!(status.get("nextDeletionTime").is_none(), "{status}");
     running.stop().await;
 }
 

@@ -115,7 +115,9 @@ impl Governed {
 /// Why an object could not be judged.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Problem {
-    /// The policy concerned, if one was chosen.
+    /// The policy that governs the object, when precedence chose one: the object is counted
+    /// as matched by it. `None` when a `match` expression failed before any could be chosen
+    /// (the message names the policy whose expression it was).
     pub policy: Option<u16>,
     /// What went wrong, as a metric label: `match`, `finish_rule`, `own_ttl`, `annotation`.
     pub reason: &'static str,
@@ -392,7 +394,7 @@ fn applying_policies(
         let matched = match &policy.match_expr {
             None => true,
             Some(expr) => expr.eval_bool(object, now).map_err(|e| Problem {
-                policy: Some(i as u16),
+                policy: None,
                 reason: "match",
                 message: format!("{}: spec.match: {e}", policy.label()),
             })?,

@@ -288,12 +288,9 @@ impl Scene {
     fn policy_rows(&self, sim: &SimServer) -> Vec<PolicyRow> {
         let expected = |kind: SceneKind| {
             let of_kind = || self.items.iter().filter(move |i| i.kind == kind);
-            let kept = of_kind().filter(|i| i.fate == Fate::Kept);
-            // A malformed annotation keeps the object out of the counts: no policy could be
-            // applied to it.
-            let matched = kept
-                .filter(|i| i.ttl_annotation != Some(MALFORMED_TTL))
-                .count();
+            // Every kept object is governed, the one a malformed annotation keeps too (its
+            // policy applies; only its TTL cannot be read).
+            let matched = of_kind().filter(|i| i.fate == Fate::Kept).count();
             // Kept finished objects with a TTL still to run: the TTL-extended Pod.
             let waiting = of_kind()
                 .filter(|i| i.fate == Fate::Kept && i.ttl_annotation == Some(EXTENDED_TTL))

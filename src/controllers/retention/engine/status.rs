@@ -18,6 +18,7 @@ use chrono::{DateTime, Utc};
 
 use crate::api::Time;
 use crate::controllers::retention::judge::{judge, Verdict};
+use crate::controllers::retention::judgement::Judged;
 use crate::controllers::retention::policy::{Condition, PolicyId, RetentionPolicyStatus};
 
 use super::plan::PolicyState;
@@ -45,10 +46,21 @@ pub fn count(watches: &[Arc<ResourceWatch>], now: DateTime<Utc>) -> BTreeMap<Pol
     let mut counts: BTreeMap<PolicyId, Counts> = BTreeMap::new();
     for watch in watches {
         for judgement in watch.store.list() {
-            let Some(governed) = judgement.governed() else {
+            // An object its policy could not judge (a malformed annotation, a CEL error) is
+            // still governed by it, and kept: matched, never waiting.
+            let (index, governed) = match &judgement.judged {
+                Judged::Governed(governed) => (governed.policy, Some(governed)),
+                Judged::Problem(problem) => match problem.policy {
+                    Some(index) => (index, None),
+                    None => continue,
+                },
+                Judged::Ungoverned | Judged::Gone => continue,
+            };
+            let Some(policy) = watch.rules.policies.get(usize::from(index)) else {
                 continue;
             };
-            let Some(policy) = watch.rules.policies.get(usize::from(governed.policy)) else {
+            let Some(governed) = governed else {
+                counts.entry(policy.id.clone()).or_default().matched += 1;
                 continue;
             };
             for &loser in governed.shadowed() {
