@@ -4,7 +4,7 @@
 mod sim_support;
 
 use kube_gc::sim::SimConfig;
-use serde_json::Value;
+use serde_json::{json, Value};
 use sim_support::*;
 
 /// A discovery entry without what the simulated server does not produce (storage hashes), with
@@ -236,4 +236,56 @@ async fn a_group_nobody_serves_gets_the_plain_404_and_a_served_group_a_status_li
     )
     .await;
     assert_eq!(code, 200);
+}
+
+/// Exchanges 74–76: deleting the definition of a resource in use deletes its objects (a
+/// DELETED event to the open watch), ends that watch, and leaves the plain-text 404.
+#[tokio::test]
+async fn deleting_a_custom_resource_definition_deletes_its_objects_and_ends_its_watches_like_74_to_76(
+) {
+    let server = start(SimConfig::default()).await;
+    let gvr = kube_gc::sim::Gvr::new("kube-gc.io", "v1alpha1", "clusterretentionpolicies");
+    let path = "/apis/kube-gc.io/v1alpha1/clusterretentionpolicies";
+    server
+        .create(
+            &gvr,
+            json!({"apiVersion": "kube-gc.io/v1alpha1", "kind": "ClusterRetentionPolicy",
+                "metadata": {"name": "w1"}, "spec": {"preset": "pods"}}),
+        )
+        .unwrap();
+    let rv = server.resource_version();
+    let response = client()
+        .get(url(
+            &server,
+            &format!("{path}?watch=true&resourceVersion={rv}"),
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let mut watch = Lines::new(response);
+
+    // Both definitions of the group go, so that no resource of it is served, as in the capture.
+    server.delete_custom_resource_definition(&gvr).unwrap();
+    let namespaced = kube_gc::sim::Gvr::new("kube-gc.io", "v1alpha1", "retentionpolicies");
+    server
+        .delete_custom_resource_definition(&namespaced)
+        .unwrap();
+
+    let real = exchange("74-")["response"]["events"].clone();
+    let events = tokio::time::timeout(std::time::Duration::from_secs(5), watch.rest())
+        .await
+        .expect("the watch ends");
+    assert_eq!(
+        events.len(),
+        real.as_array().map_or(0, Vec::len),
+        "{events:?}"
+    );
+    assert_eq!(events[0]["type"], real[0]["type"]);
+    assert_eq!(events[0]["object"]["metadata"]["name"], "w1");
+    let listed = answered(&server, path).await;
+    assert_eq!(listed, captured("75-list-after-its-crd-is-deleted"));
+    let watched = answered(&server, &format!("{path}?watch=true&resourceVersion={rv}")).await;
+    assert_eq!(watched, captured("76-watch-after-its-crd-is-deleted"));
+    assert!(server.list(&gvr, None).unwrap().is_empty());
 }

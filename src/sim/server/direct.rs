@@ -15,8 +15,8 @@ use crate::sim::history::Change;
 use crate::sim::object;
 use crate::sim::resources::{Gvr, ResourceId};
 use crate::sim::store::{
-    DeleteOptions, DeleteOutcome, DeletionRecord, Store, UpdateTarget, WatchItem, WatchStart,
-    WatcherId,
+    DeleteOptions, DeleteOutcome, DeletionRecord, Store, StoreError, UpdateTarget, WatchItem,
+    WatchStart, WatcherId,
 };
 
 impl SimServer {
@@ -83,12 +83,37 @@ impl SimServer {
         Ok(self.ctx.store.delete(resource, namespace, name, options)?)
     }
 
-    /// Stops serving a declared resource, as when its CustomResourceDefinition is deleted: it
-    /// leaves discovery and every request to it answers 404 (objects stored are kept, and
-    /// watches already open stay open).
+    /// Stops serving a declared resource, as before its CustomResourceDefinition exists: it
+    /// leaves discovery and every request to it answers 404. Objects stored are kept and
+    /// watches already open stay open; [`SimServer::delete_custom_resource_definition`] is
+    /// what deleting the definition of a resource in use does.
     pub fn unserve_resource(&self, gvr: &Gvr) -> Result<(), SimError> {
         let resource = self.resource(gvr)?;
         self.ctx.unserved.write().insert(resource);
+        Ok(())
+    }
+
+    /// Deletes a resource's CustomResourceDefinition as the real server does (exchanges
+    /// 74–76): it stops being served (lists and watches answer the plain-text 404 of exchange
+    /// 66), the definition's cleanup deletes every object of it — a DELETED event each to the
+    /// watches open on it — and then those watches end. Deleting one the way a DELETE request
+    /// would: an object a finalizer holds is only marked, where the real server would keep the
+    /// definition `Terminating` until it goes.
+    pub fn delete_custom_resource_definition(&self, gvr: &Gvr) -> Result<(), SimError> {
+        let resource = self.resource(gvr)?;
+        self.ctx.unserved.write().insert(resource);
+        let store = &self.ctx.store;
+        for object in store.snapshot(resource, None) {
+            let (Some(name), namespace) = (object::name(&object), object::namespace(&object))
+            else {
+                continue;
+            };
+            match store.delete(resource, namespace, name, &DeleteOptions::default()) {
+                Ok(_) | Err(StoreError::NotFound { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        store.close_watches_of(resource);
         Ok(())
     }
 

@@ -272,6 +272,11 @@ impl Store {
         self.state.lock().watchers.clear();
     }
 
+    /// Ends the open watches of `resource` (their streams end after draining what is queued).
+    pub fn close_watches_of(&self, resource: ResourceId) {
+        self.state.lock().watchers.end_resource(resource);
+    }
+
     /// Number of open watches.
     pub fn open_watches(&self) -> usize {
         self.state.lock().watchers.len()

@@ -94,6 +94,11 @@ impl Watchers {
         self.slots.remove(&id);
     }
 
+    /// Removes the watchers of `resource`: their streams end once drained.
+    pub fn end_resource(&mut self, resource: ResourceId) {
+        self.slots.retain(|_, slot| slot.resource != resource);
+    }
+
     /// Removes every watcher: every watch stream ends.
     pub fn clear(&mut self) {
         self.slots.clear();
