@@ -526,3 +526,81 @@ async fn a_pod_recreated_under_the_same_name_is_left_alone() {
     assert_eq!(now["metadata"]["uid"], reborn["metadata"]["uid"]);
     assert!(now["metadata"]["deletionTimestamp"].is_null());
 }
+
+fn volcano_jobs() -> Gvr {
+    Gvr::new("batch.volcano.sh", "v1alpha1", "jobs")
+}
+
+fn ready_reason(sim: &SimServer, name: &str) -> String {
+    sim.get(&cluster_policies(), None, name)
+        .ok()
+        .and_then(|p| {
+            p["status"]["conditions"][0]["reason"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .unwrap_or_default()
+}
+
+/// A resource whose definition is deleted while watched (exchanges 74–76): the policy says
+/// so (`ResourceNotServed`), its watch stops instead of listing a 404 forever (and being
+/// reported stuck after a minute), and it picks up again when the definition returns.
+#[tokio::test(start_paused = true)]
+async fn a_watched_resource_that_stops_being_served_marks_the_policy_and_stops_its_watch() {
+    let world = world().await;
+    let sim = world.sim();
+    create_policy(
+        sim,
+        "metadata: {name: vc}\nspec: {preset: volcano-jobs, ttlSecondsAfterFinished: 3600}",
+    );
+    let running = run(&world);
+    eventually("the policy is watching", || {
+        ready_reason(sim, "vc") == "Watching"
+    })
+    .await;
+
+    sim.delete_custom_resource_definition(&volcano_jobs())
+        .unwrap();
+    let deleted = tokio::time::Instant::now();
+    eventually("the policy says its resource is not served", || {
+        ready_reason(sim, "vc") == "ResourceNotServed"
+    })
+    .await;
+    // Noticed from the watch's first 404, not at the next periodic discovery.
+    assert!(
+        deleted.elapsed() < Duration::from_secs(5),
+        "noticed after {:?}",
+        deleted.elapsed()
+    );
+    let requests = || {
+        world
+            .sim()
+            .journal()
+            .entries()
+            .iter()
+            .filter(|e| e.path.starts_with("/apis/batch.volcano.sh/v1alpha1/jobs"))
+            .count()
+    };
+    let before = requests();
+    tokio::time::sleep(Duration::from_secs(600)).await;
+    assert_eq!(
+        requests(),
+        before,
+        "the watch went on listing a resource not served"
+    );
+    assert!(
+        running
+            .recorder
+            .events()
+            .iter()
+            .any(|e| e.reason == "ResourceNotServed"),
+        "a Warning on the policy"
+    );
+
+    sim.serve_resource(&volcano_jobs()).unwrap();
+    eventually("the policy is watching again", || {
+        ready_reason(sim, "vc") == "Watching"
+    })
+    .await;
+    running.stop().await;
+}

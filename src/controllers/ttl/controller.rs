@@ -110,6 +110,7 @@ impl<K: TtlKind> TtlControllerBuilder<K> {
             clock: Arc::clone(&self.clock),
             reflector: self.options.reflector.clone(),
             namespace: self.options.namespace.clone(),
+            on_error: None,
         };
         let (watch, informer) = ResourceWatch::unstarted(target::<K>(), &plan::<K>(), &context);
         let reconciler = reconciler::<K>(

@@ -68,6 +68,7 @@
 //! ```
 
 pub mod backoff;
+pub mod error_handler;
 pub mod event;
 pub mod metrics;
 pub mod source;
@@ -90,6 +91,7 @@ use crate::client::{ApiErrorKind, Error, ListParams, WatchParams};
 use crate::runtime::cache::Cacheable;
 
 pub use backoff::{Backoff, BackoffConfig};
+pub use error_handler::WatchErrorHandler;
 pub use event::{ReflectorEvent, ReflectorSink};
 pub use metrics::{MetricsSnapshot, ReflectorMetrics};
 pub use source::{Decoded, EventStream, ListWatch, Listed, MetadataOnly};
@@ -143,6 +145,7 @@ pub struct Reflector<L> {
     source: L,
     config: ReflectorConfig,
     metrics: Arc<ReflectorMetrics>,
+    on_error: Option<WatchErrorHandler>,
 }
 
 impl<L: ListWatch> Reflector<L>
@@ -159,7 +162,14 @@ where
             source,
             config,
             metrics,
+            on_error: None,
         }
+    }
+
+    /// Tells `handler` of every failed list and watch request (see [`WatchErrorHandler`]).
+    pub fn on_error(mut self, handler: WatchErrorHandler) -> Self {
+        self.on_error = Some(handler);
+        self
     }
 
     /// The counters, shared: they keep counting while [`run`](Self::run) runs.
@@ -186,6 +196,7 @@ where
             source: self.source,
             config: self.config,
             metrics: self.metrics,
+            on_error: self.on_error,
             sink: &*sink,
         };
         let mut state = State::Listing {
@@ -208,6 +219,7 @@ struct Run<'s, L: ListWatch, S: ?Sized> {
     source: L,
     config: ReflectorConfig,
     metrics: Arc<ReflectorMetrics>,
+    on_error: Option<WatchErrorHandler>,
     sink: &'s S,
     backoff: Backoff,
     /// Draws the watch timeouts.
@@ -295,6 +307,7 @@ where
             }
             Err(e) => {
                 tracing::warn!(error = %e, ?from, "reflector list failed");
+                self.tell_owner(&e);
                 state::after_list(&from, Err(&e))
             }
         };
@@ -398,10 +411,18 @@ where
             }
             Err(e) => {
                 tracing::warn!(error = %e, %resource_version, "reflector watch failed");
+                self.tell_owner(&e);
                 state::after_watch(resource_version, WatchEnd::from_error(&e), false)
             }
         };
         self.resolve(next)
+    }
+
+    /// Passes a failed request to the owner's [`WatchErrorHandler`], if it set one.
+    fn tell_owner(&self, error: &Error) {
+        if let Some(handler) = &self.on_error {
+            handler.failed(error);
+        }
     }
 
     /// Sends a watch request; `None` (counted as a stalled watch) if the server has not answered

@@ -192,6 +192,7 @@ fn http_error(code: u16, headers: &[(&'static str, &'static str)]) -> Error {
         map.insert(*name, http::HeaderValue::from_static(value));
     }
     let reason = match code {
+        404 => "NotFound",
         410 => "Expired",
         422 => "Invalid",
         429 => "TooManyRequests",
@@ -394,6 +395,32 @@ async fn list_failures_back_off_exponentially_and_honour_retry_after() {
     }
     assert_eq!(gap(&out.calls, 4), Duration::from_secs(20));
     assert_eq!(out.metrics.backoffs, 4);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_owner_hears_of_every_failed_list_and_watch_request() {
+    let script = Scripted::default()
+        .list(Err(http_error(404, &[])))
+        .list(list("3", vec![]))
+        .watch(Err(http_error(500, &[])));
+    let exhausted = Arc::clone(&script.exhausted);
+    let heard: Arc<Mutex<Vec<bool>>> = Arc::default();
+    let handler = {
+        let heard = Arc::clone(&heard);
+        WatchErrorHandler::new(move |e| heard.lock().push(e.is_not_found()))
+    };
+    let config = ReflectorConfig {
+        seed: Some(1),
+        ..ReflectorConfig::default()
+    };
+    let reflector = Reflector::new(script, config).on_error(handler);
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn(reflector.run(Arc::new(Recorder::default()), cancel.clone()));
+    exhausted.notified().await;
+    cancel.cancel();
+    task.await.unwrap();
+    // The 404 list, then the 500 watch; the successful list is not reported.
+    assert_eq!(*heard.lock(), [true, false]);
 }
 
 #[tokio::test(start_paused = true)]

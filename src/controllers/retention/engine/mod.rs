@@ -34,7 +34,8 @@ mod writer;
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
@@ -48,7 +49,9 @@ use crate::events::{NoopRecorder, SharedRecorder};
 use crate::runtime::cache::ObjectKey;
 use crate::runtime::controller::{Controller, ControllerError};
 use crate::runtime::informer::{HandlerFns, InformerSynced, SharedInformer};
-use crate::runtime::reflector::{MetadataOnly, ReflectorConfig, ReflectorMetrics};
+use crate::runtime::reflector::{
+    MetadataOnly, ReflectorConfig, ReflectorMetrics, WatchErrorHandler,
+};
 use crate::runtime::workqueue::{MetricsProvider, WorkQueue};
 
 pub use fresh_read::{FreshRead, UnknownFreshRead};
@@ -168,6 +171,8 @@ struct Shared {
     namespaces: SharedInformer<PartialObjectMetadata>,
     context: WatchContext,
     dirty: Notify,
+    /// A watch was answered 404: read discovery again before the next plan, however fresh.
+    rediscover: AtomicBool,
 }
 
 /// The retention controller, ready to run.
@@ -249,7 +254,7 @@ impl RetentionControllerBuilder {
         }
         let queue = queue.build();
         let watches: WatchMap = Arc::default();
-        let shared = Arc::new(Shared {
+        let shared = Arc::new_cyclic(|weak| Shared {
             context: WatchContext {
                 controller: CONTROLLER,
                 informer_client,
@@ -258,6 +263,7 @@ impl RetentionControllerBuilder {
                 clock: Arc::clone(&self.clock),
                 reflector,
                 namespace: None,
+                on_error: Some(rediscover_on_not_found(weak.clone())),
             },
             client: self.client,
             watches: Arc::clone(&watches),
@@ -270,6 +276,7 @@ impl RetentionControllerBuilder {
             cluster,
             namespaces,
             dirty: Notify::new(),
+            rediscover: AtomicBool::new(false),
         });
         for informer in [&shared.namespaced, &shared.cluster] {
             informer.add_handler(replan_on_change(&shared));
@@ -288,6 +295,23 @@ impl RetentionControllerBuilder {
             .informer(&shared.cluster);
         RetentionController { shared, controller }
     }
+}
+
+/// What the watches do with a failed request. A 404 may mean that the resource is no longer
+/// served — its CustomResourceDefinition deleted: its watch ends and every list and watch
+/// answers 404 (exchanges 74–76) — which only discovery can tell, so the planner reads it again
+/// now rather than at its next periodic look; if the resource is gone, the plan stops its
+/// watch and the policies naming it go `ResourceNotServed`.
+fn rediscover_on_not_found(shared: Weak<Shared>) -> WatchErrorHandler {
+    WatchErrorHandler::new(move |error| {
+        if !error.is_not_found() {
+            return;
+        }
+        if let Some(shared) = shared.upgrade() {
+            shared.rediscover.store(true, Ordering::Relaxed);
+            shared.dirty.notify_one();
+        }
+    })
 }
 
 /// Handlers that only say "plan again".

@@ -1,10 +1,12 @@
 //! The planner task: waits for the policies and namespaces to be cached, then after every
 //! change (debounced by [`RetentionOptions::replan_delay`](super::RetentionOptions)) — and
-//! periodically while a policy names a resource not served — reads discovery, makes a
+//! periodically while a policy names a resource not served, and at once when a watch is
+//! answered 404 (its resource may be gone) — reads discovery, makes a
 //! [`Plan`] and applies it: watches started, stopped or restarted, policy states recorded
 //! with a Warning Event for each newly invalid or unserved policy.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -60,9 +62,11 @@ pub(super) async fn planner(
             _ = stop.cancelled() => return,
             _ = tokio::time::sleep(shared.options.replan_delay) => {}
         }
-        let fresh_enough = discovery
-            .as_ref()
-            .is_some_and(|(at, _)| at.elapsed() < shared.options.rediscover_interval);
+        let asked = shared.rediscover.swap(false, Ordering::Relaxed);
+        let fresh_enough = !asked
+            && discovery
+                .as_ref()
+                .is_some_and(|(at, _)| at.elapsed() < shared.options.rediscover_interval);
         if !fresh_enough {
             match Discovery::run(&shared.client).await {
                 Ok(found) => discovery = Some((tokio::time::Instant::now(), Arc::new(found))),

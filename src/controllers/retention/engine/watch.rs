@@ -29,7 +29,9 @@ use crate::controllers::retention::policy::Target;
 use crate::controllers::retention::wire::{decode_needed, Need};
 use crate::runtime::cache::{Cacheable, Store};
 use crate::runtime::informer::{HandlerFns, InformerSynced, SharedInformer};
-use crate::runtime::reflector::{Decoded, Reflector, ReflectorConfig, ReflectorMetrics};
+use crate::runtime::reflector::{
+    Decoded, Reflector, ReflectorConfig, ReflectorMetrics, WatchErrorHandler,
+};
 use crate::runtime::workqueue::WorkQueue;
 
 use super::groups::{GroupIndex, GroupKey};
@@ -74,6 +76,9 @@ pub struct WatchContext {
     pub reflector: ReflectorConfig,
     /// Watch only this namespace (a TTL controller's `--namespace`); `None` for all.
     pub namespace: Option<String>,
+    /// Told of every failed list and watch request of the watches (the retention controller
+    /// looks at discovery again on a 404); `None`: the reflectors only log and retry.
+    pub on_error: Option<WatchErrorHandler>,
 }
 
 impl ResourceWatch {
@@ -115,9 +120,13 @@ impl ResourceWatch {
             ),
             decoder,
         );
+        let mut reflector = Reflector::new(source, context.reflector.clone());
+        if let Some(handler) = &context.on_error {
+            reflector = reflector.on_error(handler.clone());
+        }
         let informer =
             SharedInformer::builder(format!("{} {target}", context.controller), Store::new())
-                .reflector(Reflector::new(source, context.reflector.clone()))
+                .reflector(reflector)
                 .build();
         let groups = Arc::new(GroupIndex::default());
         informer.add_handler(handlers(&target, &groups, context));
