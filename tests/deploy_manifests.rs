@@ -504,7 +504,7 @@ fn the_crds_are_served_as_kube_gc_reads_them() {
             [
                 "exactly one of preset and resource must be set",
                 "ttlSecondsAfterFinished and ttlSecondsAfterCreation are mutually exclusive",
-                "finished is required with resource",
+                "finished is required with resource, unless ttlSecondsAfterCreation decides alone (no history limits)",
             ]
         );
         let properties = &spec_schema["properties"];

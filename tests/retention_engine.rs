@@ -604,3 +604,45 @@ async fn a_watched_resource_that_stops_being_served_marks_the_policy_and_stops_i
     .await;
     running.stop().await;
 }
+
+/// The headline use of `ttlSecondsAfterCreation`: preview namespaces, a cluster-scoped core
+/// resource with no finish rule (fixtures/retention/crd-validation 23), deleted that long after
+/// creation; others are left alone.
+#[tokio::test(start_paused = true)]
+async fn preview_namespaces_go_a_time_after_creation_without_a_finish_rule() {
+    let world = world().await;
+    let sim = world.sim();
+    let namespaces = Gvr::new("", "v1", "namespaces");
+    for (name, labels) in [("pr-1", json!({"preview": "true"})), ("stays", json!({}))] {
+        sim.create(
+            &namespaces,
+            json!({"apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": name, "labels": labels}}),
+        )
+        .expect("create the namespace");
+    }
+    create_policy(
+        sim,
+        "metadata: {name: previews}\nspec:\n  resource: {group: \"\", version: v1, resource: namespaces}\n  selector: {matchLabels: {preview: \"true\"}}\n  ttlSecondsAfterCreation: 60",
+    );
+    let running = run(&world);
+    eventually("the policy is watching", || {
+        ready_reason(sim, "previews") == "Watching"
+    })
+    .await;
+    let deletes = |name: &str| {
+        world
+            .sim()
+            .journal()
+            .entries()
+            .iter()
+            .filter(|e| e.method == "DELETE" && e.path == format!("/api/v1/namespaces/{name}"))
+            .count()
+    };
+    assert_eq!(deletes("pr-1"), 0, "deleted before its time");
+    eventually("the preview namespace is deleted", || deletes("pr-1") == 1).await;
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    assert_eq!(deletes("stays"), 0);
+    assert_eq!(deletes("pr-1"), 1, "one DELETE");
+    running.stop().await;
+}

@@ -11,6 +11,8 @@
 //! - [`FinishKind::Field`]: the field's value (a string; a number or bool as its JSON text) is
 //!   looked up in `succeeded`, then `failed`; absent or `null` is still running.
 //! - [`FinishKind::Cel`]: `finished` true means finished; then `failed` true means it failed.
+//! - [`FinishKind::Never`]: nothing says when it finishes, so it never has — a `resource`
+//!   policy whose `ttlSecondsAfterCreation` alone decides ([`FinishRule::never`]).
 //! - Anything the object holds that cannot be read the rule's way — a field of the wrong type, a
 //!   time that is not RFC 3339, a CEL error — is a [`RuleError`] naming the path or expression.
 //!   The engine counts it and keeps the object.
@@ -96,6 +98,8 @@ pub enum FinishKind {
         /// True if a finished object failed (absent: all succeed).
         failed: Option<CelExpr>,
     },
+    /// No rule: the object never counts as finished.
+    Never,
 }
 
 /// `status.conditions[]` holds `type_` with `status`: finished, with `outcome`.
@@ -257,6 +261,15 @@ impl RuleError {
 }
 
 impl FinishRule {
+    /// The rule of a policy that says nothing of finishing: nothing ever finishes under it
+    /// (its time is never read).
+    pub fn never() -> FinishRule {
+        FinishRule {
+            kind: FinishKind::Never,
+            time: FinishTime::MatchedCondition,
+        }
+    }
+
     /// Whether, how and when `object` finished; `now` is CEL's `now`.
     ///
     /// # Errors
@@ -305,6 +318,7 @@ impl FinishKind {
                 };
                 Ok(Some((outcome, None)))
             }
+            FinishKind::Never => Ok(None),
         }
     }
 }

@@ -100,6 +100,8 @@ impl Need {
 
     fn add_finish(&mut self, kind: &FinishKind, time: &FinishTime) {
         match kind {
+            // Nothing is read: not even the time, which is never looked at.
+            FinishKind::Never => return,
             FinishKind::Conditions(_) => self.add(&["status", "conditions"]),
             FinishKind::Field { path, .. } => self.add(path.keys()),
             FinishKind::Cel { finished, failed } => {

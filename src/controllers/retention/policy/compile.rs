@@ -367,16 +367,28 @@ fn finish_rule(
             .ok(),
         (None, Some(source)) => match &source.finish {
             Some(rule) => Some(rule.clone()),
+            // Deleted a time after creation, finished or not, and no history to keep: nothing
+            // needs to know when an object finishes (preview namespaces after 8 h).
+            None if creation_ttl_alone(spec) => Some(FinishRule::never()),
             None => {
                 errors.push(FieldError::new(
                     "spec.finished",
-                    "required with resource: say when an object has finished",
+                    "required with resource: say when an object has finished \
+                     (only ttlSecondsAfterCreation without history limits does without)",
                 ));
                 None
             }
         },
         (None, None) => None,
     }
+}
+
+/// `ttlSecondsAfterCreation` and no history limit: the one policy that never asks whether an
+/// object has finished.
+fn creation_ttl_alone(spec: &RetentionPolicySpec) -> bool {
+    spec.ttl_seconds_after_creation.is_some()
+        && spec.successful_history_limit.is_none()
+        && spec.failed_history_limit.is_none()
 }
 
 fn policy_ttl(spec: &RetentionPolicySpec, errors: &mut Vec<FieldError>) -> PolicyTtl {

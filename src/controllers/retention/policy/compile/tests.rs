@@ -70,7 +70,10 @@ spec:
 "#;
     assert_eq!(
         errors(without, false),
-        ["spec.finished: required with resource: say when an object has finished"]
+        [
+            "spec.finished: required with resource: say when an object has finished \
+          (only ttlSecondsAfterCreation without history limits does without)"
+        ]
     );
     let with = r#"
 metadata: {name: runs, namespace: ci}
@@ -91,6 +94,40 @@ spec:
     );
     assert_eq!(compiled.propagation, PropagationPolicy::Foreground);
     assert!(!compiled.skip_controlled);
+}
+
+#[test]
+fn a_creation_ttl_alone_needs_no_finish_rule_and_finishes_nothing() {
+    let previews = r#"
+metadata: {name: previews}
+spec:
+  resource: {group: "", version: v1, resource: namespaces}
+  selector: {matchLabels: {preview: "true"}}
+  ttlSecondsAfterCreation: 28800
+"#;
+    let compiled = compile(&policy(previews), true).unwrap();
+    assert_eq!(compiled.finish, FinishRule::never());
+    let namespace =
+        serde_json::json!({"metadata": {"name": "pr-1"}, "status": {"phase": "Active"}});
+    assert_eq!(
+        compiled.finish.evaluate(&namespace, chrono::Utc::now()),
+        Ok(None)
+    );
+    // History limits keep the newest *finished* objects: they need to know what finished.
+    let limited = r#"
+metadata: {name: previews}
+spec:
+  resource: {group: "", version: v1, resource: namespaces}
+  ttlSecondsAfterCreation: 28800
+  successfulHistoryLimit: 3
+"#;
+    assert_eq!(
+        errors(limited, true),
+        [
+            "spec.finished: required with resource: say when an object has finished \
+          (only ttlSecondsAfterCreation without history limits does without)"
+        ]
+    );
 }
 
 #[test]
