@@ -3,6 +3,11 @@
 
 use super::*;
 
+/// The controller's answer to a `resource` policy that cannot do without a finish rule.
+const FINISHED_REQUIRED: &str =
+    "spec.finished: required with resource: say when an object has finished \
+     (only ttlSecondsAfterCreation without history limits does without)";
+
 fn policy(yaml: &str) -> RetentionPolicyObject {
     serde_saphyr::from_str(yaml).unwrap()
 }
@@ -68,13 +73,7 @@ spec:
   resource: {group: tekton.dev, version: v1, resource: pipelineruns}
   ttlSecondsAfterFinished: 60
 "#;
-    assert_eq!(
-        errors(without, false),
-        [
-            "spec.finished: required with resource: say when an object has finished \
-          (only ttlSecondsAfterCreation without history limits does without)"
-        ]
-    );
+    assert_eq!(errors(without, false), [FINISHED_REQUIRED]);
     let with = r#"
 metadata: {name: runs, namespace: ci}
 spec:
@@ -121,13 +120,7 @@ spec:
   ttlSecondsAfterCreation: 28800
   successfulHistoryLimit: 3
 "#;
-    assert_eq!(
-        errors(limited, true),
-        [
-            "spec.finished: required with resource: say when an object has finished \
-          (only ttlSecondsAfterCreation without history limits does without)"
-        ]
-    );
+    assert_eq!(errors(limited, true), [FINISHED_REQUIRED]);
 }
 
 #[test]
