@@ -100,8 +100,8 @@ impl SimServer {
     /// would: an object a finalizer holds is only marked, where the real server would keep the
     /// definition `Terminating` until it goes.
     pub fn delete_custom_resource_definition(&self, gvr: &Gvr) -> Result<(), SimError> {
+        self.unserve_resource(gvr)?;
         let resource = self.resource(gvr)?;
-        self.ctx.unserved.write().insert(resource);
         let store = &self.ctx.store;
         for object in store.snapshot(resource, None) {
             let (Some(name), namespace) = (object::name(&object), object::namespace(&object))
