@@ -13,6 +13,15 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use parking_lot::Mutex;
 
+/// Sleeps until `at` on tokio's clock; forever if there is no `at` — the arm of a `select!`
+/// whose deadline may be absent (the next probe, a watch's stall deadline).
+pub async fn sleep_until_some(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// A source of the current wall-clock time.
 pub trait Clock: Send + Sync + std::fmt::Debug {
     /// The current time.

@@ -42,6 +42,10 @@ pub struct SimConfig {
     /// How long a list from the watch cache waits for a resourceVersion the server has not
     /// reached before answering 504.
     pub too_large_wait: Duration,
+    /// How long a request may take before the server gives up on it: kube-apiserver's
+    /// `--request-timeout` (1 min); a request that needs etcd while it is down waits this long
+    /// before its 504.
+    pub request_timeout: Duration,
     /// Events a watcher may have queued before it is dropped as too slow.
     pub watch_buffer: usize,
     /// Interval between BOOKMARK events on watches that allow them.
@@ -69,6 +73,7 @@ impl Default for SimConfig {
             watch_cache: WatchCacheSizing::default(),
             compaction_interval: Some(DEFAULT_COMPACTION_INTERVAL),
             too_large_wait: Duration::from_secs(3),
+            request_timeout: Duration::from_secs(60),
             watch_buffer: 10_000,
             bookmark_interval: Duration::from_secs(60),
             watch_list_enabled: false,
@@ -164,7 +169,14 @@ impl SimConfig {
         self
     }
 
-    /// Listens on this address.
+    /// Gives up on a request after `timeout` (the wait of a request that needs etcd while it
+    /// is down).
+    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// Listens on `bind` (port 0: a free port).
     pub fn with_bind(mut self, bind: SocketAddr) -> Self {
         self.bind = bind;
         self

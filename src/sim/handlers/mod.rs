@@ -10,6 +10,7 @@
 
 pub mod discovery;
 pub mod errors;
+pub mod etcd;
 pub mod list_body;
 pub mod read;
 pub mod response;
@@ -62,6 +63,10 @@ pub struct Context {
     /// Resources declared but not served right now (a CRD not yet created, or deleted):
     /// left out of discovery, and requests to them answer 404.
     pub unserved: parking_lot::RwLock<std::collections::HashSet<ResourceId>>,
+    /// Whether etcd answers; while it does not, requests that need it hang and fail.
+    pub etcd: etcd::Etcd,
+    /// How long a request may take before the server gives up on it (`--request-timeout`).
+    pub request_timeout: Duration,
 }
 
 impl Context {
@@ -268,7 +273,7 @@ async fn respond(
         Route::GroupNotServed => {
             response::plain_text(StatusCode::NOT_FOUND, "404 page not found\n")
         }
-        Route::Health => response::plain_text(StatusCode::OK, "ok"),
+        Route::Health => etcd::health(ctx, &incoming.path),
         Route::Discovery(which) => {
             if incoming.method != Method::GET {
                 return response::status(status::not_found_path());
@@ -277,6 +282,9 @@ async fn respond(
             response::json(StatusCode::OK, &doc)
         }
         Route::Resource(target) => {
+            if let Some(timed_out) = etcd::unreachable(ctx, incoming, target).await {
+                return timed_out;
+            }
             let result = dispatch(ctx, incoming, target).await;
             result.unwrap_or_else(|e| response::status(e.status(ctx.store.resources())))
         }

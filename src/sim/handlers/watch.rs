@@ -39,6 +39,7 @@ use super::response::{self, Body, Representation};
 use super::route::Target;
 use super::watch_line::Encoder;
 use super::{Context, Incoming};
+use crate::clock::sleep_until_some;
 use crate::sim::status::{self, Cause, CauseType, GroupKind};
 use crate::sim::store::{Store, StoreError, WatchItem, WatchStart, WatcherId};
 
@@ -280,7 +281,7 @@ impl WatchStream {
             }
             tokio::select! {
                 item = self.live.recv() => return item,
-                _ = sleep_until(deadline), if deadline.is_some() => {
+                _ = sleep_until_some(deadline), if deadline.is_some() => {
                     if !self.final_bookmark {
                         return None;
                     }
@@ -288,18 +289,11 @@ impl WatchStream {
                     self.closing = true;
                     self.guard.store.request_bookmark(self.guard.id);
                 }
-                _ = sleep_until(bookmark_at), if bookmark_at.is_some() => {
+                _ = sleep_until_some(bookmark_at), if bookmark_at.is_some() => {
                     self.next_bookmark = Some(Instant::now() + self.bookmark_interval);
                     self.guard.store.request_bookmark(self.guard.id);
                 }
             }
         }
-    }
-}
-
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
     }
 }

@@ -6,6 +6,11 @@
 //! tied to the *connection generation* current when it was accepted: cancelling that generation
 //! drops the connection abruptly, like a server restart. HTTP/2 serves each stream in a task of
 //! its own; those tasks belong to their connection ([`StreamTasks`]) and end with it.
+//!
+//! While the API server is *down* ([`Generations::set_listening`] false) the loop holds no
+//! listening socket, so connections are refused, as a stopped kube-apiserver's are (it closes
+//! its listener at once on SIGTERM: `apiserver-restart-timeline`); listening again binds the
+//! same address.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -23,18 +28,48 @@ use tokio_util::sync::CancellationToken;
 
 use crate::sim::handlers::{self, Context, Peer};
 
-/// The cancellation token of the current connection generation.
+/// The cancellation token of the current connection generation, and whether the server listens.
 #[derive(Debug)]
 pub struct Generations {
     root: CancellationToken,
     current: Mutex<CancellationToken>,
+    /// Whether the server should listen.
+    listening: tokio::sync::watch::Sender<bool>,
+    /// Whether the accept loop holds a listening socket now (or why it could not bind one).
+    bound: tokio::sync::watch::Sender<Result<bool, String>>,
 }
 
 impl Generations {
     /// Generations under the server's root token (cancelling it ends every generation).
     pub fn new(root: CancellationToken) -> Generations {
         let current = Mutex::new(root.child_token());
-        Generations { root, current }
+        Generations {
+            root,
+            current,
+            listening: tokio::sync::watch::Sender::new(true),
+            bound: tokio::sync::watch::Sender::new(Ok(true)),
+        }
+    }
+
+    /// Closes the listening socket (`false`: connections are refused) or binds it again, and
+    /// waits until the accept loop has; the error if it could not bind.
+    pub async fn set_listening(&self, listening: bool) -> Result<(), String> {
+        let mut bound = self.bound.subscribe();
+        self.listening.send_replace(listening);
+        let done = bound
+            .wait_for(|now| !matches!(now, Ok(bound) if *bound != listening))
+            .await
+            .map(|now| now.clone());
+        match done {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err("the simulated API server has stopped".to_owned()),
+        }
+    }
+
+    /// Whether the server listens.
+    pub fn is_listening(&self) -> bool {
+        matches!(*self.bound.borrow(), Ok(true))
     }
 
     fn current(&self) -> CancellationToken {
@@ -54,7 +89,8 @@ impl Generations {
     }
 }
 
-/// Accepts connections until `generations`' root token is cancelled.
+/// Accepts connections until `generations`' root token is cancelled; while it does not listen,
+/// holds no socket.
 pub async fn accept_loop(
     listener: TcpListener,
     ctx: Arc<Context>,
@@ -62,10 +98,36 @@ pub async fn accept_loop(
     generations: Arc<Generations>,
 ) {
     let mut connections = JoinSet::new();
+    let mut listening = generations.listening.subscribe();
+    let addr = listener.local_addr().ok();
+    let mut listener = Some(listener);
     loop {
         tokio::select! {
             _ = generations.root.cancelled() => break,
-            accepted = listener.accept() => match accepted {
+            changed = listening.changed() => {
+                if changed.is_err() {
+                    break;
+                }
+                let listen = *listening.borrow_and_update();
+                let bound = match (listen, listener.take(), addr) {
+                    (false, _, _) => Ok(None),
+                    (true, Some(open), _) => Ok(Some(open)),
+                    (true, None, Some(addr)) => TcpListener::bind(addr).await.map(Some),
+                    (true, None, None) => Ok(None),
+                };
+                let published = match bound {
+                    Ok(bound) => {
+                        listener = bound;
+                        Ok(listener.is_some())
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "simulated API server: could not listen again");
+                        Err(e.to_string())
+                    }
+                };
+                let _previous = generations.bound.send_replace(published);
+            }
+            accepted = accept(listener.as_ref()) => match accepted {
                 Ok((stream, _)) => {
                     let cut = generations.current();
                     connections.spawn(serve(stream, Arc::clone(&ctx), tls.clone(), cut));
@@ -80,6 +142,16 @@ pub async fn accept_loop(
         }
     }
     connections.shutdown().await;
+}
+
+/// The next connection on `listener`; never, without one.
+async fn accept(
+    listener: Option<&TcpListener>,
+) -> std::io::Result<(TcpStream, std::net::SocketAddr)> {
+    match listener {
+        Some(listener) => listener.accept().await,
+        None => std::future::pending().await,
+    }
 }
 
 async fn serve(

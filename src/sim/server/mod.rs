@@ -59,6 +59,9 @@ pub enum SimError {
     /// The store refused an in-process call.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The server could not listen on its address again after being stopped.
+    #[error("listening again on the simulated API server's address: {0}")]
+    Rebind(String),
 }
 
 /// A running simulated API server.
@@ -124,6 +127,8 @@ impl SimServer {
             watch_list_enabled: config.watch_list_enabled,
             server_address: addr.to_string(),
             unserved: Default::default(),
+            etcd: Default::default(),
+            request_timeout: config.request_timeout,
         });
         let scheme = if tls.is_some() { "https" } else { "http" };
         let url = Url::parse(&format!("{scheme}://{addr}"))?;
@@ -219,6 +224,52 @@ impl SimServer {
     /// stay (exact reads work until compaction, exchange 56).
     pub fn restart(&self) {
         self.ctx.restart();
+    }
+
+    /// Stops the API server, as SIGTERM stops kube-apiserver (exchange 85): it closes its
+    /// listening socket at once, so every new connection is refused until
+    /// [`start_apiserver`](Self::start_apiserver); requests in flight lose their connection
+    /// without an answer; open watches end cleanly. (The real server holds a watch open,
+    /// silent, for up to a minute before ending it; a client sees the same end either way.)
+    pub async fn stop_apiserver(&self) {
+        self.ctx.store.close_watches();
+        self.generations.cut();
+        // Closing a listener cannot fail; only a server shut down for good stops the wait.
+        let _ = self.generations.set_listening(false).await;
+        tracing::info!("simulated API server stopped: connections refused");
+    }
+
+    /// Starts the API server again on the same address, as a restarted kube-apiserver: its
+    /// watch caches are rebuilt at the current revision (a watch from an earlier version gets
+    /// 410, exchanges 55 and 59), and it answers as soon as it listens (exchange 85). Returns
+    /// once it listens.
+    ///
+    /// # Errors
+    ///
+    /// [`SimError::Rebind`] if the address is no longer free.
+    pub async fn start_apiserver(&self) -> Result<(), SimError> {
+        self.ctx.store.restart();
+        self.generations
+            .set_listening(true)
+            .await
+            .map_err(SimError::Rebind)?;
+        tracing::info!("simulated API server started again");
+        Ok(())
+    }
+
+    /// Whether the API server listens (not between [`stop_apiserver`](Self::stop_apiserver)
+    /// and [`start_apiserver`](Self::start_apiserver)).
+    pub fn is_listening(&self) -> bool {
+        self.generations.is_listening()
+    }
+
+    /// Stops (`false`) or starts etcd behind the API server (exchanges 77–84): while it is
+    /// down, every request that reads or writes etcd hangs for the request timeout and then
+    /// fails with 504; watches stay open and silent; lists the watch cache answers, discovery
+    /// and `/version` are served; `/readyz` and `/livez` fail.
+    pub fn set_etcd_up(&self, up: bool) {
+        self.ctx.etcd.set_up(up);
+        tracing::info!(up, "simulated etcd");
     }
 
     /// Stops accepting, ends every watch and connection and waits for the server's tasks.

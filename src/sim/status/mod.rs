@@ -408,6 +408,14 @@ pub fn etcd_future_revision() -> (StatusCode, Value) {
     (code, body)
 }
 
+/// 504 `Timeout` of a request that did not finish by its deadline (etcd down: exchange 77).
+pub fn request_deadline_exceeded() -> (StatusCode, Value) {
+    let code = StatusCode::GATEWAY_TIMEOUT;
+    let message =
+        "Timeout: request did not complete within requested timeout - context deadline exceeded";
+    (code, failure(code, "Timeout", message, Some(json!({}))))
+}
+
 /// 503 `ServiceUnavailable` with the given message.
 pub fn service_unavailable(message: &str) -> (StatusCode, Value) {
     let code = StatusCode::SERVICE_UNAVAILABLE;

@@ -322,3 +322,8 @@ fn remaining_builders_have_upstream_shapes() {
     assert_eq!(code.as_u16(), 404);
     assert_eq!(body["details"], json!({}));
 }
+
+#[test]
+fn a_request_past_its_deadline_while_etcd_is_down_matches_exchange_77() {
+    assert_matches_capture("77-", request_deadline_exceeded());
+}
