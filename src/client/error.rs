@@ -10,13 +10,15 @@
 //! - A watch `ERROR` event's Status converts into the same error (`Error::from(status)`), so a
 //!   410 on a watch and a 410 on a list are handled by the same `is_gone()`.
 //! - Controllers ask questions instead of matching variants: `err.is_not_found()`,
-//!   `err.is_conflict()`, `err.is_gone()`, `err.retry_after()`, `err.is_retryable()`.
+//!   `err.is_conflict()`, `err.is_gone()`, `err.retry_after()`, `err.is_retryable()`,
+//!   `err.is_unavailable()`.
 
 use std::fmt;
 use std::time::Duration;
 
 use http::header::{HeaderMap, RETRY_AFTER};
 
+use super::availability::status_says_unavailable;
 use crate::api::{Status, StatusReason, CAUSE_RESOURCE_VERSION_TOO_LARGE};
 
 /// A boxed error from a lower layer (HTTP client, I/O, timer).
@@ -433,6 +435,24 @@ impl Error {
                     | ApiErrorKind::Timeout
                     | ApiErrorKind::ResourceVersionTooLarge
             ),
+            Error::Request { .. }
+            | Error::Decode { .. }
+            | Error::ListBody(_)
+            | Error::Encode { .. }
+            | Error::Auth { .. }
+            | Error::LineTooLong { .. } => false,
+        }
+    }
+
+    /// Whether the failure says the server could not be reached or could not serve now, and
+    /// nothing about the request: no answer (connection refused or broken, timeout), or an
+    /// answer of 429, 502, 503 or 504 ([`status_says_unavailable`]). Every request fails the
+    /// same way until the server is back, so a controller parks the work until it answers
+    /// ([`ServerAvailability`](super::ServerAvailability)) instead of backing off per object.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            Error::Timeout { .. } | Error::Connection { .. } | Error::TruncatedLine { .. } => true,
+            Error::Api(e) => status_says_unavailable(e.code),
             Error::Request { .. }
             | Error::Decode { .. }
             | Error::ListBody(_)

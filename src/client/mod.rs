@@ -53,6 +53,7 @@
 //! [`ClientOptions`] ([`options`]); among them an optional [`RequestObserver`] ([`observer`])
 //! told about every HTTP attempt, which is how request metrics are kept.
 
+pub mod availability;
 pub mod config;
 pub mod decode;
 pub mod discovery;
@@ -62,6 +63,7 @@ mod json_extent;
 pub mod list_decoder;
 pub mod observer;
 pub mod options;
+pub mod outage;
 pub mod pager;
 pub mod params;
 pub mod request;
@@ -72,6 +74,7 @@ pub mod throttle;
 pub mod transport;
 pub mod watch_stream;
 
+pub use availability::{Availability, ServerAvailability};
 pub use decode::{DecodeItem, ItemDecoder};
 pub use discovery::{DiscoveredResource, Discovery, DiscoveryFailure};
 pub use error::{ApiError, ApiErrorKind, Error};

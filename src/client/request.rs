@@ -52,6 +52,10 @@ pub struct ApiRequest {
     pub body: Option<Body>,
     /// How the response is consumed.
     pub response: ResponseKind,
+    /// Whether its outcome tells the client's [`ServerAvailability`](super::ServerAvailability)
+    /// whether the server answers (every request but a health probe, whose 500 means "not
+    /// ready", not "answering").
+    pub records_availability: bool,
 }
 
 impl ApiRequest {
@@ -63,6 +67,7 @@ impl ApiRequest {
             accept: ACCEPT_JSON,
             body: None,
             response: ResponseKind::Whole,
+            records_availability: true,
         }
     }
 
@@ -101,6 +106,13 @@ impl ApiRequest {
             bytes,
         });
         Ok(self)
+    }
+
+    /// Marks the request as a health probe, whose outcome the client does not record as the
+    /// server's availability: the caller reads the answer itself.
+    pub fn health_probe(mut self) -> Self {
+        self.records_availability = false;
+        self
     }
 
     /// Marks the request as a watch.

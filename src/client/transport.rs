@@ -37,6 +37,7 @@ use http::header::{HeaderMap, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use serde::de::DeserializeOwned;
 use url::Url;
 
+use super::availability::ServerAvailability;
 use super::config::auth::Auth;
 use super::config::tls::crypto_provider;
 use super::config::ClientConfig;
@@ -85,6 +86,9 @@ struct Inner {
     default_namespace: String,
     /// Told about every attempt (metrics).
     observer: ObserverSlot,
+    /// Whether the server answers, as every attempt of this client and of the clients derived
+    /// from it finds it.
+    availability: ServerAvailability,
 }
 
 impl Client {
@@ -114,6 +118,7 @@ impl Client {
                 request_timeout: options.request_timeout,
                 default_namespace: config.default_namespace.clone(),
                 observer: options.request_observer.clone(),
+                availability: ServerAvailability::new(),
             }),
         })
     }
@@ -148,6 +153,7 @@ impl Client {
                 request_timeout: inner.request_timeout,
                 default_namespace: inner.default_namespace.clone(),
                 observer: inner.observer.clone(),
+                availability: inner.availability.clone(),
             }),
         }
     }
@@ -160,6 +166,12 @@ impl Client {
     /// The token bucket every request of this client waits on.
     pub fn throttle(&self) -> &Throttle {
         &self.inner.throttle
+    }
+
+    /// Whether the API server answers, as the attempts of this client and of every client
+    /// derived from it (or from the same base) find it.
+    pub fn availability(&self) -> &ServerAvailability {
+        &self.inner.availability
     }
 
     /// The API server's base URL.
@@ -279,6 +291,9 @@ impl Client {
             Err(_) => AttemptResult::TransportError,
         };
         let elapsed = started.elapsed();
+        if request.records_availability {
+            inner.availability.record(result);
+        }
         if let Some(observer) = &inner.observer.0 {
             observer.observe(attempt, result, elapsed);
         }
