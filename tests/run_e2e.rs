@@ -10,6 +10,9 @@
 //! - A leader whose renewals fail logs "leaderelection lost" and exits 1.
 //! - After an API server restart, a Job that finishes and an owner deleted afterwards are still
 //!   collected (the relist is served from the restarted watch cache).
+//! - While the API server is stopped, `/readyz` fails naming it, `/metrics` counts the Job
+//!   waiting for it, the log says so once; the Job that expired meanwhile is deleted within a
+//!   second or so of the server's return.
 
 mod deploy_support;
 mod run_support;
@@ -420,6 +423,153 @@ async fn run_keeps_collecting_after_the_api_server_restarts() {
         dependent_gone.is_ok(),
         "the dependent of an owner deleted after the restart was not collected:\n{}",
         replica.log()
+    );
+    replica.terminate();
+    let (status, _) = replica.wait();
+    assert!(status.success());
+}
+
+/// A Job that expires while the API server is stopped is deleted as soon as it is back; in
+/// between, kube-gc says it cannot act, once, and its readiness and metrics say so too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_says_it_waits_for_a_stopped_api_server_and_resumes_when_it_returns() {
+    let sim = SimServer::start(SimConfig::default())
+        .await
+        .expect("start the sim");
+    let kubeconfig = Kubeconfig::for_sim(&sim);
+    let port = free_port().to_string();
+    let replica = Replica::start(
+        "solo",
+        &kubeconfig.path(),
+        &[
+            "--secure-port=0",
+            "--bind-address=127.0.0.1",
+            "--port",
+            &port,
+            "--leader-elect=false",
+        ],
+    );
+    let address = replica.http_address().await;
+    let http = server_support::http_client(None);
+    let readyz = poll_readyz(&http, address, Duration::from_secs(30)).await;
+    assert_eq!(readyz.0, 200, "never ready: {readyz:?}\n{}", replica.log());
+
+    // Finished now, 2 s to live: it falls due while the server is away.
+    let mut job = sim
+        .create(
+            &jobs(),
+            json!({"apiVersion": "batch/v1", "kind": "Job",
+                "metadata": {"name": "expires-in-the-outage", "namespace": "default"},
+                "spec": {"ttlSecondsAfterFinished": 2}}),
+        )
+        .expect("create the job");
+    job["status"] = json!({"conditions": [{"type": "Complete", "status": "True",
+        "lastTransitionTime": Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)}]});
+    sim.update_status(&jobs(), job).expect("finish the job");
+    // The TTL controller has seen the Job finish (its informer counted the MODIFIED event).
+    let finished = r#"kube_gc_reflector_events_total{controller="ttl-after-finished",resource="batch/v1/jobs",type="MODIFIED"} 1"#;
+    let started = std::time::Instant::now();
+    loop {
+        let (_, _, metrics) = http_get(&http, address, "/metrics").await;
+        if metrics.lines().any(|line| line == finished) {
+            break;
+        }
+        assert!(
+            started.elapsed() < LIMIT,
+            "never saw the Job finish:\n{metrics}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let logged_before = replica.log().lines().count();
+    sim.stop_apiserver().await;
+
+    let waiting = r#"kube_gc_workqueue_waiting_for_apiserver{name="ttl_jobs_to_delete"} 1"#;
+    let started = std::time::Instant::now();
+    let metrics = loop {
+        let (_, _, metrics) = http_get(&http, address, "/metrics").await;
+        if metrics.lines().any(|line| line == waiting) || started.elapsed() > LIMIT {
+            break metrics;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(
+        metrics.lines().any(|line| line == waiting),
+        "the expired Job waits for the server:\n{metrics}\n{}",
+        replica.log()
+    );
+    assert!(metrics
+        .lines()
+        .any(|line| line == "kube_gc_apiserver_available 0"));
+    let (status, _, body) = http_get(&http, address, "/readyz").await;
+    assert_eq!(status, 500, "{body}");
+    assert!(
+        body.contains("[-]api-server failed: the API server has not answered for"),
+        "{body}"
+    );
+
+    // The controller's Warning comes one probe interval after its first key parked.
+    let warned = wait_until(LIMIT, || {
+        replica
+            .log()
+            .contains("keys wait for it instead of backing off")
+    })
+    .await;
+    assert!(warned.is_some(), "{}", replica.log());
+    let back = std::time::Instant::now();
+    sim.start_apiserver()
+        .await
+        .expect("the API server starts again");
+    let gone = tokio::time::timeout(
+        LIMIT,
+        sim.wait_for(&jobs(), Some("default"), "expires-in-the-outage", |o| {
+            o.is_none_or(|o| o["metadata"]["deletionTimestamp"].is_string())
+        }),
+    )
+    .await;
+    let latency = back.elapsed();
+    assert!(gone.is_ok(), "never deleted:\n{}", replica.log());
+    assert!(
+        latency < Duration::from_secs(2),
+        "deleted {latency:?} after the return:\n{}",
+        replica.log()
+    );
+    let readyz = poll_readyz(&http, address, LIMIT).await;
+    assert_eq!(readyz.0, 200, "ready again: {readyz:?}");
+
+    // What an operator reads at default verbosity: the outage once, the controller's waiting
+    // key once, the returns; no line per failed request.
+    let during: Vec<String> = replica
+        .log()
+        .lines()
+        .skip(logged_before)
+        .map(str::to_owned)
+        .collect();
+    let count = |needle: &str| during.iter().filter(|l| l.contains(needle)).count();
+    assert_eq!(
+        count("the API server is unavailable; waiting for it"),
+        1,
+        "{during:#?}"
+    );
+    assert_eq!(
+        count("keys wait for it instead of backing off"),
+        1,
+        "{during:#?}"
+    );
+    assert_eq!(count("reconcile failed"), 0, "{during:#?}");
+    assert_eq!(
+        count("reflector watch failed") + count("reflector list failed"),
+        0,
+        "{during:#?}"
+    );
+    assert!(
+        during.len() <= 12,
+        "{} lines for one outage: {during:#?}",
+        during.len()
+    );
+    println!(
+        "deleted {latency:?} after the return; {} log lines:\n{}",
+        during.len(),
+        during.join("\n")
     );
     replica.terminate();
     let (status, _) = replica.wait();

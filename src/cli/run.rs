@@ -36,6 +36,7 @@ use super::duration::parse_duration;
 use crate::client::config::{
     Auth, ClientConfig, ConfigError, Environment, LoadOptions, Origin, SystemRoots, TlsSettings,
 };
+use crate::client::outage::describe_failure;
 use crate::client::{BuildError, Client, ClientOptions};
 use crate::controllers::ttl::{FreshRead, DEFAULT_JOB_WORKERS, DEFAULT_VOLCANO_WORKERS};
 use crate::events::{ApiEventRecorder, Reporter};
@@ -285,7 +286,7 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
     let grace = args.shutdown.grace_period;
     let result = match election {
         None => {
-            add_readiness(&endpoints, controllers.readiness(), None);
+            add_readiness(&endpoints, &client, controllers.readiness(), None);
             run_controllers(controllers, CancellationToken::new(), &shutdown, grace).await
         }
         Some(config) => {
@@ -302,16 +303,29 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
     Ok(())
 }
 
-/// `/readyz`'s checks: the controllers are ready (caches synced, the garbage collector's
-/// workers running), no informer is stuck (named in the failure), and, when electing, the
-/// leadership state is known. A follower runs no controllers, so for it only the election
-/// counts: a follower that is never ready would stall every rolling update of a two-replica
-/// Deployment.
+/// `/readyz`'s checks: the API server answers (else for how long it has not, and how), the
+/// controllers are ready (caches synced, the garbage collector's workers running), no informer
+/// is stuck (named in the failure), and, when electing, the leadership state is known. A
+/// follower runs no controllers, so for it only the election counts: a follower that is never
+/// ready would stall every rolling update of a two-replica Deployment.
 fn add_readiness(
     endpoints: &Endpoints,
+    client: &Client,
     controllers: Readiness,
     leadership: Option<LeadershipWatch>,
 ) {
+    let availability = client.availability().clone();
+    endpoints.readiness.add_with_reason("api-server", move || {
+        let now = availability.current();
+        (!now.answering).then(|| {
+            let lasted = now.unavailable_for(tokio::time::Instant::now());
+            format!(
+                "the API server has not answered for {:.0}s: {}",
+                lasted.as_secs_f64(),
+                describe_failure(now.failure)
+            )
+        })
+    });
     let reflectors = endpoints.metrics.reflectors().clone();
     endpoints.readiness.add_with_reason("informers", move || {
         let stuck = reflectors.stuck();
@@ -349,7 +363,12 @@ async fn run_elected(
     // leader that cannot renew in time loses the Lease.
     let elector = LeaderElector::new(client.for_component("leader-election", 1.0), config)?;
     let mut leadership = elector.subscribe();
-    add_readiness(endpoints, controllers.readiness(), Some(leadership.clone()));
+    add_readiness(
+        endpoints,
+        &client,
+        controllers.readiness(),
+        Some(leadership.clone()),
+    );
     let stop_election = CancellationToken::new();
     let election = tokio::spawn(elector.run(stop_election.clone()));
     let led = tokio::select! {

@@ -28,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 use super::correlator::{Correlator, Write};
 use super::{EventRecord, EventRecorder};
 use crate::api::{Event, EventSource, ObjectMeta, Resource, Time, TypeMeta};
+use crate::client::availability::warn_unless_unavailable;
 use crate::client::{Api, Client, Error, Patch, PostParams};
 use crate::leaderelection::WallClock;
 
@@ -179,7 +180,7 @@ impl Writer {
                     tokio::time::sleep(RETRY_INTERVAL).await;
                 }
                 Err(e) => {
-                    tracing::warn!(error = %e, "could not write an event; dropping it");
+                    warn_unless_unavailable!(e, err = %e, "could not write an event; dropping it");
                     return;
                 }
             }

@@ -33,6 +33,7 @@ use super::clock::WallClock;
 use super::config::{InvalidConfig, LeaderElectionConfig, JITTER_FACTOR};
 use super::lock::{ElectionRecord, LeaseLock};
 use crate::api::Lease;
+use crate::client::availability::warn_unless_unavailable;
 use crate::client::Client;
 
 /// What this candidate knows about the election.
@@ -265,7 +266,7 @@ impl LeaderElector {
             Ok(Some(lease)) => lease,
             Ok(None) => return self.create(desired, now).await,
             Err(e) => {
-                tracing::warn!(lease = %self.lock.describe(), error = %e, "error retrieving lease");
+                warn_unless_unavailable!(e, lease = %self.lock.describe(), err = %e, "error retrieving lease");
                 return false;
             }
         };
@@ -289,7 +290,7 @@ impl LeaderElector {
                 false
             }
             Err(e) => {
-                tracing::warn!(lease = %self.lock.describe(), error = %e, "failed to update lease");
+                warn_unless_unavailable!(e, lease = %self.lock.describe(), err = %e, "failed to update lease");
                 false
             }
         }
@@ -300,7 +301,7 @@ impl LeaderElector {
             Ok(lease) => self.observe_written(lease, desired, now),
             Err(e) => {
                 if !e.is_already_exists() {
-                    tracing::warn!(lease = %self.lock.describe(), error = %e, "error initially creating lease");
+                    warn_unless_unavailable!(e, lease = %self.lock.describe(), err = %e, "error initially creating lease");
                 }
                 false
             }

@@ -66,7 +66,11 @@ fn publish(handle: &GcHandle, endpoints: &Endpoints) {
     endpoints
         .metrics
         .register_with(|registry| handle.metrics().register(registry));
-    for queue in handle.queues() {
+    for (queue, wait) in handle.queues().into_iter().zip(handle.server_waits()) {
+        endpoints
+            .metrics
+            .availability()
+            .add_queue(queue.name(), &wait);
         endpoints.queues.register(Arc::new(queue));
     }
     let monitors = handle.clone();

@@ -45,6 +45,7 @@ pub use selection::{
 };
 pub use set::{BoxError, ControllerFailed, ControllerSet, ManagedController, Readiness};
 
+use crate::client::outage::watch_outages;
 use crate::client::{Client, Discovery, ResourceRef};
 use crate::clock::{SharedClock, SystemClock};
 use crate::controllers::retention::engine::RetentionOptions;
@@ -253,6 +254,9 @@ impl Manager {
     pub fn publish_to(mut self, endpoints: &Endpoints) -> Self {
         let metrics = &endpoints.metrics;
         metrics.register_with(|registry| self.ttl_metrics.register(registry));
+        metrics
+            .availability()
+            .watch(self.client.availability().clone());
         self.queue_metrics = Some(metrics.workqueue());
         self.endpoints = Some(endpoints.clone());
         self
@@ -323,6 +327,10 @@ impl Manager {
         if set.is_empty() {
             tracing::warn!("no controller is enabled and served; nothing to do");
         }
+        let client = self.client.clone();
+        set.add_service("api-server-availability", move |stop| {
+            watch_outages(client, stop)
+        });
         Ok(set)
     }
 
@@ -432,6 +440,9 @@ fn init_ttl<K: TtlKind>(context: &ControllerContext<'_>) -> Result<Init, BoxErro
         endpoints
             .queues
             .register(Arc::new(controller.queue().clone()));
+        if let Some(wait) = controller.server_wait() {
+            endpoints.metrics.availability().add_queue(K::QUEUE, &wait);
+        }
         if let Some(reflector) = controller.reflector_metrics() {
             endpoints
                 .metrics

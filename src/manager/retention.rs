@@ -73,6 +73,13 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<Init, BoxError> {
             .metrics
             .register_with(|registry| metrics.register(registry));
         endpoints.queues.register(Arc::new(controller.queue()));
+        if let Some(wait) = controller.server_wait() {
+            let queue = controller.queue();
+            endpoints
+                .metrics
+                .availability()
+                .add_queue(queue.name(), &wait);
+        }
         let reflectors = endpoints.metrics.reflectors();
         for (resource, reflector) in controller.reflector_metrics() {
             reflectors.add(RETENTION, &resource, reflector);

@@ -146,10 +146,27 @@ pub struct ControllerFailed {
     pub source: BoxError,
 }
 
-/// The controllers a manager runs.
-#[derive(Debug, Default)]
+/// The controllers a manager runs, and the services that serve them all.
+#[derive(Default)]
 pub struct ControllerSet {
     controllers: Vec<ManagedController>,
+    services: Vec<(String, RunService)>,
+}
+
+type RunService = Box<dyn FnOnce(CancellationToken) -> BoxFuture<'static, ()> + Send>;
+
+impl std::fmt::Debug for ControllerSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let services: Vec<&str> = self
+            .services
+            .iter()
+            .map(|(name, _)| name.as_str())
+            .collect();
+        f.debug_struct("ControllerSet")
+            .field("controllers", &self.controllers)
+            .field("services", &services)
+            .finish()
+    }
 }
 
 impl ControllerSet {
@@ -161,6 +178,18 @@ impl ControllerSet {
     /// Adds a controller.
     pub fn push(&mut self, controller: ManagedController) {
         self.controllers.push(controller);
+    }
+
+    /// Adds a service called `name`: a task that serves every controller (the watch on the API
+    /// server's availability), run from the start of [`run`](Self::run) until its controllers
+    /// have stopped, by `run` until the token it is given is cancelled.
+    pub fn add_service<F, Fut>(&mut self, name: impl Into<String>, run: F)
+    where
+        F: FnOnce(CancellationToken) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let run: RunService = Box::new(move |token| Box::pin(run(token)));
+        self.services.push((name.into(), run));
     }
 
     /// The controllers' names, in the order they were added.
@@ -206,6 +235,13 @@ impl ControllerSet {
     ///
     /// The first controller that failed; the others were stopped.
     pub async fn run(self, shutdown: CancellationToken) -> Result<(), ControllerFailed> {
+        let stop_services = CancellationToken::new();
+        // Should this future be dropped half-way, the services stop with it.
+        let _stop_services_on_drop = stop_services.clone().drop_guard();
+        let mut services = JoinSet::new();
+        for (_, service) in self.services {
+            services.spawn(service(stop_services.clone()));
+        }
         let stop = shutdown.child_token();
         let mut tasks = JoinSet::new();
         let mut names = HashMap::new();
@@ -226,6 +262,12 @@ impl ControllerSet {
             tracing::error!(%controller, error = %source, "controller failed; stopping the others");
             stop.cancel();
             first_failure.get_or_insert(ControllerFailed { controller, source });
+        }
+        stop_services.cancel();
+        while let Some(joined) = services.join_next().await {
+            if let Err(error) = joined {
+                tracing::error!(%error, "a service of the controllers ended abnormally");
+            }
         }
         match first_failure {
             Some(failure) => Err(failure),

@@ -10,12 +10,16 @@
 //!   [`RequestObserver`](crate::client::RequestObserver), publishing `rest_client_*`.
 //! - [`reflector`]: [`ReflectorCollector`], the reflectors' counters read at scrape time,
 //!   publishing `kube_gc_reflector_*`.
+//! - [`availability`]: [`AvailabilityCollector`], whether the API server answers and the keys
+//!   waiting for it, read at scrape time, publishing `kube_gc_apiserver_*` and
+//!   `kube_gc_workqueue_waiting_for_apiserver`.
 //!
 //! Contract: registering happens while wiring the process, before serving; every metric is
 //! registered once (prometheus_client does not de-duplicate names). Encoding takes the registry
 //! lock only for the time of the encode, and never while a collector updates a value (values are
 //! atomics shared between the registry and the collectors).
 
+pub mod availability;
 pub mod reflector;
 pub mod rest_client;
 pub mod workqueue;
@@ -25,6 +29,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use prometheus_client::registry::Registry;
 
+pub use availability::AvailabilityCollector;
 pub use reflector::ReflectorCollector;
 pub use rest_client::RestClientMetrics;
 pub use workqueue::WorkqueueMetrics;
@@ -37,16 +42,20 @@ pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; cha
 pub struct Metrics {
     registry: Arc<Mutex<Registry>>,
     reflectors: ReflectorCollector,
+    availability: AvailabilityCollector,
 }
 
 impl Default for Metrics {
     fn default() -> Self {
         let reflectors = ReflectorCollector::default();
+        let availability = AvailabilityCollector::default();
         let mut registry = Registry::default();
         registry.register_collector(Box::new(reflectors.clone()));
+        registry.register_collector(Box::new(availability.clone()));
         Metrics {
             registry: Arc::new(Mutex::new(registry)),
             reflectors,
+            availability,
         }
     }
 }
@@ -81,6 +90,11 @@ impl Metrics {
     /// Where reflectors are registered to publish their counters.
     pub fn reflectors(&self) -> &ReflectorCollector {
         &self.reflectors
+    }
+
+    /// Where the API server's availability and the keys waiting for it are published.
+    pub fn availability(&self) -> &AvailabilityCollector {
+        &self.availability
     }
 
     /// Everything registered, in the OpenMetrics text format ([`CONTENT_TYPE`]).

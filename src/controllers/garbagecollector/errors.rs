@@ -42,6 +42,12 @@ impl WorkError {
         }
     }
 
+    /// Whether the API server was unavailable, which says nothing about the object: the node
+    /// waits for the server instead of backing off.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, WorkError::Api { source, .. } if source.is_unavailable())
+    }
+
     /// The `operation` label of the error counter.
     pub fn label(&self) -> &'static str {
         match self {

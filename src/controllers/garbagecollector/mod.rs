@@ -82,8 +82,10 @@ use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::client::availability::warn_unless_unavailable;
 use crate::client::{Client, Discovery, ResourceRef};
 use crate::events::{NoopRecorder, SharedRecorder};
+use crate::runtime::controller::server_wait::{Park, ServerWait};
 use crate::runtime::reflector::{ReflectorConfig, ReflectorMetrics};
 use crate::runtime::workqueue::{MetricsProvider, WorkQueue};
 use absent_owners::AbsentOwnerCache;
@@ -167,6 +169,10 @@ pub(crate) struct Shared {
     absent: Mutex<AbsentOwnerCache>,
     attempt_to_delete: WorkQueue<Uid>,
     attempt_to_orphan: WorkQueue<Uid>,
+    /// Where the attempt-to-delete queue's keys wait while the API server is unavailable.
+    delete_waits: ServerWait<Uid>,
+    /// The same for the attempt-to-orphan queue.
+    orphan_waits: ServerWait<Uid>,
     graph_changes: mpsc::UnboundedSender<GraphEvent>,
     recorder: SharedRecorder,
     metrics: GcMetrics,
@@ -233,6 +239,11 @@ impl GarbageCollector {
                 None => builder.build(),
             }
         };
+        let waits = |name: &str| ServerWait::new(name, client.availability().clone());
+        let (delete_waits, orphan_waits) = (
+            waits(ATTEMPT_TO_DELETE_QUEUE),
+            waits(ATTEMPT_TO_ORPHAN_QUEUE),
+        );
         let shared = Arc::new(Shared {
             client,
             graph: RwLock::new(Graph::new()),
@@ -243,6 +254,8 @@ impl GarbageCollector {
             absent: Mutex::new(AbsentOwnerCache::new(options.absent_owner_cache_size)),
             attempt_to_delete: queue(ATTEMPT_TO_DELETE_QUEUE),
             attempt_to_orphan: queue(ATTEMPT_TO_ORPHAN_QUEUE),
+            delete_waits,
+            orphan_waits,
             graph_changes: tx,
             recorder: Arc::clone(&options.recorder),
             metrics: GcMetrics::new(),
@@ -299,6 +312,13 @@ impl GarbageCollector {
             for _ in 0..options.workers.max(1) {
                 workers.spawn(delete_worker(Arc::clone(&shared), options.defer_delay));
                 workers.spawn(orphan_worker(Arc::clone(&shared), options.defer_delay));
+            }
+            for (waits, queue) in [
+                (&shared.delete_waits, &shared.attempt_to_delete),
+                (&shared.orphan_waits, &shared.attempt_to_orphan),
+            ] {
+                let (waits, queue, stop) = (waits.clone(), queue.clone(), shutdown.clone());
+                workers.spawn(async move { waits.run(queue, stop).await });
             }
             ready.send_replace(true);
             rediscover_until(&shutdown, &shared, &mut monitors, options.discovery_period).await;
@@ -383,7 +403,7 @@ async fn refresh(shared: &Shared, monitors: &mut Monitors) {
     let discovery = match Discovery::run(&shared.client).await {
         Ok(discovery) => discovery,
         Err(error) => {
-            tracing::warn!(%error, "garbage collector discovery failed; keeping the current monitors");
+            warn_unless_unavailable!(error, err = %error, "garbage collector discovery failed; keeping the current monitors");
             shared.metrics.sync_failed();
             return;
         }
@@ -429,33 +449,62 @@ async fn wait_for_sync(shared: &Shared, timeout: Duration) -> bool {
 async fn delete_worker(shared: Arc<Shared>, defer_delay: Duration) {
     let queue = &shared.attempt_to_delete;
     while let Some(uid) = queue.get().await {
-        match attempt_delete::attempt_to_delete(&shared, &uid).await {
-            Ok(Done::Finished) => queue.forget(&uid),
-            Ok(Done::Deferred) => queue.add_after(uid.clone(), defer_delay),
-            Err(error) => {
-                tracing::debug!(%error, "attempt to delete failed; retrying");
-                shared.metrics.failed(error.label());
-                queue.add_rate_limited(uid.clone());
-            }
-        }
-        queue.done(&uid);
+        let outcome = attempt_delete::attempt_to_delete(&shared, &uid).await;
+        finish(
+            &shared,
+            queue,
+            &shared.delete_waits,
+            uid,
+            outcome,
+            defer_delay,
+        );
     }
 }
 
 async fn orphan_worker(shared: Arc<Shared>, defer_delay: Duration) {
     let queue = &shared.attempt_to_orphan;
     while let Some(uid) = queue.get().await {
-        match attempt_orphan::attempt_to_orphan(&shared, &uid).await {
-            Ok(Done::Finished) => queue.forget(&uid),
-            Ok(Done::Deferred) => queue.add_after(uid.clone(), defer_delay),
-            Err(error) => {
-                tracing::debug!(%error, "attempt to orphan failed; retrying");
-                shared.metrics.failed(error.label());
+        let outcome = attempt_orphan::attempt_to_orphan(&shared, &uid).await;
+        finish(
+            &shared,
+            queue,
+            &shared.orphan_waits,
+            uid,
+            outcome,
+            defer_delay,
+        );
+    }
+}
+
+/// Tells `queue` how the attempt on `uid` went: forgotten when finished, looked at again after
+/// `defer_delay` when deferred, parked in `waits` when the API server was unavailable, else
+/// retried with back-off.
+fn finish(
+    shared: &Shared,
+    queue: &WorkQueue<Uid>,
+    waits: &ServerWait<Uid>,
+    uid: Uid,
+    outcome: Result<Done, WorkError>,
+    defer_delay: Duration,
+) {
+    match outcome {
+        Ok(done) => {
+            waits.settle(&uid);
+            match done {
+                Done::Finished => queue.forget(&uid),
+                Done::Deferred => queue.add_after(uid.clone(), defer_delay),
+            }
+        }
+        Err(error) => {
+            shared.metrics.failed(error.label());
+            if !(error.is_unavailable() && waits.park(uid.clone(), &error) == Park::Parked) {
+                waits.settle(&uid);
+                tracing::debug!(queue = queue.name(), %uid, err = %error, "attempt failed; retrying with back-off");
                 queue.add_rate_limited(uid.clone());
             }
         }
-        queue.done(&uid);
     }
+    queue.done(&uid);
 }
 
 impl GcHandle {
@@ -518,6 +567,15 @@ impl GcHandle {
     /// The reflector counters of the monitors running now, by resource.
     pub fn monitor_reflectors(&self) -> Vec<(String, Arc<ReflectorMetrics>)> {
         self.shared.monitor_counters.snapshot()
+    }
+
+    /// Where the keys of (attempt-to-delete, attempt-to-orphan) wait while the API server is
+    /// unavailable (for metrics and readiness).
+    pub fn server_waits(&self) -> [ServerWait<Uid>; 2] {
+        [
+            self.shared.delete_waits.clone(),
+            self.shared.orphan_waits.clone(),
+        ]
     }
 
     /// Keys queued or in progress on (attempt-to-delete, attempt-to-orphan).

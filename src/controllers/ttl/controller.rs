@@ -28,7 +28,7 @@ use crate::controllers::retention::policy::Target;
 use crate::controllers::{Progress, ProgressProbe};
 use crate::events::{NoopRecorder, SharedRecorder};
 use crate::runtime::cache::{ObjectKey, Store};
-use crate::runtime::controller::{Controller, ControllerError, ReconcileCounters};
+use crate::runtime::controller::{Controller, ControllerError, ReconcileCounters, ServerWait};
 use crate::runtime::informer::InformerSynced;
 use crate::runtime::workqueue::{MetricsProvider, WorkQueue};
 
@@ -102,6 +102,7 @@ impl<K: TtlKind> TtlControllerBuilder<K> {
             queue = queue.metrics(provider);
         }
         let queue = queue.build();
+        let availability = self.client.availability().clone();
         let context = WatchContext {
             controller: K::CONTROLLER,
             informer_client: self.informer_client.unwrap_or_else(|| self.client.clone()),
@@ -122,6 +123,7 @@ impl<K: TtlKind> TtlControllerBuilder<K> {
         );
         let controller = Controller::new(K::CONTROLLER, queue.clone(), reconciler)
             .workers(self.options.workers)
+            .wait_for_server(availability)
             .informer(&informer);
         TtlController {
             synced: informer.synced(),
@@ -248,6 +250,11 @@ impl<K: TtlKind> TtlController<K> {
     /// The workqueue (for its depth).
     pub fn queue(&self) -> &WorkQueue<WorkKey> {
         &self.queue
+    }
+
+    /// Where its keys wait while the API server is unavailable (for metrics).
+    pub fn server_wait(&self) -> Option<ServerWait<WorkKey>> {
+        self.controller.server_wait()
     }
 
     /// A probe counting what the controller holds: cached objects, those waiting for their

@@ -13,6 +13,7 @@
 //! | `worker.rs` | one worker's loop: get → reconcile → forget / retry / requeue → done |
 //! | `counters.rs` | [`ReconcileCounters`] |
 //! | `runner.rs` | [`Controller`]: start-up, sync, workers, shut-down; [`ControllerError`] |
+//! | `server_wait/` | [`ServerWait`]: keys that wait for the API server during an outage, and the task that resumes them when it answers |
 //!
 //! `docs/runtime.md` ("Worker loop") explains the design.
 //!
@@ -71,8 +72,10 @@
 mod counters;
 mod reconcile;
 mod runner;
+pub mod server_wait;
 mod worker;
 
 pub use counters::ReconcileCounters;
 pub use reconcile::{Action, Reconciler};
 pub use runner::{Controller, ControllerError};
+pub use server_wait::ServerWait;

@@ -9,6 +9,9 @@
 //!   or none.
 //! - `Ok` means "done for now": the key's retry back-off is forgotten. `Err` means "retry": the
 //!   key comes back after the rate limiter's delay. A panic is treated like an `Err`.
+//! - An `Err` that [`Reconciler::server_unavailable`] recognises (the API server could not be
+//!   reached or could not serve) is not the key's fault: with a
+//!   [`ServerWait`](super::ServerWait) the key waits for the server instead of backing off.
 
 use std::fmt::Display;
 use std::future::Future;
@@ -31,4 +34,12 @@ pub trait Reconciler<K>: Send + Sync + 'static {
 
     /// Brings the object behind `key` to its desired state. Implement as an `async fn`.
     fn reconcile(&self, key: &K) -> impl Future<Output = Result<Action, Self::Error>> + Send;
+
+    /// Whether `error` says the API server was unavailable — no answer, or 429, 502, 503, 504
+    /// ([`client::Error::is_unavailable`](crate::client::Error::is_unavailable)) — and nothing
+    /// about the key. The default: never.
+    fn server_unavailable(error: &Self::Error) -> bool {
+        let _ = error;
+        false
+    }
 }

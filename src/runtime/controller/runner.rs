@@ -5,7 +5,8 @@
 //! run(shutdown)
 //!   1. start the informers it owns
 //!   2. wait until every cache it needs has synced      (cancellable)
-//!   3. start N workers: get → reconcile → forget / add_rate_limited / add_after → done
+//!   3. start N workers: get → reconcile → forget / add_rate_limited / add_after → done,
+//!      and, with a ServerWait, the task that sends back the keys that wait for the API server
 //!   4. on shutdown: workers stop taking keys; the queue shuts down and drains the keys in
 //!      hand; the workers end; then the owned informers stop
 //! ```
@@ -35,7 +36,9 @@ use crate::runtime::workqueue::WorkQueue;
 
 use super::counters::ReconcileCounters;
 use super::reconcile::Reconciler;
+use super::server_wait::ServerWait;
 use super::worker::Worker;
+use crate::client::ServerAvailability;
 
 /// Why a controller could not run.
 #[derive(Debug, thiserror::Error)]
@@ -65,6 +68,7 @@ pub struct Controller<K, R> {
     /// Stops the owned informers, once the workers have drained.
     informer_stop: CancellationToken,
     counters: Arc<ReconcileCounters>,
+    server_wait: Option<ServerWait<K>>,
 }
 
 impl<K, R> Controller<K, R>
@@ -84,7 +88,23 @@ where
             informers: Vec::new(),
             informer_stop: CancellationToken::new(),
             counters: Arc::new(ReconcileCounters::default()),
+            server_wait: None,
         }
+    }
+
+    /// Keys whose reconcile failed because the API server was unavailable
+    /// ([`Reconciler::server_unavailable`]) wait for it in a [`ServerWait`] told of its returns
+    /// by `availability` — the one of the client the reconciler's requests go through —
+    /// instead of backing off (default: they back off like any failure).
+    pub fn wait_for_server(mut self, availability: ServerAvailability) -> Self {
+        self.server_wait = Some(ServerWait::new(self.name.clone(), availability));
+        self
+    }
+
+    /// The keys waiting for the API server (for metrics and readiness), when
+    /// [`wait_for_server`](Self::wait_for_server) set them up.
+    pub fn server_wait(&self) -> Option<ServerWait<K>> {
+        self.server_wait.clone()
     }
 
     /// Runs `count` workers (at least one): up to `count` different keys are reconciled at
@@ -135,6 +155,7 @@ where
             informers,
             informer_stop,
             counters,
+            server_wait,
         } = self;
         let informers = OwnedInformers::start(informers, informer_stop);
 
@@ -159,8 +180,13 @@ where
             queue: queue.clone(),
             reconciler,
             counters,
+            server_wait: server_wait.clone(),
         });
         let mut worker_tasks = JoinSet::new();
+        if let Some(wait) = server_wait {
+            let (queue, shutdown) = (queue.clone(), shutdown.clone());
+            worker_tasks.spawn(async move { wait.run(queue, shutdown).await });
+        }
         for _ in 0..workers {
             let worker = Arc::clone(&worker);
             let shutdown = shutdown.clone();

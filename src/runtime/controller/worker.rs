@@ -4,7 +4,10 @@
 //! Contract, for each key taken:
 //! - `Ok(Action::Done)` → `forget` (the key's back-off starts over next time);
 //! - `Ok(Action::RequeueAfter(d))` → `forget`, then `add_after(key, d)`;
-//! - `Err(e)` → logged, `add_rate_limited(key)`;
+//! - `Err(e)` that says the API server was unavailable, with a [`ServerWait`] → the key parks
+//!   there (logged at debug; its back-off untouched) until the server answers again; one that
+//!   keeps failing while the server answers others backs off as below;
+//! - any other `Err(e)` → logged, `add_rate_limited(key)`;
 //! - a panic → caught, logged, counted, `add_rate_limited(key)`; the worker carries on with the
 //!   next key (where kcm's `wait.Until` would restart the crashed goroutine);
 //! - then always `done(key)`, so the queue may hand the key out again.
@@ -26,6 +29,7 @@ use crate::runtime::workqueue::WorkQueue;
 
 use super::counters::{Outcome, ReconcileCounters};
 use super::reconcile::{Action, Reconciler};
+use super::server_wait::{Park, ServerWait};
 
 /// What every worker of one controller shares.
 pub(super) struct Worker<K, R> {
@@ -33,6 +37,8 @@ pub(super) struct Worker<K, R> {
     pub(super) queue: WorkQueue<K>,
     pub(super) reconciler: Arc<R>,
     pub(super) counters: Arc<ReconcileCounters>,
+    /// Where keys wait while the API server is unavailable; without it they back off.
+    pub(super) server_wait: Option<ServerWait<K>>,
 }
 
 impl<K, R> Worker<K, R>
@@ -65,6 +71,7 @@ where
             .await;
         let outcome = match result {
             Ok(Ok(action)) => {
+                self.settle(&key);
                 self.queue.forget(&key);
                 if let Action::RequeueAfter(delay) = action {
                     self.queue.add_after(key.clone(), delay);
@@ -72,17 +79,21 @@ where
                 Outcome::Success
             }
             Ok(Err(error)) => {
-                tracing::warn!(
-                    controller = %self.controller,
-                    %key,
-                    %error,
-                    retries = self.queue.num_requeues(&key),
-                    "reconcile failed; retrying with back-off",
-                );
-                self.queue.add_rate_limited(key.clone());
+                if !(R::server_unavailable(&error) && self.parked(&key, &error)) {
+                    self.settle(&key);
+                    tracing::warn!(
+                        controller = %self.controller,
+                        %key,
+                        err = %error,
+                        retries = self.queue.num_requeues(&key),
+                        "reconcile failed; retrying with back-off",
+                    );
+                    self.queue.add_rate_limited(key.clone());
+                }
                 Outcome::Error
             }
             Err(panic) => {
+                self.settle(&key);
                 tracing::error!(
                     controller = %self.controller,
                     %key,
@@ -96,6 +107,20 @@ where
         };
         self.counters.record(outcome);
         self.queue.done(&key);
+    }
+
+    /// Parks `key`, which failed because the server was unavailable; `false` when it must back
+    /// off instead (no waiting room, or it keeps failing while the server answers others).
+    fn parked(&self, key: &K, error: &R::Error) -> bool {
+        self.server_wait
+            .as_ref()
+            .is_some_and(|wait| wait.park(key.clone(), error) == Park::Parked)
+    }
+
+    fn settle(&self, key: &K) {
+        if let Some(wait) = &self.server_wait {
+            wait.settle(key);
+        }
     }
 }
 

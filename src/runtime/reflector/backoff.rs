@@ -7,7 +7,9 @@
 //!   settle in 30–60 s: the cap bounds the base, the jitter then spreads clients apart, exactly
 //!   as `wait.Backoff.Step` does.
 //! - If no delay was handed out for `reset_after` (2 min), the loop has been healthy and the
-//!   next failure starts again from `initial`.
+//!   next failure starts again from `initial`. [`Backoff::reset`] starts it again at once: the
+//!   reflector calls it when the API server answers again after an outage, since failures that
+//!   only met the outage said nothing about the loop.
 //! - A delay the server asked for (`Retry-After`) is honoured up to `cap`: the wait is the
 //!   longer of the two, but a server asking for more than `cap` waits only `cap`, so one bad
 //!   header cannot stop an informer for hours.
@@ -64,6 +66,11 @@ impl Backoff {
         }
     }
 
+    /// Starts the sequence again: the next delay is drawn from `[initial, 2 × initial)`.
+    pub fn reset(&mut self) {
+        self.base = self.config.initial;
+    }
+
     /// The delay before the next attempt, at least `retry_after` (clamped to the cap) when the
     /// server asked for one.
     pub fn next_delay(&mut self, retry_after: Option<Duration>) -> Duration {
@@ -115,6 +122,17 @@ mod tests {
         assert!(within(b.next_delay(None), 3_200), "not yet reset");
         tokio::time::advance(Duration::from_secs(121)).await;
         assert!(within(b.next_delay(None), 800), "reset");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_reset_starts_the_sequence_again_at_once() {
+        let mut b = backoff();
+        for _ in 0..6 {
+            b.next_delay(None);
+        }
+        b.reset();
+        assert!(within(b.next_delay(None), 800));
+        assert!(within(b.next_delay(None), 1_600));
     }
 
     #[tokio::test(start_paused = true)]

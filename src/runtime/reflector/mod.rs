@@ -87,7 +87,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::WatchEvent;
+use crate::client::availability::warn_unless_unavailable;
+use crate::client::Availability;
 use crate::client::{ApiErrorKind, Error, ListParams, WatchParams};
+use crate::clock::sleep_until_some;
 use crate::runtime::cache::Cacheable;
 
 pub use backoff::{Backoff, BackoffConfig};
@@ -99,6 +102,10 @@ pub use state::{list_limit, ListFrom, Next, State, WatchEnd};
 
 /// A watch shorter than this that delivered nothing counts as a failure (client-go).
 pub const MIN_HEALTHY_WATCH: Duration = Duration::from_secs(1);
+
+/// When the API server answers again, a reflector that was backing off because it could not be
+/// reached retries after a random part of this, not all at once with every other reflector.
+pub const RETURN_SPREAD: Duration = Duration::from_secs(1);
 
 /// How a reflector lists and watches.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -189,6 +196,8 @@ where
         };
         let mut run = Run {
             backoff: Backoff::new(self.config.backoff, StdRng::from_rng(&mut rng)),
+            availability: self.source.availability().map(|a| a.subscribe()),
+            failed_unavailable: false,
             rng,
             watch_list_supported: self.config.use_watch_list,
             server_pages: false,
@@ -222,6 +231,10 @@ struct Run<'s, L: ListWatch, S: ?Sized> {
     on_error: Option<WatchErrorHandler>,
     sink: &'s S,
     backoff: Backoff,
+    /// Whether the API server answers, when the source can tell.
+    availability: Option<tokio::sync::watch::Receiver<Availability>>,
+    /// The last failure was the server's unavailability: its return ends the backoff early.
+    failed_unavailable: bool,
     /// Draws the watch timeouts.
     rng: StdRng,
     /// WatchList is enabled and the server has not refused it.
@@ -254,8 +267,34 @@ where
             State::Listing { from } => self.list(from).await,
             State::Watching { resource_version } => self.watch(resource_version).await,
             State::BackingOff { delay, then } => {
-                tokio::time::sleep(delay).await;
+                self.back_off(delay).await;
                 *then
+            }
+        }
+    }
+
+    /// Waits out a backoff of `delay` — or, if it follows a failure to reach the API server,
+    /// until the server answers again plus a random part of [`RETURN_SPREAD`], if that is
+    /// sooner; the backoff then starts over, since the failures of the outage said nothing
+    /// about this loop (the relist a restart's 410 calls for comes after 0.8–1.6 s, not after
+    /// the 30–60 s the outage had grown the backoff to). client-go waits the whole backoff, and
+    /// relists after it; work that resumes the moment the server is back needs its informers
+    /// to see changes again as soon.
+    async fn back_off(&mut self, delay: Duration) {
+        let deadline = Instant::now() + delay;
+        let spread = RETURN_SPREAD.mul_f64(self.rng.random::<f64>());
+        let availability = match &mut self.availability {
+            Some(availability) if self.failed_unavailable => availability,
+            _ => return tokio::time::sleep_until(deadline).await,
+        };
+        let seen = availability.borrow_and_update().returns;
+        tokio::select! {
+            () = tokio::time::sleep_until(deadline) => {}
+            back = async { availability.wait_for(|now| now.returns > seen).await.is_ok() } => {
+                let retry_at = if back { (Instant::now() + spread).min(deadline) } else { deadline };
+                self.backoff.reset();
+                tracing::debug!(resource = %self.resource, "the API server answers again; retrying");
+                tokio::time::sleep_until(retry_at).await;
             }
         }
     }
@@ -306,7 +345,7 @@ where
                 state::after_list(&from, Ok(resource_version))
             }
             Err(e) => {
-                tracing::warn!(error = %e, ?from, "reflector list failed");
+                warn_unless_unavailable!(e, resource = %self.resource, err = %e, ?from, "reflector list failed");
                 self.tell_owner(&e);
                 state::after_list(&from, Err(&e))
             }
@@ -339,7 +378,7 @@ where
                     tracing::info!(error = %e, "the API server refuses streaming lists; using LIST from now on");
                     self.watch_list_supported = false;
                 } else {
-                    tracing::warn!(error = %e, "streaming list failed; falling back to LIST");
+                    warn_unless_unavailable!(e, resource = %self.resource, err = %e, "streaming list failed; falling back to LIST");
                 }
                 return None;
             }
@@ -410,7 +449,7 @@ where
                 state::after_watch(followed.resource_version, followed.end, healthy)
             }
             Err(e) => {
-                tracing::warn!(error = %e, %resource_version, "reflector watch failed");
+                warn_unless_unavailable!(e, resource = %self.resource, err = %e, %resource_version, "reflector watch failed");
                 self.tell_owner(&e);
                 state::after_watch(resource_version, WatchEnd::from_error(&e), false)
             }
@@ -418,8 +457,10 @@ where
         self.resolve(next)
     }
 
-    /// Passes a failed request to the owner's [`WatchErrorHandler`], if it set one.
-    fn tell_owner(&self, error: &Error) {
+    /// Notes how a list or watch request failed, and passes it to the owner's
+    /// [`WatchErrorHandler`], if it set one.
+    fn tell_owner(&mut self, error: &Error) {
+        self.failed_unavailable = error.is_unavailable();
         if let Some(handler) = &self.on_error {
             handler.failed(error);
         }
@@ -556,14 +597,6 @@ where
             end,
             events,
         }
-    }
-}
-
-/// Sleeps until `at`; forever if there is no `at`.
-async fn sleep_until_some(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
     }
 }
 

@@ -26,7 +26,7 @@ use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 
 use crate::api::{List, PartialObjectMetadata, WatchEvent};
-use crate::client::{Api, Error, ItemDecoder, ListParams, WatchParams};
+use crate::client::{Api, Error, ItemDecoder, ListParams, ServerAvailability, WatchParams};
 
 /// A complete list, and how it came.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -77,6 +77,13 @@ pub trait ListWatch: Send + Sync + 'static {
     fn describe(&self) -> String {
         String::new()
     }
+
+    /// Whether the API server answers, as the client behind this source finds it: a reflector
+    /// backing off because the server was unavailable retries as soon as it answers again.
+    /// `None` (the default): it waits out its backoff.
+    fn availability(&self) -> Option<ServerAvailability> {
+        None
+    }
 }
 
 impl<K: DeserializeOwned + Send + 'static> ListWatch for Api<K> {
@@ -93,6 +100,10 @@ impl<K: DeserializeOwned + Send + 'static> ListWatch for Api<K> {
 
     fn describe(&self) -> String {
         self.resource().path_name()
+    }
+
+    fn availability(&self) -> Option<ServerAvailability> {
+        Some(self.client().availability().clone())
     }
 }
 
@@ -122,6 +133,10 @@ impl<K: DeserializeOwned + Send + 'static> ListWatch for MetadataOnly<K> {
 
     fn describe(&self) -> String {
         self.0.resource().path_name()
+    }
+
+    fn availability(&self) -> Option<ServerAvailability> {
+        Some(self.0.client().availability().clone())
     }
 }
 
@@ -170,5 +185,9 @@ impl<T: Send + 'static> ListWatch for Decoded<T> {
 
     fn describe(&self) -> String {
         self.api.resource().path_name()
+    }
+
+    fn availability(&self) -> Option<ServerAvailability> {
+        Some(self.api.client().availability().clone())
     }
 }

@@ -47,7 +47,7 @@ use crate::client::{Api, Client, ResourceRef};
 use crate::clock::{SharedClock, SystemClock};
 use crate::events::{NoopRecorder, SharedRecorder};
 use crate::runtime::cache::ObjectKey;
-use crate::runtime::controller::{Controller, ControllerError};
+use crate::runtime::controller::{Controller, ControllerError, ServerWait};
 use crate::runtime::informer::{HandlerFns, InformerSynced, SharedInformer};
 use crate::runtime::reflector::{
     MetadataOnly, ReflectorConfig, ReflectorMetrics, WatchErrorHandler,
@@ -290,6 +290,7 @@ impl RetentionControllerBuilder {
             .with_settings(settings);
         let controller = Controller::new(CONTROLLER, queue, reconciler)
             .workers(self.options.workers)
+            .wait_for_server(shared.client.availability().clone())
             .informer(&shared.namespaces)
             .informer(&shared.namespaced)
             .informer(&shared.cluster);
@@ -363,6 +364,11 @@ impl RetentionController {
     /// The workqueue (for `/debug/workqueue` and its depth).
     pub fn queue(&self) -> WorkQueue<WorkKey> {
         self.shared.context.queue.clone()
+    }
+
+    /// Where its keys wait while the API server is unavailable (for metrics).
+    pub fn server_wait(&self) -> Option<ServerWait<WorkKey>> {
+        self.controller.server_wait()
     }
 
     /// The reflector counters of every running watch, by resource, read when called: the

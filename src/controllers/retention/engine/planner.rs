@@ -13,6 +13,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::ObjectReference;
+use crate::client::availability::warn_unless_unavailable;
 use crate::client::{Discovery, ResourceRef};
 use crate::events::{EventRecord, EventType};
 use crate::runtime::cache::ObjectKey;
@@ -71,7 +72,7 @@ pub(super) async fn planner(
             match Discovery::run(&shared.client).await {
                 Ok(found) => discovery = Some((tokio::time::Instant::now(), Arc::new(found))),
                 Err(e) => {
-                    tracing::warn!(error = %e, "retention: discovery failed; planning with what was known")
+                    warn_unless_unavailable!(e, err = %e, "retention: discovery failed; planning with what was known")
                 }
             }
         }

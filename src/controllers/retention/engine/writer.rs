@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::client::availability::warn_unless_unavailable;
 use crate::client::{Api, Patch, PostParams};
 use crate::runtime::informer::InformerSynced;
 
@@ -91,7 +92,7 @@ async fn write_statuses(shared: &Shared, written: &mut Written) {
             }
             Err(e) => {
                 shared.metrics.observe_api_error("patch");
-                tracing::warn!(policy = %id, error = %e, "could not write the policy's status");
+                warn_unless_unavailable!(e, policy = %id, err = %e, "could not write the policy's status");
             }
         }
     }

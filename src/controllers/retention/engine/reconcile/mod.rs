@@ -320,4 +320,8 @@ impl Reconciler<WorkKey> for RetentionReconciler {
             WorkKey::Group { group, .. } => self.group(&watch, group).await,
         }
     }
+
+    fn server_unavailable(error: &RetentionError) -> bool {
+        matches!(error, RetentionError::Api { source, .. } if source.is_unavailable())
+    }
 }
