@@ -23,7 +23,7 @@ mod ttl_support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, SubsecRound, Utc};
 use kube_gc::client::outage::PROBE_INTERVAL;
 use kube_gc::manager::{Manager, ManagerOptions};
 use kube_gc::metrics::Metrics;
@@ -472,5 +472,54 @@ async fn changes_made_right_after_the_return_are_seen_within_a_few_seconds() {
     let bound = PROBE_INTERVAL + RETURN_SPREAD + Duration::from_millis(1600 + 500);
     assert!(latency <= bound, "deleted {latency:?} after the return");
     println!("deleted {latency:?} after the return");
+    running.stop().await;
+}
+
+/// The scenario the issue was found with, on the paused clock: Jobs expiring one every two
+/// seconds while the API server is stopped three times (15 s each, 10 s apart), relisted from
+/// its rebuilt watch caches after each start. Every Job is deleted within a second of its
+/// expiry, or of the end of the outage it expired in — however many outages its key met.
+#[tokio::test(start_paused = true)]
+async fn jobs_expiring_across_three_restarts_are_each_deleted_within_a_second() {
+    let world = world().await;
+    let running = start_manager(&world).await;
+    let sim = world.sim();
+    // Finish times are written in whole seconds, as the API server writes them.
+    let start = world.now().trunc_subsecs(0);
+    let names: Vec<String> = (0..30).map(|n| format!("every-two-seconds-{n}")).collect();
+    for (n, name) in (0i32..).zip(&names) {
+        create_job(sim, name, Some(3 + 2 * n), Some(start));
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mut outages = Vec::new();
+    for _ in 0..3 {
+        let down = world.now();
+        sim.stop_apiserver().await;
+        tokio::time::sleep(Duration::from_secs(15)).await;
+        let back = world.now();
+        sim.start_apiserver()
+            .await
+            .expect("the API server starts again");
+        outages.push((down, back));
+        tokio::time::sleep(Duration::from_secs(10)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(10)).await;
+
+    for (n, name) in (0i64..).zip(&names) {
+        let expired = start + chrono::Duration::seconds(3 + 2 * n);
+        let due = outages
+            .iter()
+            .find(|(down, back)| *down <= expired && expired < *back)
+            .map_or(expired, |(_, back)| *back);
+        let deleted = deleted_at(sim, &Object::job(name))
+            .unwrap_or_else(|| panic!("{name} was never deleted"));
+        let latency = (deleted - due).to_std().unwrap_or_else(|_| {
+            panic!("{name} was deleted at {deleted}, before it was due at {due}")
+        });
+        assert!(
+            latency <= RESUMED_WITHIN,
+            "{name}: {latency:?} after it was due"
+        );
+    }
     running.stop().await;
 }
