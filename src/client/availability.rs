@@ -6,9 +6,10 @@
 //!   from it with [`for_component`](super::Client::for_component), is recorded here once: when
 //!   its response headers arrive or its transport fails.
 //! - An attempt **finds the server unavailable** when no answer came (connection refused or
-//!   reset, TLS failure, timeout), or when the answer says the server cannot serve now: 429, 502,
-//!   503 or 504 ([`status_says_unavailable`]). Any other answer, an error or not (a 404, a 409, a
-//!   422), shows a server at work.
+//!   reset, TLS failure, timeout), or when the answer says the server could not serve it: 429 or
+//!   any 5xx ([`status_says_unavailable`]) — throttled, shutting down, its storage down or
+//!   erring, a proxy in front finding no server. Any other answer, an error or not (a 404, a
+//!   409, a 422), shows a server at work.
 //! - The state follows the attempts: [`Availability::answering`] until one finds the server
 //!   unavailable, then not until one is answered. Each return to answering counts one more
 //!   [`Availability::returns`] and wakes every [`subscribe`](ServerAvailability::subscribe)r:
@@ -98,11 +99,13 @@ impl Availability {
     }
 }
 
-/// Whether an answer with HTTP status `code` says the server cannot serve now rather than
-/// anything about the request: 429 (throttled), 502 and 504 (a proxy or load balancer in front
-/// found no server), 503 (shutting down, `apiserver is shutting down`, or not ready).
+/// Whether an answer with HTTP status `code` says the server could not serve the request now,
+/// rather than anything about it: 429 (throttled) and every 5xx — 500 (an internal error, etcd
+/// erring: exchange 63), 502 and 504 (a proxy or load balancer in front found no server, or the
+/// request's deadline passed with etcd down: exchanges 77, 78), 503 (`apiserver is shutting
+/// down`, an aggregated API down).
 pub fn status_says_unavailable(code: u16) -> bool {
-    matches!(code, 429 | 502 | 503 | 504)
+    code == 429 || (500..600).contains(&code)
 }
 
 /// Whether an attempt that ended with `result` found the server unavailable.
@@ -164,10 +167,10 @@ mod tests {
 
     #[test]
     fn answers_that_say_nothing_about_the_server_keep_it_answering() {
-        for code in [200, 201, 400, 401, 403, 404, 409, 410, 422, 500] {
+        for code in [200, 201, 400, 401, 403, 404, 409, 410, 422] {
             assert!(!status_says_unavailable(code), "{code}");
         }
-        for code in [429, 502, 503, 504] {
+        for code in [429, 500, 502, 503, 504] {
             assert!(status_says_unavailable(code), "{code}");
         }
         assert!(attempt_says_unavailable(AttemptResult::TransportError));

@@ -21,6 +21,7 @@ use std::collections::HashMap;
 use futures_util::future::join_all;
 use serde::Deserialize;
 
+use super::availability::warn_unless_unavailable;
 use super::error::Error;
 use super::request::ApiRequest;
 use super::resource_ref::{push_segments, ResourceRef};
@@ -100,7 +101,7 @@ impl Discovery {
             match outcome {
                 Ok(list) => discovery.add(&gv, list),
                 Err(error) => {
-                    tracing::warn!(group_version = %gv.api_version(), %error, "discovery failed for a group version");
+                    warn_unless_unavailable!(error, group_version = %gv.api_version(), err = %error, "discovery failed for a group version");
                     discovery.failures.push(DiscoveryFailure {
                         group_version: gv.api_version(),
                         error,
@@ -191,6 +192,33 @@ impl Discovery {
             .by_kind
             .get(&(api_version.to_owned(), kind.to_owned()))?;
         self.resources.get(*index)
+    }
+
+    /// This discovery, with what `previous` knew of each group version that failed this time:
+    /// a group version that could not be read this time is not known to be gone (an
+    /// aggregated API down, a request refused in passing), so its resources, and the kinds they
+    /// map, stay as they were. The failures are still reported.
+    pub fn keeping_failed_from(mut self, previous: &Discovery) -> Discovery {
+        let failed: Vec<&str> = self
+            .failures
+            .iter()
+            .map(|f| f.group_version.as_str())
+            .collect();
+        let kept: Vec<DiscoveredResource> = previous
+            .resources
+            .iter()
+            .filter(|r| failed.contains(&r.resource.api_version().as_str()))
+            .cloned()
+            .collect();
+        for resource in kept {
+            let key = (
+                resource.resource.api_version(),
+                resource.resource.kind.clone(),
+            );
+            self.by_kind.entry(key).or_insert(self.resources.len());
+            self.resources.push(resource);
+        }
+        self
     }
 
     /// Group versions whose discovery failed.
@@ -452,5 +480,33 @@ mod tests {
         assert!(discovery.group_failed("metrics.k8s.io"));
         assert!(!discovery.group_failed("batch"));
         assert!(discovery.resource_for_kind("batch/v1", "Job").is_some());
+    }
+
+    #[test]
+    fn a_group_version_that_failed_this_time_keeps_what_the_last_discovery_knew_of_it() {
+        let refused = || -> Error {
+            crate::client::ApiError::from_response(503, &http::HeaderMap::new(), b"").into()
+        };
+        let before = real_discovery();
+        let now = Discovery::assemble([
+            (
+                gv("batch", "v1", true),
+                Ok(captured("05-discovery-apis-batch-v1")),
+            ),
+            (gv("apps", "v1", true), Err(refused())),
+        ]);
+        assert!(now.resource_for_kind("apps/v1", "ReplicaSet").is_none());
+        let merged = now.keeping_failed_from(&before);
+        let replicasets = merged
+            .resource_for_kind("apps/v1", "ReplicaSet")
+            .expect("kept from the last discovery");
+        assert!(replicasets.preferred);
+        assert!(merged
+            .deletable()
+            .iter()
+            .any(|r| r.path_name() == "apps/v1/deployments"));
+        assert!(merged.group_failed("apps"), "the failure is still reported");
+        // A group that was read this time is not topped up: what is gone from it is gone.
+        assert!(merged.resource_for_kind("v1", "Pod").is_none());
     }
 }

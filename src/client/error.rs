@@ -446,7 +446,7 @@ impl Error {
 
     /// Whether the failure says the server could not be reached or could not serve now, and
     /// nothing about the request: no answer (connection refused or broken, timeout), or an
-    /// answer of 429, 502, 503 or 504 ([`status_says_unavailable`]). Every request fails the
+    /// answer of 429 or 5xx ([`status_says_unavailable`]). Every request fails the
     /// same way until the server is back, so a controller parks the work until it answers
     /// ([`ServerAvailability`](super::ServerAvailability)) instead of backing off per object.
     pub fn is_unavailable(&self) -> bool {
