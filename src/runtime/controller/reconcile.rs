@@ -35,7 +35,7 @@ pub trait Reconciler<K>: Send + Sync + 'static {
     /// Brings the object behind `key` to its desired state. Implement as an `async fn`.
     fn reconcile(&self, key: &K) -> impl Future<Output = Result<Action, Self::Error>> + Send;
 
-    /// Whether `error` says the API server was unavailable — no answer, or 429, 502, 503, 504
+    /// Whether `error` says the API server was unavailable — no answer, or 429 or 5xx
     /// ([`client::Error::is_unavailable`](crate::client::Error::is_unavailable)) — and nothing
     /// about the key. The default: never.
     fn server_unavailable(error: &Self::Error) -> bool {

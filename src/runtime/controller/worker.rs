@@ -109,12 +109,21 @@ where
         self.queue.done(&key);
     }
 
-    /// Parks `key`, which failed because the server was unavailable; `false` when it must back
-    /// off instead (no waiting room, or it keeps failing while the server answers others).
+    /// Parks `key`, which failed because the server was unavailable, or queues it again now if
+    /// the server already answers again; `false` when it must back off instead (no waiting room,
+    /// or it keeps failing while the server answers others).
     fn parked(&self, key: &K, error: &R::Error) -> bool {
-        self.server_wait
-            .as_ref()
-            .is_some_and(|wait| wait.park(key.clone(), error) == Park::Parked)
+        let Some(wait) = &self.server_wait else {
+            return false;
+        };
+        match wait.park(key.clone(), error) {
+            Park::Parked => true,
+            Park::RetryNow => {
+                self.queue.add(key.clone());
+                true
+            }
+            Park::BackOff => false,
+        }
     }
 
     fn settle(&self, key: &K) {

@@ -7,9 +7,13 @@
 //!   settle in 30–60 s: the cap bounds the base, the jitter then spreads clients apart, exactly
 //!   as `wait.Backoff.Step` does.
 //! - If no delay was handed out for `reset_after` (2 min), the loop has been healthy and the
-//!   next failure starts again from `initial`. [`Backoff::reset`] starts it again at once: the
-//!   reflector calls it when the API server answers again after an outage, since failures that
-//!   only met the outage said nothing about the loop.
+//!   next failure starts again from `initial`.
+//! - [`Backoff::reset`] starts it again at once, and the first failure after a reset is retried
+//!   without delay. The reflector resets it when a watch has worked (a failure then is a new
+//!   incident: a restart's 410 is relisted at once, not after whatever an earlier incident
+//!   grew the backoff to) and when the API server answers again after an outage (failures that
+//!   only met the outage said nothing about the loop). A loop that keeps failing — a relist
+//!   whose watch gets 410 at once, again and again — never resets it, and backs off as before.
 //! - A delay the server asked for (`Retry-After`) is honoured up to `cap`: the wait is the
 //!   longer of the two, but a server asking for more than `cap` waits only `cap`, so one bad
 //!   header cannot stop an informer for hours.
@@ -52,6 +56,8 @@ pub struct Backoff {
     base: Duration,
     /// When the last delay was handed out.
     last: Option<Instant>,
+    /// The next failure is the first since a reset: retry at once.
+    fresh: bool,
     rng: StdRng,
 }
 
@@ -62,13 +68,16 @@ impl Backoff {
             config,
             base: config.initial,
             last: None,
+            fresh: false,
             rng,
         }
     }
 
-    /// Starts the sequence again: the next delay is drawn from `[initial, 2 × initial)`.
+    /// Starts the sequence again: the next failure is retried at once (unless the server asked
+    /// for a wait), the one after it waits `[initial, 2 × initial)`, and so on.
     pub fn reset(&mut self) {
         self.base = self.config.initial;
+        self.fresh = true;
     }
 
     /// The delay before the next attempt, at least `retry_after` (clamped to the cap) when the
@@ -82,10 +91,13 @@ impl Backoff {
             self.base = self.config.initial;
         }
         self.last = Some(now);
+        let asked = retry_after.unwrap_or_default().min(self.config.cap);
+        if std::mem::take(&mut self.fresh) {
+            return asked;
+        }
         let base = self.base;
         self.base = (base * 2).min(self.config.cap);
         let jittered = base.mul_f64(1.0 + self.rng.random::<f64>());
-        let asked = retry_after.unwrap_or_default().min(self.config.cap);
         jittered.max(asked)
     }
 }
@@ -125,14 +137,22 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_reset_starts_the_sequence_again_at_once() {
+    async fn after_a_reset_the_first_failure_is_retried_at_once_and_the_sequence_starts_over() {
         let mut b = backoff();
         for _ in 0..6 {
             b.next_delay(None);
         }
         b.reset();
+        assert_eq!(b.next_delay(None), Duration::ZERO);
         assert!(within(b.next_delay(None), 800));
         assert!(within(b.next_delay(None), 1_600));
+        b.reset();
+        let asked = Duration::from_secs(2);
+        assert_eq!(
+            b.next_delay(Some(asked)),
+            asked,
+            "a wait the server asked for stands"
+        );
     }
 
     #[tokio::test(start_paused = true)]

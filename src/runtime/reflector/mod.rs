@@ -198,6 +198,7 @@ where
             backoff: Backoff::new(self.config.backoff, StdRng::from_rng(&mut rng)),
             availability: self.source.availability().map(|a| a.subscribe()),
             failed_unavailable: false,
+            early_retry_armed: true,
             rng,
             watch_list_supported: self.config.use_watch_list,
             server_pages: false,
@@ -235,6 +236,10 @@ struct Run<'s, L: ListWatch, S: ?Sized> {
     availability: Option<tokio::sync::watch::Receiver<Availability>>,
     /// The last failure was the server's unavailability: its return ends the backoff early.
     failed_unavailable: bool,
+    /// A return may still end a backoff early: once per incident, re-armed by a watch that
+    /// worked, so a resource the server keeps failing while it answers others (a broken
+    /// aggregated API) is not retried at the pace of the returns.
+    early_retry_armed: bool,
     /// Draws the watch timeouts.
     rng: StdRng,
     /// WatchList is enabled and the server has not refused it.
@@ -284,7 +289,7 @@ where
         let deadline = Instant::now() + delay;
         let spread = RETURN_SPREAD.mul_f64(self.rng.random::<f64>());
         let availability = match &mut self.availability {
-            Some(availability) if self.failed_unavailable => availability,
+            Some(availability) if self.failed_unavailable && self.early_retry_armed => availability,
             _ => return tokio::time::sleep_until(deadline).await,
         };
         let seen = availability.borrow_and_update().returns;
@@ -293,6 +298,7 @@ where
             back = async { availability.wait_for(|now| now.returns > seen).await.is_ok() } => {
                 let retry_at = if back { (Instant::now() + spread).min(deadline) } else { deadline };
                 self.backoff.reset();
+                self.early_retry_armed = false;
                 tracing::debug!(resource = %self.resource, "the API server answers again; retrying");
                 tokio::time::sleep_until(retry_at).await;
             }
@@ -311,7 +317,7 @@ where
             Next::BackOff { then, retry_after } => {
                 self.metrics.backed_off();
                 let delay = self.backoff.next_delay(retry_after);
-                tracing::debug!(?delay, next = ?then, "reflector backing off");
+                tracing::debug!(resource = %self.resource, ?delay, next = ?then, "reflector backing off");
                 State::BackingOff {
                     delay,
                     then: Box::new(then),
@@ -446,6 +452,11 @@ where
                 let deadline = self.stall_deadline(started, &params);
                 let followed = self.follow(stream, resource_version, deadline).await;
                 let healthy = followed.events > 0 || started.elapsed() >= MIN_HEALTHY_WATCH;
+                if healthy {
+                    // The loop worked: whatever ended this watch is a new incident.
+                    self.backoff.reset();
+                    self.early_retry_armed = true;
+                }
                 state::after_watch(followed.resource_version, followed.end, healthy)
             }
             Err(e) => {
@@ -562,7 +573,7 @@ where
                 }
                 Some(Err(e)) => {
                     // The connection broke: the stream is over, the resourceVersion still good.
-                    tracing::debug!(error = %e, "watch stream ended by an error");
+                    tracing::debug!(resource = %self.resource, err = %e, "watch stream ended by an error");
                     break WatchEnd::Closed;
                 }
             };
@@ -576,7 +587,7 @@ where
                 },
                 WatchEvent::Error(status) => {
                     let error = Error::from(*status);
-                    tracing::debug!(%error, "watch ended by an ERROR event");
+                    tracing::debug!(resource = %self.resource, err = %error, "watch ended by an ERROR event");
                     // Not counted in `events`: a watch refused at once is still a short one.
                     break WatchEnd::from_error(&error);
                 }

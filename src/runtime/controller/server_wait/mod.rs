@@ -2,7 +2,7 @@
 //! the task that sends them back to the workqueue the moment it answers again.
 //!
 //! A reconcile that fails because the server was unavailable (connection refused or broken, a
-//! timeout, 429, 502, 503, 504: [`Error::is_unavailable`](crate::client::Error::is_unavailable))
+//! timeout, 429 or 5xx: [`Error::is_unavailable`](crate::client::Error::is_unavailable))
 //! learned nothing about its object. Backing the key off as if it had — 5 ms doubling to
 //! 1000 s — would make the wait *after* an outage grow with the outage: a key that failed
 //! fourteen times during a restart waits 82 s after the server is back. So such a key **parks**
@@ -110,13 +110,20 @@ impl<K: Clone + Eq + Hash + Display + Send + 'static> ServerWait<K> {
         }
     }
 
-    /// `key`'s reconcile failed with `error`, which says the server was unavailable: park it,
-    /// or, if it keeps failing while the server answers others, tell the caller to back it off.
+    /// `key`'s reconcile failed with `error`, which says the server was unavailable: park it;
+    /// or, if the server answers again already, tell the caller to queue it now; or, if it keeps
+    /// failing while the server answers others, to back it off.
     pub fn park(&self, key: K, error: &dyn Display) -> Park {
-        let returns = self.shared.availability.current().returns;
+        let now = self.shared.availability.current();
         let park = {
             let mut parked = self.shared.parked.lock();
-            let park = parked.park(key.clone(), returns, &error.to_string(), Instant::now());
+            let park = parked.park(
+                key.clone(),
+                now.returns,
+                now.answering,
+                &error.to_string(),
+                Instant::now(),
+            );
             self.publish(&parked);
             park
         };
@@ -125,6 +132,10 @@ impl<K: Clone + Eq + Hash + Display + Send + 'static> ServerWait<K> {
                 tracing::debug!(controller = %self.shared.controller, %key, err = %error,
                     "the API server is unavailable; the key waits for it");
                 self.shared.parked_changed.notify_one();
+            }
+            Park::RetryNow => {
+                tracing::debug!(controller = %self.shared.controller, %key, err = %error,
+                    "the API server answers again already; retrying the key now");
             }
             Park::BackOff => {
                 tracing::debug!(controller = %self.shared.controller, %key, err = %error,

@@ -3,20 +3,22 @@
 //! pure: every call takes the time, and the count of the server's returns, from its caller.
 //!
 //! The rules:
-//! - **Park.** A key whose reconcile failed because the server was unavailable parks; its
-//!   back-off is left as it was. It remembers how many times the server had come back when it
-//!   parked ([`Availability::returns`](crate::client::Availability::returns)).
+//! - **Park.** A key whose reconcile failed because the server was unavailable parks, if the
+//!   server is still unavailable; its back-off is left as it was. It remembers how many times
+//!   the server had come back when it parked
+//!   ([`Availability::returns`](crate::client::Availability::returns)). If the server already
+//!   answers again (another request got through since), the key is retried at once instead.
 //! - **Release on a return.** When the server answers again, every key that parked before that
 //!   return goes back to the queue at once. A key that parked after it stays: its own failure
 //!   came later, so the return does not speak for it.
 //! - **Probe.** While keys wait, one of them (the longest waiting) is sent now and then as a
 //!   probe: its request is what finds the server back, even when nothing else in the process
 //!   sends any. One probe at a time: a probe that fails again parks at the back of the line.
-//! - **Strikes.** A key that fails for unavailability again although the server answered since
-//!   it parked (a return came in between) earns a strike: the server answers others but not it
-//!   (an aggregated API that is down, a proxy that drops its requests). After [`MAX_STRIKES`]
-//!   it stops parking and backs off like any failing key, so no key retries in a loop at the
-//!   pace of returns.
+//! - **Strikes.** A key that fails for unavailability while the server answers others — it
+//!   answers now, or has come back since the key last parked — earns a strike: perhaps the
+//!   server fails this key alone (an aggregated API that is down, a proxy that drops its
+//!   requests). After [`MAX_STRIKES`] it backs off like any failing key, so no key retries in
+//!   a loop at the pace of returns.
 //! - **Settle.** A key that succeeded, or failed for a reason of its own, is forgotten here.
 //! - **One line per outage.** The first park opens an outage; the first probe after it reports it
 //!   (once, with how many keys wait then); the release that empties the line closes it with how
@@ -45,6 +47,8 @@ pub const PROBE_PATIENCE: Duration = Duration::from_secs(60);
 pub enum Park {
     /// It waits for the server; its back-off is untouched.
     Parked,
+    /// The server answers again already: retry it now; its back-off is untouched.
+    RetryNow,
     /// It failed too often while the server answered others: back off instead.
     BackOff,
 }
@@ -136,31 +140,39 @@ impl<K: Clone + Eq + Hash> Parked<K> {
     }
 
     /// `key` failed because the server was unavailable, at `now`, when the server had come back
-    /// `returns` times; `error` says how.
-    pub fn park(&mut self, key: K, returns: u64, error: &str, now: Instant) -> Park {
+    /// `returns` times and `answering` says whether it answers now; `error` says how.
+    pub fn park(
+        &mut self,
+        key: K,
+        returns: u64,
+        answering: bool,
+        error: &str,
+        now: Instant,
+    ) -> Park {
         if self.probe.as_ref().is_some_and(|(probe, _)| *probe == key) {
             self.probe = None;
         }
-        let outage = self.outage.get_or_insert_with(|| Outage {
-            since: now,
-            first_error: error.to_owned(),
-            reported: false,
-            keys: 0,
-        });
-        let record = match self.records.entry(key.clone()) {
-            Entry::Occupied(entry) => entry.into_mut(),
+        let (record, new) = match self.records.entry(key.clone()) {
+            Entry::Occupied(entry) => {
+                let record = entry.into_mut();
+                if record.parked_at < returns {
+                    record.strikes += 1;
+                }
+                (record, false)
+            }
             Entry::Vacant(entry) => {
-                outage.keys += 1;
-                entry.insert(Record {
+                let record = entry.insert(Record {
                     parked_at: returns,
                     strikes: 0,
                     waiting: false,
-                })
+                });
+                (record, true)
             }
         };
-        if record.parked_at < returns {
+        if answering {
             record.strikes += 1;
         }
+        record.parked_at = returns;
         if record.strikes >= MAX_STRIKES {
             if record.waiting {
                 self.waiting -= 1;
@@ -168,12 +180,26 @@ impl<K: Clone + Eq + Hash> Parked<K> {
             self.records.remove(&key);
             return Park::BackOff;
         }
-        record.parked_at = returns;
+        if answering {
+            // Already back: the return this key waited for came before it could park.
+            if record.waiting {
+                record.waiting = false;
+                self.waiting -= 1;
+            }
+            return Park::RetryNow;
+        }
         if !record.waiting {
             record.waiting = true;
             self.waiting += 1;
             self.line.push_back(key);
         }
+        let outage = self.outage.get_or_insert_with(|| Outage {
+            since: now,
+            first_error: error.to_owned(),
+            reported: false,
+            keys: 0,
+        });
+        outage.keys += usize::from(new);
         self.probe_due.get_or_insert(now + PROBE_INTERVAL);
         Park::Parked
     }
@@ -298,7 +324,7 @@ mod tests {
         let mut parked = Parked::default();
         for n in 0..3 {
             assert_eq!(
-                parked.park(key(n), 0, "connection refused", at(n.into())),
+                parked.park(key(n), 0, false, "connection refused", at(n.into())),
                 Park::Parked
             );
         }
@@ -328,8 +354,8 @@ mod tests {
     #[test]
     fn a_key_that_parked_after_the_return_is_not_released_by_it() {
         let mut parked = Parked::default();
-        parked.park(key(0), 0, "refused", at(0));
-        parked.park(key(1), 1, "refused", at(1));
+        parked.park(key(0), 0, false, "refused", at(0));
+        parked.park(key(1), 1, false, "refused", at(1));
         let (released, ended) = parked.release(1, at(2));
         assert_eq!(released, vec![key(0)]);
         assert_eq!(ended, None, "a key still waits");
@@ -342,15 +368,18 @@ mod tests {
     #[test]
     fn one_probe_at_a_time_longest_waiting_first_and_a_failed_probe_goes_to_the_back() {
         let mut parked = Parked::default();
-        parked.park(key(0), 0, "refused", at(0));
-        parked.park(key(1), 0, "refused", at(0));
+        parked.park(key(0), 0, false, "refused", at(0));
+        parked.park(key(1), 0, false, "refused", at(0));
         assert_eq!(parked.probe(at(1)), Some(key(0)));
         assert_eq!(parked.probe(at(2)), None, "the first probe is still out");
         assert_eq!(parked.waiting(), 1);
         // It failed the same way: no return came in between, so no strike.
-        assert_eq!(parked.park(key(0), 0, "refused", at(2)), Park::Parked);
+        assert_eq!(
+            parked.park(key(0), 0, false, "refused", at(2)),
+            Park::Parked
+        );
         assert_eq!(parked.probe(at(3)), Some(key(1)));
-        parked.park(key(1), 0, "refused", at(3));
+        parked.park(key(1), 0, false, "refused", at(3));
         assert_eq!(parked.probe(at(4)), Some(key(0)), "round and round");
         assert_eq!(
             parked.probe(at(4 + PROBE_PATIENCE.as_secs())),
@@ -363,8 +392,8 @@ mod tests {
     fn probes_are_due_one_interval_after_the_first_park_and_after_each_probe() {
         let mut parked = Parked::default();
         assert_eq!(parked.next_probe(), None, "nothing waits");
-        parked.park(key(0), 0, "refused", at(10));
-        parked.park(key(1), 0, "refused", at(10));
+        parked.park(key(0), 0, false, "refused", at(10));
+        parked.park(key(1), 0, false, "refused", at(10));
         assert_eq!(parked.next_probe(), Some(at(10) + PROBE_INTERVAL));
         assert_eq!(parked.probe(at(10)), None, "not yet due");
         let sent = at(10) + PROBE_INTERVAL;
@@ -374,7 +403,7 @@ mod tests {
             Some(sent + PROBE_PATIENCE),
             "while it is out"
         );
-        parked.park(key(0), 0, "refused", sent);
+        parked.park(key(0), 0, false, "refused", sent);
         assert_eq!(
             parked.next_probe(),
             Some(sent + PROBE_INTERVAL),
@@ -389,8 +418,8 @@ mod tests {
     #[test]
     fn a_probe_that_succeeds_settles_and_the_return_releases_the_rest() {
         let mut parked = Parked::default();
-        parked.park(key(0), 0, "refused", at(0));
-        parked.park(key(1), 0, "refused", at(0));
+        parked.park(key(0), 0, false, "refused", at(0));
+        parked.park(key(1), 0, false, "refused", at(0));
         let probe = parked.probe(at(1)).expect("a probe");
         assert_eq!(parked.settle(&probe, at(1)), None, "key 1 still waits");
         let (released, ended) = parked.release(1, at(1));
@@ -401,8 +430,8 @@ mod tests {
     #[test]
     fn a_probe_that_settles_after_the_release_ends_the_outage() {
         let mut parked = Parked::default();
-        parked.park(key(0), 0, "refused", at(0));
-        parked.park(key(1), 0, "refused", at(0));
+        parked.park(key(0), 0, false, "refused", at(0));
+        parked.park(key(1), 0, false, "refused", at(0));
         let probe = parked.probe(at(1)).expect("a probe");
         // The probe's answer is the return; the release runs before its worker settles it.
         let (released, ended) = parked.release(1, at(2));
@@ -419,7 +448,7 @@ mod tests {
         let mut returns = 0;
         for strike in 0..MAX_STRIKES {
             assert_eq!(
-                parked.park(key(0), returns, "503", at(0)),
+                parked.park(key(0), returns, false, "503", at(0)),
                 Park::Parked,
                 "strike {strike}"
             );
@@ -427,7 +456,10 @@ mod tests {
             let (released, _) = parked.release(returns, at(0));
             assert_eq!(released, vec![key(0)]);
         }
-        assert_eq!(parked.park(key(0), returns, "503", at(0)), Park::BackOff);
+        assert_eq!(
+            parked.park(key(0), returns, false, "503", at(0)),
+            Park::BackOff
+        );
         assert!(
             !parked.is_tracking(),
             "a key that backs off is forgotten here"
@@ -436,15 +468,33 @@ mod tests {
     }
 
     #[test]
+    fn a_key_that_fails_when_the_server_already_answers_again_is_retried_at_once_with_a_strike() {
+        let mut parked = Parked::default();
+        assert_eq!(parked.park(key(0), 4, true, "503", at(0)), Park::RetryNow);
+        assert_eq!(parked.waiting(), 0);
+        assert_eq!(parked.report(at(1)), None, "no outage");
+        assert_eq!(parked.park(key(0), 4, true, "503", at(0)), Park::RetryNow);
+        assert_eq!(
+            parked.park(key(0), 4, true, "503", at(0)),
+            Park::BackOff,
+            "third strike"
+        );
+        assert!(!parked.is_tracking());
+    }
+
+    #[test]
     fn success_clears_the_strikes() {
         let mut parked = Parked::default();
-        parked.park(key(0), 0, "503", at(0));
+        parked.park(key(0), 0, false, "503", at(0));
         parked.release(1, at(0));
-        parked.park(key(0), 1, "503", at(0)); // strike 1
+        parked.park(key(0), 1, false, "503", at(0)); // strike 1
         parked.release(2, at(0));
         parked.settle(&key(0), at(0));
         for returns in 2..2 + u64::from(MAX_STRIKES) {
-            assert_eq!(parked.park(key(0), returns, "503", at(0)), Park::Parked);
+            assert_eq!(
+                parked.park(key(0), returns, false, "503", at(0)),
+                Park::Parked
+            );
             parked.release(returns + 1, at(0));
         }
     }
@@ -452,8 +502,8 @@ mod tests {
     #[test]
     fn a_key_settled_while_it_waits_is_skipped() {
         let mut parked = Parked::default();
-        parked.park(key(0), 0, "refused", at(0));
-        parked.park(key(1), 0, "refused", at(0));
+        parked.park(key(0), 0, false, "refused", at(0));
+        parked.park(key(1), 0, false, "refused", at(0));
         // An event queued key 0 again and it succeeded meanwhile.
         assert_eq!(parked.settle(&key(0), at(0)), None);
         assert_eq!(parked.waiting(), 1);
@@ -465,8 +515,8 @@ mod tests {
     #[test]
     fn a_key_parked_twice_waits_once() {
         let mut parked = Parked::default();
-        parked.park(key(0), 0, "refused", at(0));
-        parked.park(key(0), 0, "refused", at(1));
+        parked.park(key(0), 0, false, "refused", at(0));
+        parked.park(key(0), 0, false, "refused", at(1));
         assert_eq!(parked.waiting(), 1);
         let (released, _) = parked.release(1, at(2));
         assert_eq!(released, vec![key(0)]);
