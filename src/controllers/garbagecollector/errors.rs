@@ -25,6 +25,15 @@ pub enum WorkError {
         /// The kind looked up.
         kind: String,
     },
+    /// Discovery does not know the resource serving this type because its group's discovery
+    /// failed: the decision waits for the next discovery (without back-off).
+    #[error("no resource known to serve {api_version} {kind}: discovery of its group failed")]
+    DiscoveryIncomplete {
+        /// The `apiVersion` looked up.
+        api_version: String,
+        /// The kind looked up.
+        kind: String,
+    },
     /// The object changed under the decision; the graph will catch up and it is judged again.
     #[error("{0}")]
     Changed(&'static str),
@@ -52,7 +61,7 @@ impl WorkError {
     pub fn label(&self) -> &'static str {
         match self {
             WorkError::Api { verb, .. } => verb,
-            WorkError::NoMapping { .. } => "mapping",
+            WorkError::NoMapping { .. } | WorkError::DiscoveryIncomplete { .. } => "mapping",
             WorkError::Changed(_) => "conflict",
             WorkError::NotYetObserved => "unobserved",
         }

@@ -104,6 +104,10 @@ pub const ATTEMPT_TO_DELETE_QUEUE: &str = "garbage_collector_attempt_to_delete";
 /// Name of the attempt-to-orphan queue.
 pub const ATTEMPT_TO_ORPHAN_QUEUE: &str = "garbage_collector_attempt_to_orphan";
 
+/// How soon discovery runs again after one that could not read every group (doubling up to
+/// the discovery period).
+pub const REDISCOVER_AFTER_FAILURE: Duration = Duration::from_secs(1);
+
 /// Resources never monitored (group, plural): Events are high-churn and never owners.
 pub const IGNORED_RESOURCES: [(&str, &str); 2] = [("", "events"), ("events.k8s.io", "events")];
 
@@ -179,16 +183,27 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// The resource serving `kind` in `api_version`, from the latest discovery.
+    /// The resource serving `kind` in `api_version`, from the latest discovery. Unknown there
+    /// because its group's discovery failed is [`WorkError::DiscoveryIncomplete`], not
+    /// [`WorkError::NoMapping`]: the decision waits for the next discovery.
     fn resource_for(&self, api_version: &str, kind: &str) -> Result<ResourceRef, WorkError> {
-        self.discovery
-            .read()
-            .resource_for_kind(api_version, kind)
-            .map(|r| r.resource.clone())
-            .ok_or_else(|| WorkError::NoMapping {
-                api_version: api_version.to_owned(),
-                kind: kind.to_owned(),
-            })
+        let discovery = self.discovery.read();
+        if let Some(found) = discovery.resource_for_kind(api_version, kind) {
+            return Ok(found.resource.clone());
+        }
+        let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
+        let missing = (api_version.to_owned(), kind.to_owned());
+        Err(if discovery.group_failed(group) {
+            WorkError::DiscoveryIncomplete {
+                api_version: missing.0,
+                kind: missing.1,
+            }
+        } else {
+            WorkError::NoMapping {
+                api_version: missing.0,
+                kind: missing.1,
+            }
+        })
     }
 }
 
@@ -305,7 +320,7 @@ impl GarbageCollector {
             Arc::clone(&shared.monitor_counters),
             options.reflector.clone(),
         );
-        refresh(&shared, &mut monitors).await;
+        let complete = refresh(&shared, &mut monitors).await;
 
         let mut workers = JoinSet::new();
         if wait_until_synced(&shared, options.initial_sync_timeout, &shutdown).await {
@@ -321,7 +336,8 @@ impl GarbageCollector {
                 workers.spawn(async move { waits.run(queue, stop).await });
             }
             ready.send_replace(true);
-            rediscover_until(&shutdown, &shared, &mut monitors, options.discovery_period).await;
+            let period = options.discovery_period;
+            rediscover_until(&shutdown, &shared, &mut monitors, period, complete).await;
         }
 
         ready.send_replace(false);
@@ -377,38 +393,47 @@ async fn wait_until_synced(
     true
 }
 
-/// Re-runs discovery every `period` until `shutdown`.
+/// Re-runs discovery every `period` until `shutdown` — sooner after one that could not read
+/// every group: [`REDISCOVER_AFTER_FAILURE`], doubling up to `period`, so that a group missed
+/// while the API server was erring is monitored again within seconds of its return.
 async fn rediscover_until(
     shutdown: &CancellationToken,
     shared: &Shared,
     monitors: &mut Monitors,
     period: Duration,
+    mut complete: bool,
 ) {
-    let mut ticker = tokio::time::interval(period);
-    ticker.tick().await; // The first tick is immediate; discovery just ran.
+    let mut retry = REDISCOVER_AFTER_FAILURE;
     loop {
+        let wait = if complete { period } else { retry.min(period) };
         tokio::select! {
             () = shutdown.cancelled() => return,
-            _ = ticker.tick() => {}
+            () = tokio::time::sleep(wait) => {}
         }
+        retry = if complete {
+            REDISCOVER_AFTER_FAILURE
+        } else {
+            retry * 2
+        };
         tokio::select! {
             () = shutdown.cancelled() => return,
-            () = refresh(shared, monitors) => {}
+            done = refresh(shared, monitors) => complete = done,
         }
     }
 }
 
-/// Re-runs discovery and makes the monitors match it.
-async fn refresh(shared: &Shared, monitors: &mut Monitors) {
+/// Re-runs discovery and makes the monitors match it; whether every group was read.
+async fn refresh(shared: &Shared, monitors: &mut Monitors) -> bool {
     let discovery = match Discovery::run(&shared.client).await {
         Ok(discovery) => discovery,
         Err(error) => {
             warn_unless_unavailable!(error, err = %error, "garbage collector discovery failed; keeping the current monitors");
             shared.metrics.sync_failed();
-            return;
+            return false;
         }
     };
-    if !discovery.failures().is_empty() {
+    let complete = discovery.failures().is_empty();
+    if !complete {
         shared.metrics.sync_failed();
     }
     let wanted: Vec<ResourceRef> = discovery
@@ -417,6 +442,8 @@ async fn refresh(shared: &Shared, monitors: &mut Monitors) {
         .filter(|r| !IGNORED_RESOURCES.contains(&(r.group.as_str(), r.plural.as_str())))
         .cloned()
         .collect();
+    // A group version that could not be read now keeps what was known of it.
+    let discovery = discovery.keeping_failed_from(&shared.discovery.read());
     *shared.discovery.write() = Arc::new(discovery);
     let discovery = Arc::clone(&shared.discovery.read());
     let (started, stopped) = monitors
@@ -428,6 +455,7 @@ async fn refresh(shared: &Shared, monitors: &mut Monitors) {
     shared.metrics.set_monitors(monitors.resources().len());
     // A type that just stopped being monitored may have been the one a waiter was missing.
     shared.synced_changed.notify_waiters();
+    complete
 }
 
 /// Waits until every monitored type is synced (true) or `timeout` passed (false).
@@ -495,12 +523,25 @@ fn finish(
                 Done::Deferred => queue.add_after(uid.clone(), defer_delay),
             }
         }
+        Err(error @ WorkError::DiscoveryIncomplete { .. }) => {
+            shared.metrics.failed(error.label());
+            waits.settle(&uid);
+            tracing::debug!(queue = queue.name(), %uid, err = %error, "deferred until discovery reads the group");
+            queue.add_after(uid.clone(), defer_delay);
+        }
         Err(error) => {
             shared.metrics.failed(error.label());
-            if !(error.is_unavailable() && waits.park(uid.clone(), &error) == Park::Parked) {
-                waits.settle(&uid);
-                tracing::debug!(queue = queue.name(), %uid, err = %error, "attempt failed; retrying with back-off");
-                queue.add_rate_limited(uid.clone());
+            let parked = error
+                .is_unavailable()
+                .then(|| waits.park(uid.clone(), &error));
+            match parked {
+                Some(Park::Parked) => {}
+                Some(Park::RetryNow) => queue.add(uid.clone()),
+                Some(Park::BackOff) | None => {
+                    waits.settle(&uid);
+                    tracing::debug!(queue = queue.name(), %uid, err = %error, "attempt failed; retrying with back-off");
+                    queue.add_rate_limited(uid.clone());
+                }
             }
         }
     }
