@@ -647,7 +647,100 @@ pub async fn run(world: &World, config: &SoakConfig) -> Report {
     check_deletes_carry_uid(sim, &mut report);
     check_deletions_justified(sim, &log, &mut report);
     check_everything_due_is_gone(sim, faults_off_at, config.settle, &mut report);
+    check_due_deletions_sent_promptly(&log, faults_off_at, config.settle, &mut report);
     report
+}
+
+/// How soon after a fault ends (or after it falls due, later) every deletion must be sent.
+pub const PROMPTLY: Duration = Duration::from_secs(1);
+
+/// Invariant 6: after the faults end, every deletion due by then is sent within [`PROMPTLY`],
+/// and every one due later in the `settle` time within [`PROMPTLY`] of its time — however many
+/// faults its key met before: expired Jobs and Volcano Jobs, and Pods whose every owner is
+/// gone. The moment a deletion was sent is the first change that removed the object or gave
+/// it a `deletionTimestamp`.
+fn check_due_deletions_sent_promptly(
+    log: &ChangeLog,
+    faults_off_at: DateTime<Utc>,
+    settle: Duration,
+    report: &mut Report,
+) {
+    // Each object's last state when the faults ended, by UID (the workload stops then).
+    let mut at_end: BTreeMap<String, Value> = BTreeMap::new();
+    for change in log.changes.iter().filter(|c| c.at <= faults_off_at) {
+        let object = change.object.value();
+        let id = uid(&object);
+        if change.kind == ChangeKind::Deleted {
+            at_end.remove(&id);
+        } else {
+            at_end.insert(id, object.into_owned());
+        }
+    }
+    let limit = chrono::Duration::from_std(PROMPTLY).unwrap_or_default();
+    let watched_until = faults_off_at + chrono::Duration::from_std(settle).unwrap_or_default();
+    for (id, object) in &at_end {
+        if being_deleted(object) {
+            continue; // Already sent.
+        }
+        let gvr = if object["apiVersion"] == "batch.volcano.sh/v1alpha1" {
+            vcjobs()
+        } else {
+            jobs()
+        };
+        let due = match object["kind"].as_str() {
+            Some("Job") => expiry(&gvr, object).map(|at| at.max(faults_off_at)),
+            Some("Pod") => {
+                let references = object["metadata"]["ownerReferences"].as_array();
+                let orphaned = references.is_some_and(|r| {
+                    !r.is_empty()
+                        && r.iter()
+                            .all(|r| !at_end.contains_key(r["uid"].as_str().unwrap_or("")))
+                });
+                orphaned.then_some(faults_off_at)
+            }
+            _ => None,
+        };
+        let Some(due) = due.filter(|due| *due + limit <= watched_until) else {
+            continue;
+        };
+        let sent = log.changes.iter().find(|c| {
+            c.at > faults_off_at && {
+                let changed = c.object.value();
+                uid(&changed) == *id && (c.kind == ChangeKind::Deleted || being_deleted(&changed))
+            }
+        });
+        let name = &object["metadata"]["name"];
+        let kind = &object["kind"];
+        let owners_gone: Vec<String> = object["metadata"]["ownerReferences"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| {
+                let owner = r["uid"].as_str()?;
+                let removal = log
+                    .changes
+                    .iter()
+                    .find(|c| c.kind == ChangeKind::Deleted && uid(&c.object.value()) == owner)?;
+                Some(format!("{} at {}", r["name"], removal.at))
+            })
+            .collect();
+        let why = if owners_gone.is_empty() {
+            String::new()
+        } else {
+            format!(" (owners removed: {})", owners_gone.join(", "))
+        };
+        match sent {
+            Some(change) if change.at <= due + limit => {}
+            Some(change) => report.violations.push(format!(
+                "{kind} {name} was due at {due}{why} but its deletion was sent at {}, {:?} later",
+                change.at,
+                (change.at - due).to_std().unwrap_or_default()
+            )),
+            None => report.violations.push(format!(
+                "{kind} {name} was due at {due}{why} and its deletion was never sent"
+            )),
+        }
+    }
 }
 
 /// The invariant checks alone, on a server whose history was never compacted: what [`run`]
