@@ -164,8 +164,11 @@ async fn run(kind: &str, counter: &WarningCounter) -> Outcome {
          spec: {preset: pods, ttlSecondsAfterFinished: 3600, namespaces: [data]}",
     )
     .expect("policy");
-    sim.create(&gvr("kube-gc.io", "v1alpha1", "clusterretentionpolicies"), policy)
-        .expect("policy");
+    sim.create(
+        &gvr("kube-gc.io", "v1alpha1", "clusterretentionpolicies"),
+        policy,
+    )
+    .expect("policy");
     let configmaps = gvr("", "v1", "configmaps");
     let owner = sim
         .create(
