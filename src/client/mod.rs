@@ -46,6 +46,11 @@
 //! [`discovery`] reads what the server serves: the deletable resources the garbage collector
 //! monitors, and the kind → resource mapping it needs to look owners up.
 //!
+//! Every attempt also tells the client's [`ServerAvailability`] ([`availability`]) whether the
+//! server answered: no answer, 429 or 5xx makes it unavailable, any other answer answering
+//! again, and each return wakes what waits for it. [`outage::watch_outages`] says once per
+//! outage that the server is away and back, and asks `/readyz` meanwhile.
+//!
 //! A kubeconfig's `tls-server-name` is sent as the TLS SNI through an [`SniRoute`](sni::SniRoute)
 //! ([`sni`]), as client-go sends it.
 //!
