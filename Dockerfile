@@ -1,6 +1,6 @@
 # Multi-stage build: compile with the Rust toolchain, run on distroless (glibc, CA certificates,
 # no shell, non-root user 65532).
-FROM rust:1.85-bookworm AS build
+FROM rust:1.89-bookworm AS build
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY src ./src
