@@ -194,7 +194,7 @@ fn run(ops: Vec<Op>) -> Outcome {
                 Op::Register => register(&informer),
             }
             // Sometimes let the handlers catch up, sometimes not: both must work.
-            if version.get() % 3 == 0 {
+            if version.get().is_multiple_of(3) {
                 tokio::task::yield_now().await;
             }
         }
