@@ -52,6 +52,24 @@ fn config_view_describes_the_connection_without_secrets() {
     assert!(!view.contains(&password), "the password leaked:\n{view}");
 }
 
+/// `kube-gc plan -o yaml | head -1`: a reader that went away ends the command quietly, as it
+/// ends kubectl, not with a panic (exit 101 and a backtrace).
+#[test]
+fn output_to_a_reader_that_went_away_ends_quietly() {
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let out = kube_gc()
+        .args(["config", "view", "--kubeconfig"])
+        .arg(fixture("kubeconfig/credentials.yaml"))
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("run kube-gc");
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
 #[test]
 fn config_view_names_the_file_and_field_at_fault() {
     let path = fixture("kubeconfig/broken/dangling-user.yaml");

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use crate::client::config::{config_view, ConfigError, Environment, LoadOptions};
+use crate::client::config::{config_view, Environment, LoadOptions};
 
 /// `kube-gc config …`
 #[derive(Debug, Subcommand)]
@@ -40,15 +40,14 @@ impl ConnectionArgs {
 }
 
 /// Runs a `config` subcommand, printing its result on standard output.
-pub fn run(command: &ConfigCommand) -> Result<(), ConfigError> {
+pub fn run(command: &ConfigCommand) -> Result<(), super::CliError> {
     match command {
         ConfigCommand::View(args) => {
-            let text = config_view(&args.load_options(), &Environment::from_process())?;
-            print!("{text}");
+            let mut text = config_view(&args.load_options(), &Environment::from_process())?;
             if !text.ends_with('\n') {
-                println!();
+                text.push('\n');
             }
-            Ok(())
+            super::output::print(&text).map_err(super::CliError::Output)
         }
     }
 }

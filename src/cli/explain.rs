@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::config::ConnectionArgs;
 use super::duration::parse_duration;
+use super::output;
 use crate::client::config::{ClientConfig, ConfigError, Environment, LoadOptions};
 use crate::client::{Api, BuildError, Client, ClientOptions, Discovery, ListParams};
 use crate::explain::plan::{plan, text as plan_text, PlanOptions};
@@ -240,10 +241,10 @@ fn from_file(
 }
 
 fn print(explanations: &[Explanation], output: Output) -> Result<(), ExplainError> {
-    match output {
+    let text = match output {
         Output::Text => {
             let screens: Vec<String> = explanations.iter().map(render::text).collect();
-            print!("{}", screens.join("\n---\n\n"));
+            screens.join("\n---\n\n")
         }
         Output::Json => {
             let text = match explanations {
@@ -251,18 +252,15 @@ fn print(explanations: &[Explanation], output: Output) -> Result<(), ExplainErro
                 many => serde_json::to_string_pretty(many),
             }
             .map_err(|e| ExplainError::Print(e.to_string()))?;
-            println!("{text}");
+            format!("{text}\n")
         }
-        Output::Yaml => {
-            let text = match explanations {
-                [one] => serde_saphyr::to_string(one),
-                many => serde_saphyr::to_string(&many),
-            }
-            .map_err(|e| ExplainError::Print(e.to_string()))?;
-            print!("{text}");
+        Output::Yaml => match explanations {
+            [one] => serde_saphyr::to_string(one),
+            many => serde_saphyr::to_string(&many),
         }
-    }
-    Ok(())
+        .map_err(|e| ExplainError::Print(e.to_string()))?,
+    };
+    output::print(&text).map_err(|e| ExplainError::Print(e.to_string()))
 }
 
 /// Runs `kube-gc plan`.
@@ -274,17 +272,14 @@ pub async fn run_plan(args: PlanArgs) -> Result<(), ExplainError> {
         selector: args.selector.clone(),
     };
     let report = plan(&client, &discovery, &options, chrono::Utc::now()).await?;
-    match args.output {
-        Output::Text => print!("{}", plan_text(&report)),
-        Output::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&report)
-                .map_err(|e| ExplainError::Print(e.to_string()))?
-        ),
-        Output::Yaml => print!(
-            "{}",
+    let text = match args.output {
+        Output::Text => plan_text(&report),
+        Output::Json => serde_json::to_string_pretty(&report)
+            .map(|text| format!("{text}\n"))
+            .map_err(|e| ExplainError::Print(e.to_string()))?,
+        Output::Yaml => {
             serde_saphyr::to_string(&report).map_err(|e| ExplainError::Print(e.to_string()))?
-        ),
-    }
-    Ok(())
+        }
+    };
+    output::print(&text).map_err(|e| ExplainError::Print(e.to_string()))
 }

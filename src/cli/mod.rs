@@ -9,6 +9,7 @@ mod demo;
 mod duration;
 mod explain;
 mod logging;
+mod output;
 mod record;
 mod run;
 mod sim;
@@ -91,6 +92,9 @@ pub enum CliError {
     /// `kube-gc demo` failed or found a wrong outcome.
     #[error(transparent)]
     Demo(#[from] crate::demo::DemoError),
+    /// Standard output could not be written (not a reader that went away: that is no error).
+    #[error("cannot write the output: {0}")]
+    Output(#[source] std::io::Error),
 }
 
 /// Entry point of the binary: parse, log, run, map the outcome to an exit code.
