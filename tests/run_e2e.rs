@@ -673,3 +673,179 @@ async fn run_applies_a_retention_policy_created_while_it_runs() {
     let (exit, log) = replica.wait();
     assert!(exit.success(), "{log}");
 }
+
+/// A dry run acts on nothing and writes nothing: it takes no Lease (it would take the
+/// production Deployment's), writes no Event and no status, deletes nothing; it says what it
+/// would delete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dry_run_takes_no_lease_and_writes_nothing() {
+    let sim = SimServer::start(SimConfig::default())
+        .await
+        .expect("start the sim");
+    let kubeconfig = Kubeconfig::for_sim(&sim);
+    create_expired_job(&sim, "done");
+    // Finished without a time saying when: a run writes a Warning Event about it.
+    let mut unknown = sim
+        .create(
+            &jobs(),
+            json!({"apiVersion": "batch/v1", "kind": "Job",
+                "metadata": {"name": "when", "namespace": "default"},
+                "spec": {"ttlSecondsAfterFinished": 0}}),
+        )
+        .expect("create");
+    unknown["status"] = json!({"conditions": [{"type": "Complete", "status": "True"}]});
+    sim.update_status(&jobs(), unknown).expect("finish");
+    let port = free_port().to_string();
+    let replica = Replica::start(
+        "laptop",
+        &kubeconfig.path(),
+        &[
+            "--secure-port=0",
+            "--bind-address=127.0.0.1",
+            "--port",
+            &port,
+            "--dry-run",
+        ],
+    );
+    let address = replica.http_address().await;
+    let http = server_support::http_client(None);
+    let readyz = poll_readyz(&http, address, LIMIT).await;
+    assert_eq!(readyz.0, 200, "{readyz:?}\n{}", replica.log());
+    let said = wait_until(LIMIT, || {
+        !replica.log_lines("dry run: would delete").is_empty()
+    })
+    .await;
+    assert!(said.is_some(), "{}", replica.log());
+
+    assert_eq!(
+        lease_holder(&sim),
+        None,
+        "no Lease taken:\n{}",
+        replica.log()
+    );
+    let writes: Vec<String> = sim
+        .journal()
+        .entries()
+        .into_iter()
+        .filter(|e| e.method != "GET")
+        .map(|e| format!("{} {}", e.method, e.path))
+        .collect();
+    assert!(writes.is_empty(), "a dry run wrote {writes:?}");
+    assert!(sim.get(&jobs(), Some("default"), "done").is_ok());
+    replica.terminate();
+    let (status, _) = replica.wait();
+    assert!(status.success());
+}
+
+/// A run limited to a namespace competes for a Lease in that namespace, not for the
+/// cluster-wide one: two teams' instances never share a Lease, and neither needs rights in
+/// kube-system.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_namespace_run_elects_in_its_namespace() {
+    let sim = SimServer::start(SimConfig::default().with_namespaces(&["default", "batch"]))
+        .await
+        .expect("start the sim");
+    let kubeconfig = Kubeconfig::for_sim(&sim);
+    let port = free_port().to_string();
+    let replica = Replica::start(
+        "team",
+        &kubeconfig.path(),
+        &[
+            &[
+                "--secure-port=0",
+                "--bind-address=127.0.0.1",
+                "--port",
+                &port,
+            ],
+            &["--namespace=batch", "--controllers=ttl-after-finished"][..],
+            &FAST_ELECTION,
+        ]
+        .concat(),
+    );
+    let address = replica.http_address().await;
+    let http = server_support::http_client(None);
+    let readyz = poll_readyz(&http, address, LIMIT).await;
+    assert_eq!(readyz.0, 200, "{readyz:?}\n{}", replica.log());
+    let lease = sim
+        .get(&leases(), Some("batch"), "kube-gc.ttl-after-finished")
+        .unwrap_or_else(|e| panic!("no Lease in batch: {e}\n{}", replica.log()));
+    assert!(lease["spec"]["holderIdentity"]
+        .as_str()
+        .is_some_and(|holder| holder.starts_with("team_")));
+    assert_eq!(lease_holder(&sim), None, "nothing in kube-system");
+    replica.terminate();
+    let (status, _) = replica.wait();
+    assert!(status.success());
+}
+
+/// A signal while discovery is still being retried at start-up stops the process within a
+/// second, instead of after the retries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_during_start_up_stops_it_at_once() {
+    let sim = SimServer::start(SimConfig::default().with_fault_plan(FaultPlan::new(1).fail(
+        Verb::Discovery,
+        1.0,
+        &[503],
+    )))
+    .await
+    .expect("start the sim");
+    let kubeconfig = Kubeconfig::for_sim(&sim);
+    let replica = Replica::start(
+        "solo",
+        &kubeconfig.path(),
+        &["--secure-port=0", "--leader-elect=false"],
+    );
+    let retrying = wait_until(LIMIT, || {
+        !replica
+            .log_lines("discovery failed at start-up; retrying")
+            .is_empty()
+    })
+    .await;
+    assert!(retrying.is_some(), "{}", replica.log());
+    let signalled = std::time::Instant::now();
+    replica.terminate();
+    let (status, log) = replica.wait();
+    let took = signalled.elapsed();
+    assert!(status.success(), "{status:?}\n{log}");
+    assert!(
+        took < Duration::from_secs(1),
+        "stopped {took:?} after SIGTERM:\n{log}"
+    );
+}
+
+/// Credentials the server refuses at start-up fail the start at once, in one line that says
+/// whose they were — not after half a minute of retries as if the server were away.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_credentials_at_start_up_fail_at_once_naming_them() {
+    let sim = SimServer::start(SimConfig::default().with_token("the-right-token"))
+        .await
+        .expect("start the sim");
+    let kubeconfig = Kubeconfig::for_sim(&sim);
+    let text = std::fs::read_to_string(kubeconfig.path()).expect("read the kubeconfig");
+    assert!(text.contains("the-right-token"));
+    std::fs::write(
+        kubeconfig.path(),
+        text.replace("the-right-token", "a-wrong-token"),
+    )
+    .expect("write the kubeconfig");
+    let started = std::time::Instant::now();
+    let replica = Replica::start(
+        "solo",
+        &kubeconfig.path(),
+        &["--secure-port=0", "--leader-elect=false"],
+    );
+    let (status, log) = replica.wait();
+    let took = started.elapsed();
+    assert!(!status.success(), "{log}");
+    assert!(
+        took < Duration::from_secs(5),
+        "failed after {took:?}:\n{log}"
+    );
+    let last = log.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("the API server refused the credentials of user")
+            && last.contains("bearer token")
+            && !last.contains("a-wrong-token"),
+        "{last}"
+    );
+}

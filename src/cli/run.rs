@@ -25,6 +25,7 @@
 //! - A controller failing: the others are stopped and the process exits 1.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
@@ -39,10 +40,10 @@ use crate::client::config::{
 use crate::client::outage::describe_failure;
 use crate::client::{BuildError, Client, ClientOptions};
 use crate::controllers::ttl::{FreshRead, DEFAULT_JOB_WORKERS, DEFAULT_VOLCANO_WORKERS};
-use crate::events::{ApiEventRecorder, Reporter};
+use crate::events::{ApiEventRecorder, NoopRecorder, Reporter, SharedRecorder};
 use crate::leaderelection::{
     hostname, unique_identity, InvalidConfig, LeaderElectionArgs, LeaderElectionConfig,
-    LeaderElector, LeadershipWatch, Outcome,
+    LeaderElector, LeadershipWatch, Outcome, DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE,
 };
 use crate::manager::{
     ControllerFailed, ControllerSelection, ControllerSet, Manager, ManagerError, ManagerOptions,
@@ -164,6 +165,15 @@ pub enum RunError {
     /// The Lease could not be renewed in time: another replica may lead by now.
     #[error("leaderelection lost")]
     LeadershipLost,
+    /// The API server refused the credentials at start-up (401), or what they may do (403).
+    #[error("the API server refused the credentials of {whose}: {source}")]
+    CredentialsRefused {
+        /// Whose credentials, and what kind (never their value).
+        whose: String,
+        /// The server's answer.
+        #[source]
+        source: crate::client::Error,
+    },
     /// A task of the process ended abnormally (a panic).
     #[error("the {task} task ended abnormally: {source}")]
     Task {
@@ -252,7 +262,7 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
     let options = args.manager_options()?;
     let config = args.client_config()?;
     let identity = unique_identity(&hostname());
-    let election = args.leader_election.to_config(&identity)?;
+    let election = election(&args, &options.controllers, &identity)?;
     let metrics = Metrics::new();
     let client = Client::new(&config, &args.client_options(&identity, &metrics))?;
     tracing::info!(server = %config.server, %identity, controllers = ?args.controllers,
@@ -271,36 +281,109 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
         services.clone(),
     )
     .await?;
+    let (recorder, events) = event_recorder(&args, &client, identity, &services);
+
+    // Discovery is retried at start-up while the server fails it; a signal ends the wait.
+    let manager = Manager::new(client.clone(), options)
+        .recorder(recorder)
+        .publish_to(&endpoints);
+    let started = tokio::select! {
+        started = manager.start() => Some(started),
+        () = shutdown.cancelled() => None,
+    };
+    let grace = args.shutdown.grace_period;
+    let result = match started {
+        None => {
+            tracing::info!("stopped during start-up");
+            Ok(())
+        }
+        Some(Err(ManagerError::Discovery(source))) if refuses_credentials(&source) => {
+            Err(RunError::CredentialsRefused {
+                whose: config.whose_credentials(),
+                source,
+            })
+        }
+        Some(Err(error)) => Err(error.into()),
+        Some(Ok(controllers)) => match election {
+            None => {
+                add_readiness(&endpoints, &client, controllers.readiness(), None);
+                run_controllers(controllers, CancellationToken::new(), &shutdown, grace).await
+            }
+            Some(config) => {
+                run_elected(controllers, client, config, &endpoints, &shutdown, grace).await
+            }
+        },
+    };
+
+    services.cancel();
+    signals.abort();
+    if let Some(events) = events {
+        let _ = events.await;
+    }
+    server.stopped().await;
+    result?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// A 401 or 403: the server refuses these credentials, or what they may do.
+fn refuses_credentials(error: &crate::client::Error) -> bool {
+    error.is_unauthorized() || error.is_forbidden()
+}
+
+/// Where Events go: the API server, through a writer task of their own — but nowhere for a dry
+/// run, which writes nothing (what an Event would say is logged as well).
+fn event_recorder(
+    args: &RunArgs,
+    client: &Client,
+    identity: String,
+    services: &CancellationToken,
+) -> (SharedRecorder, Option<JoinHandle<()>>) {
+    if args.dry_run {
+        tracing::info!("dry run: no Events are written; the log says what they would");
+        return (Arc::new(NoopRecorder), None);
+    }
     let reporter = Reporter {
         component: COMPONENT.to_owned(),
         instance: identity,
     };
     let events_client = client.for_component("events", 1.0);
     let (recorder, events) = ApiEventRecorder::start(events_client, reporter, services.clone());
+    (recorder.shared(), Some(events))
+}
 
-    let controllers = Manager::new(client.clone(), options)
-        .recorder(recorder.shared())
-        .publish_to(&endpoints)
-        .start()
-        .await?;
-    let grace = args.shutdown.grace_period;
-    let result = match election {
-        None => {
-            add_readiness(&endpoints, &client, controllers.readiness(), None);
-            run_controllers(controllers, CancellationToken::new(), &shutdown, grace).await
+/// Whether and where this run competes for leadership. A dry run acts on nothing, so it never
+/// takes part: a laptop's dry run must not take the Lease from the production Deployment. The
+/// Lease is in `--namespace`'s namespace when the run has one (kube-system otherwise), named
+/// after what the run runs ([`lease_name`]), so that instances running different things never
+/// share one; `--leader-elect-resource-*` override both.
+fn election(
+    args: &RunArgs,
+    controllers: &ControllerSelection,
+    identity: &str,
+) -> Result<Option<LeaderElectionConfig>, InvalidConfig> {
+    if args.dry_run {
+        if args.leader_election.leader_elect {
+            tracing::info!("dry run: not taking part in the leader election");
         }
-        Some(config) => {
-            run_elected(controllers, client, config, &endpoints, &shutdown, grace).await
-        }
-    };
+        return Ok(None);
+    }
+    let namespace = args.namespace.as_deref().unwrap_or(DEFAULT_LEASE_NAMESPACE);
+    args.leader_election
+        .to_config(identity, namespace, &lease_name(controllers))
+}
 
-    services.cancel();
-    signals.abort();
-    let _ = events.await;
-    server.stopped().await;
-    result?;
-    tracing::info!("stopped");
-    Ok(())
+/// The Lease name of a run of `controllers`: `kube-gc` for all of them, else `kube-gc` and the
+/// ones it runs, dot-separated (`kube-gc.retention.volcano-job-ttl`: a valid object name).
+fn lease_name(controllers: &ControllerSelection) -> String {
+    if *controllers == ControllerSelection::default() {
+        return DEFAULT_LEASE_NAME.to_owned();
+    }
+    let running: Vec<&str> = KNOWN_CONTROLLERS
+        .into_iter()
+        .filter(|name| controllers.is_enabled(name))
+        .collect();
+    format!("{DEFAULT_LEASE_NAME}.{}", running.join("."))
 }
 
 /// `/readyz`'s checks: the API server answers (else for how long it has not, and how), the
@@ -472,6 +555,52 @@ mod tests {
         assert_eq!(options, ManagerOptions::default());
         assert_eq!((args.kube_api_qps, args.kube_api_burst), (20.0, 30));
         assert_eq!(args.ttl_fresh_read, FreshRead::OnConflict);
+    }
+
+    /// Where the run competes for leadership, from its flags.
+    fn lease_of(flags: &[&str]) -> Option<(String, String)> {
+        let args = parse(flags);
+        let options = args.manager_options().unwrap();
+        election(&args, &options.controllers, "me")
+            .unwrap()
+            .map(|c| (c.lease_namespace, c.lease_name))
+    }
+
+    fn lease(namespace: &str, name: &str) -> Option<(String, String)> {
+        Some((namespace.to_owned(), name.to_owned()))
+    }
+
+    #[test]
+    fn the_lease_is_where_and_what_the_run_runs_and_a_dry_run_takes_none() {
+        assert_eq!(lease_of(&[]), lease("kube-system", "kube-gc"));
+        assert_eq!(lease_of(&["--dry-run"]), None, "a dry run never elects");
+        assert_eq!(lease_of(&["--dry-run", "--namespace=batch"]), None);
+        assert_eq!(lease_of(&["--leader-elect=false"]), None);
+        assert_eq!(
+            lease_of(&["--namespace=batch"]),
+            lease("batch", "kube-gc"),
+            "a namespace's run elects in that namespace"
+        );
+        assert_eq!(
+            lease_of(&["--controllers=retention,volcano-job-ttl"]),
+            lease("kube-system", "kube-gc.volcano-job-ttl.retention")
+        );
+        assert_eq!(
+            lease_of(&["--controllers=*,-garbagecollector", "--namespace=batch"]),
+            lease(
+                "batch",
+                "kube-gc.ttl-after-finished.volcano-job-ttl.retention"
+            )
+        );
+        assert_eq!(
+            lease_of(&[
+                "--namespace=batch",
+                "--leader-elect-resource-namespace=ops",
+                "--leader-elect-resource-name=gc"
+            ]),
+            lease("ops", "gc"),
+            "the flags win"
+        );
     }
 
     #[test]

@@ -221,6 +221,11 @@ impl Discovery {
         self
     }
 
+    /// Takes the group versions whose discovery failed out of this result.
+    pub fn take_failures(&mut self) -> Vec<DiscoveryFailure> {
+        std::mem::take(&mut self.failures)
+    }
+
     /// Group versions whose discovery failed.
     pub fn failures(&self) -> &[DiscoveryFailure] {
         &self.failures

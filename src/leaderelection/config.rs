@@ -165,26 +165,34 @@ pub struct LeaderElectionArgs {
     /// The wait between attempts to acquire or renew the lease.
     #[arg(long = "leader-elect-retry-period", value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
     pub retry_period: Duration,
-    /// Name of the Lease.
-    #[arg(long = "leader-elect-resource-name", value_name = "NAME", default_value = DEFAULT_LEASE_NAME)]
-    pub resource_name: String,
-    /// Namespace of the Lease.
-    #[arg(long = "leader-elect-resource-namespace", value_name = "NAMESPACE", default_value = DEFAULT_LEASE_NAMESPACE)]
-    pub resource_namespace: String,
+    /// Name of the Lease (default: kube-gc, followed by the controllers when --controllers
+    /// runs fewer than all, e.g. kube-gc.retention.volcano-job-ttl).
+    #[arg(long = "leader-elect-resource-name", value_name = "NAME")]
+    pub resource_name: Option<String>,
+    /// Namespace of the Lease (default: --namespace if given, else kube-system).
+    #[arg(long = "leader-elect-resource-namespace", value_name = "NAMESPACE")]
+    pub resource_namespace: Option<String>,
 }
 
 impl LeaderElectionArgs {
-    /// The config for `identity`, validated; `None` when `--leader-elect=false`.
-    pub fn to_config(&self, identity: &str) -> Result<Option<LeaderElectionConfig>, InvalidConfig> {
+    /// The config for `identity`, validated, with the Lease in `namespace` named `name` unless
+    /// the flags say otherwise; `None` when `--leader-elect=false`.
+    pub fn to_config(
+        &self,
+        identity: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<LeaderElectionConfig>, InvalidConfig> {
         if !self.leader_elect {
             return Ok(None);
         }
+        let namespace = self.resource_namespace.as_deref().unwrap_or(namespace);
+        let name = self.resource_name.as_deref().unwrap_or(name);
         let config = LeaderElectionConfig {
             lease_duration: self.lease_duration,
             renew_deadline: self.renew_deadline,
             retry_period: self.retry_period,
-            ..LeaderElectionConfig::new(identity)
-                .with_lease(&self.resource_namespace, &self.resource_name)
+            ..LeaderElectionConfig::new(identity).with_lease(namespace, name)
         };
         config.validate()?;
         Ok(Some(config))
@@ -274,12 +282,27 @@ mod tests {
             #[command(flatten)]
             election: LeaderElectionArgs,
         }
+        let defaults = (DEFAULT_LEASE_NAMESPACE, DEFAULT_LEASE_NAME);
         let parsed = Command::parse_from(["kube-gc"]).election;
-        let config = parsed.to_config("me").unwrap().unwrap();
+        let config = parsed
+            .to_config("me", defaults.0, defaults.1)
+            .unwrap()
+            .unwrap();
         assert_eq!(config, LeaderElectionConfig::new("me"));
         let off = Command::parse_from(["kube-gc", "--leader-elect=false"]).election;
-        assert_eq!(off.to_config("me"), Ok(None));
+        assert_eq!(off.to_config("me", defaults.0, defaults.1), Ok(None));
         let bad = Command::parse_from(["kube-gc", "--leader-elect-renew-deadline=20s"]).election;
-        assert!(bad.to_config("me").is_err());
+        assert!(bad.to_config("me", defaults.0, defaults.1).is_err());
+        let named = Command::parse_from([
+            "kube-gc",
+            "--leader-elect-resource-name=mine",
+            "--leader-elect-resource-namespace=ops",
+        ])
+        .election;
+        let config = named.to_config("me", "batch", "kube-gc").unwrap().unwrap();
+        assert_eq!(
+            (config.lease_namespace.as_str(), config.lease_name.as_str()),
+            ("ops", "mine")
+        );
     }
 }

@@ -42,6 +42,7 @@ pub mod lock;
 pub use clock::WallClock;
 pub use config::{
     hostname, unique_identity, InvalidConfig, LeaderElectionArgs, LeaderElectionConfig,
+    DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE,
 };
 pub use elector::{LeaderElector, Leadership, LeadershipWatch, Outcome};
 pub use lock::{ElectionRecord, LeaseLock};

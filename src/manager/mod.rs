@@ -374,6 +374,23 @@ async fn discover_patiently(client: &Client) -> Result<Discovery, ManagerError> 
     let mut retries = DISCOVERY_RETRIES.iter();
     loop {
         let attempt = Discovery::run(client).await;
+        // Credentials the server refuses will not be accepted a second later: say so at once.
+        // (Later in a run, requests keep retrying: a rotated token can come back.)
+        let attempt = match attempt {
+            Err(e) if refuses_credentials(&e) => return Err(ManagerError::Discovery(e)),
+            Ok(mut discovery) => {
+                let refusal = discovery
+                    .failures()
+                    .iter()
+                    .position(|f| refuses_credentials(&f.error));
+                if let Some(index) = refusal {
+                    let refused = discovery.take_failures().swap_remove(index);
+                    return Err(ManagerError::Discovery(refused.error));
+                }
+                Ok(discovery)
+            }
+            other => other,
+        };
         let failing = match &attempt {
             Ok(discovery) if discovery.failures().is_empty() => None,
             Ok(discovery) => Some(discovery.failures()[0].error.to_string()),
@@ -387,6 +404,11 @@ async fn discover_patiently(client: &Client) -> Result<Discovery, ManagerError> 
             _ => return attempt.map_err(ManagerError::Discovery),
         }
     }
+}
+
+/// A 401 or 403: the server refuses these credentials (or their rights).
+fn refuses_credentials(error: &crate::client::Error) -> bool {
+    error.is_unauthorized() || error.is_forbidden()
 }
 
 /// `plural.group/version`, as the logs name a resource.

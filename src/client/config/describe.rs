@@ -10,6 +10,34 @@ use super::{ClientConfig, Origin};
 /// the same way whichever lines it has.
 const LABEL_WIDTH: usize = 19;
 
+/// Whose credentials `config` presents, in one line for an error message: the user, context
+/// and files of a kubeconfig, or the pod's service account, and the kind of credential —
+/// never its value.
+pub fn whose_credentials(config: &ClientConfig) -> String {
+    let who = match &config.origin {
+        Origin::Kubeconfig {
+            context,
+            user,
+            files,
+            ..
+        } => {
+            let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+            let user = user.as_deref().unwrap_or("(none)");
+            format!(
+                "user {user:?} of context {context:?} in {}",
+                files.join(", ")
+            )
+        }
+        Origin::InCluster {
+            service_account_dir,
+        } => format!(
+            "the pod's service account ({})",
+            service_account_dir.display()
+        ),
+    };
+    format!("{who}: {}", config.auth.describe())
+}
+
 /// Renders `config` as aligned `label: value` lines.
 pub fn describe(config: &ClientConfig) -> String {
     let mut lines: Vec<(&str, String)> = Vec::new();

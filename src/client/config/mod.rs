@@ -142,6 +142,11 @@ impl ClientConfig {
     pub fn describe(&self) -> String {
         describe::describe(self)
     }
+
+    /// Whose credentials this configuration presents, in one line (no secret in it).
+    pub fn whose_credentials(&self) -> String {
+        describe::whose_credentials(self)
+    }
 }
 
 /// The text `kube-gc config view [--kubeconfig F] [--context C]` prints.

@@ -1,6 +1,7 @@
 //! The status writer task: every [`RetentionOptions::status_interval`](super::RetentionOptions)
 //! it recounts what each policy governs and writes the statuses that changed, as a merge patch
-//! of `/status` that makes the new status the whole status (see [`status_patch`]).
+//! of `/status` that makes the new status the whole status (see [`status_patch`]). A dry run of
+//! the whole process (`kube-gc run --dry-run`) writes nothing, statuses included.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -26,6 +27,10 @@ pub(super) async fn status_writer(
     caches: Vec<InformerSynced>,
     stop: CancellationToken,
 ) {
+    if shared.options.dry_run {
+        tracing::info!("dry run: retention policies' statuses are not written");
+        return;
+    }
     if !wait_synced(&caches, &stop).await {
         return;
     }
