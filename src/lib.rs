@@ -19,6 +19,8 @@
 //!   [`client`], so a misunderstanding on one side is not silently mirrored on the other.
 //! - [`cli`]: the `kube-gc` command line.
 //! - [`clock`]: injectable wall-clock time.
+//! - [`duration`]: Go-style duration strings (`1m30s`), as kube-controller-manager's flags take
+//!   them.
 //! - [`token_bucket`]: the crate's one token bucket, layer-neutral: the workqueue's rate limiter
 //!   and the client's request throttling both draw from it.
 //!
@@ -30,6 +32,7 @@ pub mod client;
 pub mod clock;
 pub mod controllers;
 pub mod demo;
+pub mod duration;
 pub mod events;
 pub mod explain;
 pub mod leaderelection;

@@ -119,7 +119,7 @@ pub async fn drain_within(grace: Duration, drain: impl Future<Output = ()>) -> D
 #[derive(Clone, Debug, PartialEq, Eq, clap::Args)]
 pub struct ShutdownArgs {
     /// How long to let in-flight work finish after SIGTERM before exiting anyway.
-    #[arg(long = "shutdown-grace-period", value_name = "DURATION", default_value = "30s", value_parser = crate::leaderelection::config::parse_duration)]
+    #[arg(long = "shutdown-grace-period", value_name = "DURATION", default_value = "30s", value_parser = crate::duration::parse_duration)]
     pub grace_period: Duration,
 }
 

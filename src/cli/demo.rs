@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::duration::parse_duration;
 use crate::demo::{DemoError, DemoOptions, WorkloadSize};
+use crate::duration::parse_duration;
 
 /// Flags of `kube-gc demo`.
 #[derive(Debug, Clone, Args)]

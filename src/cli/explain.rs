@@ -9,10 +9,10 @@ use clap::{Args, ValueEnum};
 use serde_json::Value;
 
 use super::config::ConnectionArgs;
-use super::duration::parse_duration;
 use super::output;
 use crate::client::config::{ClientConfig, ConfigError, Environment, LoadOptions};
 use crate::client::{Api, BuildError, Client, ClientOptions, Discovery, ListParams};
+use crate::duration::parse_duration;
 use crate::explain::plan::{plan, text as plan_text, PlanOptions};
 use crate::explain::{decide, gather, render, resolve, ExplainTarget, Explanation, GatherError};
 

@@ -6,7 +6,7 @@
 
 mod config;
 mod demo;
-mod duration;
+
 mod explain;
 mod logging;
 mod output;
@@ -18,7 +18,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-pub use duration::{parse_duration, DurationError};
+pub use crate::duration::{parse_duration, DurationError};
 pub use logging::{LogFormat, LoggingArgs};
 
 /// kube-gc: a standalone Kubernetes garbage collector.

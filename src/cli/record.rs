@@ -29,12 +29,12 @@ use tokio_util::sync::CancellationToken;
 use url::Url;
 
 use super::config::ConnectionArgs;
-use super::duration::parse_duration;
 use crate::api::{List, WatchEvent};
 use crate::client::config::{ClientConfig, ConfigError, Environment, LoadOptions};
 use crate::client::{
     ApiRequest, BuildError, Client, ClientOptions, Error, ListParams, ResourceRef, WatchParams,
 };
+use crate::duration::parse_duration;
 use crate::runtime::reflector::{
     EventStream, ListWatch, Listed, Reflector, ReflectorConfig, ReflectorEvent, ReflectorSink,
 };

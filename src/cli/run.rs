@@ -33,13 +33,13 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
-use super::duration::parse_duration;
 use crate::client::config::{
     Auth, ClientConfig, ConfigError, Environment, LoadOptions, Origin, SystemRoots, TlsSettings,
 };
 use crate::client::outage::describe_failure;
 use crate::client::{BuildError, Client, ClientOptions};
 use crate::controllers::ttl::{FreshRead, DEFAULT_JOB_WORKERS, DEFAULT_VOLCANO_WORKERS};
+use crate::duration::parse_duration;
 use crate::events::{ApiEventRecorder, NoopRecorder, Reporter, SharedRecorder};
 use crate::leaderelection::{
     hostname, unique_identity, InvalidConfig, LeaderElectionArgs, LeaderElectionConfig,

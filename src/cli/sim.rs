@@ -21,7 +21,7 @@ use chrono::{SecondsFormat, Utc};
 use clap::Args;
 use serde_json::{json, Value};
 
-use super::duration::parse_duration;
+use crate::duration::parse_duration;
 use crate::sim::resources::Gvr;
 use crate::sim::{SimConfig, SimError, SimServer};
 

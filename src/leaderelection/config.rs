@@ -8,6 +8,8 @@
 
 use std::time::Duration;
 
+use crate::duration::parse_duration;
+
 /// client-go's jitter factor: a wait of `retry_period` becomes up to `(1 + 1.2) × retry_period`
 /// while acquiring.
 pub const JITTER_FACTOR: f64 = 1.2;
@@ -199,32 +201,6 @@ impl LeaderElectionArgs {
     }
 }
 
-/// A Go-style duration of one unit (`15s`, `500ms`, `2m`, `1h`, or `0`). The full Go grammar
-/// (`1m30s`) lives in the CLI's own parser; this one covers the leader election flags' values.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration like 15s or 500ms"))?;
-    let seconds = match unit {
-        "" if value == 0.0 => 0.0,
-        "s" => value,
-        "ms" => value / 1_000.0,
-        "m" => value * 60.0,
-        "h" => value * 3_600.0,
-        _ => {
-            return Err(format!(
-                "{text:?}: unknown unit {unit:?} (use ms, s, m or h)"
-            ))
-        }
-    };
-    Duration::try_from_secs_f64(seconds).map_err(|e| format!("{text:?}: {e}"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,17 +237,6 @@ mod tests {
         let b = unique_identity("node-1");
         assert!(a.starts_with("node-1_"), "{a}");
         assert_ne!(a, b);
-    }
-
-    #[test]
-    fn durations_parse_like_go() {
-        assert_eq!(parse_duration("15s"), Ok(Duration::from_secs(15)));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
-        assert!(parse_duration("3").is_err());
-        assert!(parse_duration("3 days").is_err());
-        assert!(parse_duration("-1s").is_err());
     }
 
     #[test]
