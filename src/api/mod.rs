@@ -39,6 +39,7 @@ mod meta;
 mod metadata_only;
 mod owner;
 mod resource;
+mod review;
 mod selector;
 mod status;
 mod time;
@@ -57,6 +58,10 @@ pub use metadata_only::{
 };
 pub use owner::OwnerReference;
 pub use resource::{api_version_of, HasMetadata, Resource};
+pub use review::{
+    NonResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec, SubjectAccessReviewStatus,
+    TokenReview, TokenReviewSpec, TokenReviewStatus, UserInfo,
+};
 pub use selector::{LabelSelector, LabelSelectorRequirement, SelectorError};
 pub use status::{
     Status, StatusCause, StatusDetails, StatusReason, CAUSE_RESOURCE_VERSION_TOO_LARGE,
