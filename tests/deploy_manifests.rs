@@ -146,6 +146,14 @@ fn required() -> Vec<Request> {
             verb: "get".into(),
             path: "/apis/batch/v1".into(),
         },
+        // the secure port's delegated authentication and authorization
+        r("create", "authentication.k8s.io", "tokenreviews", None),
+        r(
+            "create",
+            "authorization.k8s.io",
+            "subjectaccessreviews",
+            None,
+        ),
         // events
         r("create", "", "events", Some("default")),
         r("patch", "", "events", Some("default")).named("pi.1"),

@@ -13,7 +13,9 @@ use kube_gc::api::Job;
 use kube_gc::client::{Api, Client, ClientOptions};
 use kube_gc::metrics::Metrics;
 use kube_gc::runtime::workqueue::{ItemExponentialFailureRateLimiter, WorkQueue};
-use kube_gc::server::{CertificateSource, DebugPage, Endpoints, Listener, Server};
+use kube_gc::server::{
+    AuthOptions, CertificateSource, DebugPage, DelegatedAuth, Endpoints, Listener, Server,
+};
 use kube_gc::sim::{SimConfig, SimServer};
 use server_support::{http_client, parse};
 use tokio_util::sync::CancellationToken;
@@ -40,14 +42,16 @@ async fn start(endpoints: Endpoints) -> Running {
         Listener {
             address: "127.0.0.1:0".parse().unwrap(),
             tls: Some(CertificateSource::Files { cert, key }),
+            authenticate: false,
         },
         Listener {
             address: "127.0.0.1:0".parse().unwrap(),
             tls: None,
+            authenticate: false,
         },
     ];
     let shutdown = CancellationToken::new();
-    let server = Server::start(&listeners, endpoints, shutdown.clone())
+    let server = Server::start(&listeners, endpoints, None, shutdown.clone())
         .await
         .unwrap();
     Running {
@@ -274,4 +278,121 @@ async fn every_retry_is_a_separate_attempt() {
         parsed.value("rest_client_requests_total", &throttled),
         Some(11.0)
     );
+}
+
+/// The secure port asks the API server who each request is and whether they may read the path,
+/// as kube-controller-manager's does: no credentials 401 (the API server's own Status,
+/// exchange 41), a user without the right 403, a user with it 200; the probes' paths to
+/// anyone; each answer remembered, so a scraper costs one review per answer's lifetime.
+#[tokio::test]
+async fn the_secure_port_asks_the_api_server_who_may_read_it() {
+    let sim = SimServer::start(
+        SimConfig::default()
+            .with_token("kube-gc-token")
+            .with_user(
+                "scraper-token",
+                "system:serviceaccount:monitoring:prometheus",
+                &["system:serviceaccounts"],
+            )
+            .with_user("nobody-token", "system:serviceaccount:default:nobody", &[])
+            .allowing("system:serviceaccount:monitoring:prometheus", &["/metrics"]),
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = sim.client_config(&dir.path().join("kubeconfig")).unwrap();
+    let client = Client::new(&config, &ClientOptions::default().with_rate(0.0, 1)).unwrap();
+    let auth = Arc::new(DelegatedAuth::new(client, AuthOptions::default()));
+
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    let (cert, key) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
+    std::fs::write(&cert, certified.cert.pem()).unwrap();
+    std::fs::write(&key, certified.signing_key.serialize_pem()).unwrap();
+    let listeners = [Listener {
+        address: "127.0.0.1:0".parse().unwrap(),
+        tls: Some(CertificateSource::Files { cert, key }),
+        authenticate: true,
+    }];
+    let shutdown = CancellationToken::new();
+    let server = Server::start(
+        &listeners,
+        Endpoints::new(Metrics::new(), true),
+        Some(auth),
+        shutdown.clone(),
+    )
+    .await
+    .unwrap();
+    let base = format!("https://localhost:{}", server.addresses[0].port());
+    let https = http_client(Some(&certified.cert.pem()));
+    let ask = |path: &str, token: Option<&str>| {
+        let mut request = https.get(format!("{base}{path}"));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            (status, response.text().await.unwrap())
+        }
+    };
+
+    let (status, body) = ask("/metrics", None).await;
+    assert_eq!(status, 401);
+    let unauthorized: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let captured: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/real-apiserver/exchanges/41-unauthorized.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(unauthorized, captured["response"]["body"]);
+    assert_eq!(ask("/metrics", Some("a-token-nobody-has")).await.0, 401);
+    let (status, body) = ask("/metrics", Some("nobody-token")).await;
+    assert_eq!(status, 403);
+    assert!(
+        body.contains(r#"forbidden: User \"system:serviceaccount:default:nobody\" cannot get path \"/metrics\""#),
+        "{body}"
+    );
+    assert_eq!(ask("/metrics", Some("scraper-token")).await.0, 200);
+    assert_eq!(
+        ask("/debug/workqueue", Some("scraper-token")).await.0,
+        403,
+        "its role lists /metrics only"
+    );
+    assert_eq!(
+        ask("/debug/workqueue", Some("kube-gc-token")).await.0,
+        200,
+        "system:masters"
+    );
+    for probe in ["/healthz", "/readyz", "/livez"] {
+        assert_ne!(ask(probe, None).await.0, 401, "{probe} is for the kubelet");
+    }
+
+    // Remembered: more scrapes, no more reviews.
+    let reviews = |path: &str| {
+        sim.journal()
+            .entries()
+            .iter()
+            .filter(|e| e.path == path)
+            .count()
+    };
+    let (tokens, accesses) = (
+        reviews("/apis/authentication.k8s.io/v1/tokenreviews"),
+        reviews("/apis/authorization.k8s.io/v1/subjectaccessreviews"),
+    );
+    for _ in 0..5 {
+        assert_eq!(ask("/metrics", Some("scraper-token")).await.0, 200);
+    }
+    assert_eq!(
+        reviews("/apis/authentication.k8s.io/v1/tokenreviews"),
+        tokens
+    );
+    assert_eq!(
+        reviews("/apis/authorization.k8s.io/v1/subjectaccessreviews"),
+        accesses
+    );
+    shutdown.cancel();
+    server.stopped().await;
 }

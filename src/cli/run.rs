@@ -50,7 +50,7 @@ use crate::manager::{
     Readiness, UnknownController, DEFAULT_GC_WORKERS, DEFAULT_RETENTION_WORKERS, KNOWN_CONTROLLERS,
 };
 use crate::metrics::Metrics;
-use crate::server::{Endpoints, Server, ServerError, ServerOptions};
+use crate::server::{DelegatedAuth, Endpoints, Server, ServerError, ServerOptions};
 use crate::shutdown::{drain_within, handle_signals, Drain, ShutdownArgs};
 
 /// The component name in Events and in the `User-Agent`.
@@ -275,9 +275,15 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
     let services = CancellationToken::new();
     let _stop_services = services.clone().drop_guard();
     let endpoints = Endpoints::new(metrics, args.server.enable_debug_handlers);
+    // The secure port asks the API server who may read it, through a client of its own.
+    let auth = DelegatedAuth::new(
+        client.for_component("delegated-auth", 1.0),
+        args.server.auth_options(),
+    );
     let server = Server::start(
         &args.server.listeners(),
         endpoints.clone(),
+        Some(Arc::new(auth)),
         services.clone(),
     )
     .await?;

@@ -3,6 +3,8 @@
 //! - [`options`]: [`ServerOptions`], the flags (`--secure-port`, `--port`, `--bind-address`,
 //!   `--tls-cert-file`, `--tls-private-key-file`, `--enable-debug-handlers`).
 //! - [`routes`]: [`Endpoints`], path → response, socket-free.
+//! - [`auth`]: [`DelegatedAuth`], who may read the secure port: the API server's TokenReview and
+//!   SubjectAccessReview, cached.
 //! - [`health`]: [`Readiness`], the checks behind `/readyz`.
 //! - [`queues`]: [`Queues`], the workqueues shown at `/debug/workqueue` and refreshed before
 //!   each scrape.
@@ -25,6 +27,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod auth;
 pub mod health;
 pub mod options;
 pub mod queues;
@@ -32,6 +35,7 @@ pub mod routes;
 pub mod serve;
 pub mod tls;
 
+pub use auth::{AuthOptions, DelegatedAuth, Verdict};
 pub use health::{Readiness, Report};
 pub use options::{CertificateSource, Listener, ServerOptions, DEFAULT_SECURE_PORT};
 pub use queues::{InspectableQueue, Queues};

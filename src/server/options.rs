@@ -5,9 +5,18 @@
 //! 0 = off) serves plain HTTP; both on `--bind-address` (default `0.0.0.0`). Without
 //! `--tls-cert-file`/`--tls-private-key-file` the HTTPS listener uses a self-signed certificate
 //! made at start-up. Debug endpoints exist only with `--enable-debug-handlers`.
+//!
+//! The secure port asks the API server who each request is and what it may read
+//! ([`DelegatedAuth`](super::auth::DelegatedAuth)), but for `--authorization-always-allow-paths`;
+//! the plain `--port` asks nothing — it is for a loopback address or a test, never for a
+//! network.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
+use std::time::Duration;
+
+use super::auth::{AuthOptions, DEFAULT_ALWAYS_ALLOW_PATHS, DEFAULT_CACHE_TTL};
+use crate::duration::parse_duration;
 
 /// kube-controller-manager's secure port.
 pub const DEFAULT_SECURE_PORT: u16 = 10257;
@@ -41,6 +50,24 @@ pub struct ServerOptions {
     /// Serve /debug/workqueue and the controllers' debug pages.
     #[arg(long = "enable-debug-handlers", default_value_t = false)]
     pub enable_debug_handlers: bool,
+    /// Paths the secure port serves without authentication or authorization (a trailing `*`
+    /// matches everything under it).
+    #[arg(
+        long = "authorization-always-allow-paths",
+        value_name = "PATHS",
+        value_delimiter = ',',
+        default_values_t = DEFAULT_ALWAYS_ALLOW_PATHS.map(str::to_owned)
+    )]
+    pub always_allow_paths: Vec<String>,
+    /// How long the API server's review of a bearer token is remembered.
+    #[arg(long = "authentication-token-webhook-cache-ttl", value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub token_cache_ttl: Duration,
+    /// How long an allowed access to the secure port is remembered.
+    #[arg(long = "authorization-webhook-cache-authorized-ttl", value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub authorized_cache_ttl: Duration,
+    /// How long a denied access to the secure port is remembered.
+    #[arg(long = "authorization-webhook-cache-unauthorized-ttl", value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub unauthorized_cache_ttl: Duration,
 }
 
 impl Default for ServerOptions {
@@ -52,6 +79,10 @@ impl Default for ServerOptions {
             tls_cert_file: None,
             tls_private_key_file: None,
             enable_debug_handlers: false,
+            always_allow_paths: DEFAULT_ALWAYS_ALLOW_PATHS.map(str::to_owned).to_vec(),
+            token_cache_ttl: DEFAULT_CACHE_TTL,
+            authorized_cache_ttl: DEFAULT_CACHE_TTL,
+            unauthorized_cache_ttl: DEFAULT_CACHE_TTL,
         }
     }
 }
@@ -77,9 +108,23 @@ pub struct Listener {
     pub address: SocketAddr,
     /// HTTPS with this certificate, or plain HTTP.
     pub tls: Option<CertificateSource>,
+    /// Whether each request is authenticated and authorized ([`DelegatedAuth`]).
+    ///
+    /// [`DelegatedAuth`]: super::auth::DelegatedAuth
+    pub authenticate: bool,
 }
 
 impl ServerOptions {
+    /// How the secure port authenticates and authorizes.
+    pub fn auth_options(&self) -> AuthOptions {
+        AuthOptions {
+            always_allow_paths: self.always_allow_paths.clone(),
+            token_ttl: self.token_cache_ttl,
+            authorized_ttl: self.authorized_cache_ttl,
+            unauthorized_ttl: self.unauthorized_cache_ttl,
+        }
+    }
+
     /// The listeners these options ask for (none when both ports are 0).
     pub fn listeners(&self) -> Vec<Listener> {
         let mut listeners = Vec::new();
@@ -94,12 +139,14 @@ impl ServerOptions {
             listeners.push(Listener {
                 address: SocketAddr::new(self.bind_address, self.secure_port),
                 tls: Some(source),
+                authenticate: true,
             });
         }
         if self.port != 0 {
             listeners.push(Listener {
                 address: SocketAddr::new(self.bind_address, self.port),
                 tls: None,
+                authenticate: false,
             });
         }
         listeners
@@ -126,6 +173,7 @@ mod tests {
             vec![Listener {
                 address: "0.0.0.0:10257".parse().unwrap(),
                 tls: Some(CertificateSource::SelfSigned),
+                authenticate: true,
             }]
         );
     }
@@ -143,7 +191,8 @@ mod tests {
             options.listeners(),
             vec![Listener {
                 address: "127.0.0.1:8080".parse().unwrap(),
-                tls: None
+                tls: None,
+                authenticate: false,
             }]
         );
         let files = Command::parse_from([

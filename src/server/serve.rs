@@ -8,8 +8,11 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
+use http::Request;
+use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
@@ -20,6 +23,7 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
+use super::auth::{refusal, DelegatedAuth};
 use super::options::Listener;
 use super::routes::Endpoints;
 use super::tls::{server_config, TlsError};
@@ -45,6 +49,12 @@ pub enum ServerError {
     /// The HTTPS configuration could not be built.
     #[error(transparent)]
     Tls(#[from] TlsError),
+    /// A listener must authenticate its requests, and nothing was given to do it with.
+    #[error("{address} must authenticate its requests, but no authenticator was given")]
+    NoAuthenticator {
+        /// The listener's address.
+        address: SocketAddr,
+    },
 }
 
 /// The server, before it starts.
@@ -67,14 +77,25 @@ impl RunningServer {
 }
 
 impl Server {
-    /// Binds `listeners` and serves `endpoints` on them until `shutdown` is cancelled.
+    /// Binds `listeners` and serves `endpoints` on them until `shutdown` is cancelled; the
+    /// listeners that authenticate ask `auth` about each request.
     pub async fn start(
         listeners: &[Listener],
         endpoints: Endpoints,
+        auth: Option<Arc<DelegatedAuth>>,
         shutdown: CancellationToken,
     ) -> Result<RunningServer, ServerError> {
         let mut bound = Vec::new();
         for listener in listeners {
+            let guard = match (&auth, listener.authenticate) {
+                (_, false) => None,
+                (Some(auth), true) => Some(Arc::clone(auth)),
+                (None, true) => {
+                    return Err(ServerError::NoAuthenticator {
+                        address: listener.address,
+                    })
+                }
+            };
             let tls = match &listener.tls {
                 Some(source) => Some(TlsAcceptor::from(server_config(source)?)),
                 None => None,
@@ -89,16 +110,17 @@ impl Server {
                 address: listener.address,
                 source,
             })?;
-            tracing::info!(%address, tls = tls.is_some(), "serving health, metrics and debug endpoints");
-            bound.push((socket, tls, address));
+            tracing::info!(%address, tls = tls.is_some(), authenticated = guard.is_some(),
+                "serving health, metrics and debug endpoints");
+            bound.push((socket, Served { tls, guard }, address));
         }
         let addresses = bound.iter().map(|(_, _, a)| *a).collect();
         let task = tokio::spawn(async move {
             let mut listeners = JoinSet::new();
-            for (socket, tls, _) in bound {
+            for (socket, served, _) in bound {
                 listeners.spawn(accept_loop(
                     socket,
-                    tls,
+                    served,
                     endpoints.clone(),
                     shutdown.clone(),
                 ));
@@ -109,10 +131,17 @@ impl Server {
     }
 }
 
+/// How one listener serves: over TLS or not, asking who may or not.
+#[derive(Clone)]
+struct Served {
+    tls: Option<TlsAcceptor>,
+    guard: Option<Arc<DelegatedAuth>>,
+}
+
 /// Accepts connections until `shutdown`, then drains them.
 async fn accept_loop(
     socket: TcpListener,
-    tls: Option<TlsAcceptor>,
+    served: Served,
     endpoints: Endpoints,
     shutdown: CancellationToken,
 ) {
@@ -133,7 +162,7 @@ async fn accept_loop(
         while connections.try_join_next().is_some() {}
         connections.spawn(connection(
             stream,
-            tls.clone(),
+            served.clone(),
             endpoints.clone(),
             graceful.watcher(),
         ));
@@ -149,17 +178,13 @@ async fn accept_loop(
 }
 
 /// One connection: TLS handshake if needed, then HTTP until it closes or shutdown ends it.
-async fn connection(
-    stream: TcpStream,
-    tls: Option<TlsAcceptor>,
-    endpoints: Endpoints,
-    graceful: Watcher,
-) {
-    match tls {
-        None => serve_http(stream, endpoints, graceful).await,
+async fn connection(stream: TcpStream, served: Served, endpoints: Endpoints, graceful: Watcher) {
+    let guard = served.guard;
+    match served.tls {
+        None => serve_http(stream, endpoints, guard, graceful).await,
         Some(acceptor) => {
             match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                Ok(Ok(stream)) => serve_http(stream, endpoints, graceful).await,
+                Ok(Ok(stream)) => serve_http(stream, endpoints, guard, graceful).await,
                 Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
                 Err(_) => tracing::debug!("TLS handshake timed out"),
             }
@@ -167,13 +192,26 @@ async fn connection(
     }
 }
 
-async fn serve_http<S>(stream: S, endpoints: Endpoints, graceful: Watcher)
-where
+async fn serve_http<S>(
+    stream: S,
+    endpoints: Endpoints,
+    guard: Option<Arc<DelegatedAuth>>,
+    graceful: Watcher,
+) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let service = service_fn(move |request| {
-        let response = endpoints.respond(&request);
-        async move { Ok::<_, Infallible>(response) }
+    let service = service_fn(move |request: Request<Incoming>| {
+        let (endpoints, guard) = (endpoints.clone(), guard.clone());
+        async move {
+            if let Some(guard) = guard {
+                let path = request.uri().path();
+                let verdict = guard.check(request.method(), path, request.headers()).await;
+                if let Some(refused) = refusal(&verdict) {
+                    return Ok::<_, Infallible>(refused);
+                }
+            }
+            Ok(endpoints.respond(&request))
+        }
     });
     let builder = auto::Builder::new(TokioExecutor::new());
     let connection = builder.serve_connection(TokioIo::new(stream), service);

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use crate::sim::clock::{Clock, SystemClock};
 use crate::sim::faults::FaultPlan;
+use crate::sim::handlers::reviews::{NonResourceGrant, SimUser};
 use crate::sim::resources::{default_resources, workload_custom_resources, ResourceDef};
 use crate::sim::store::WatchCacheSizing;
 
@@ -60,6 +61,10 @@ pub struct SimConfig {
     pub journal_capacity: usize,
     /// Namespaces that exist at start.
     pub namespaces: Vec<String>,
+    /// Users known by a bearer token (TokenReview), beside the server's own token's `admin`.
+    pub users: Vec<SimUser>,
+    /// Non-resource paths users and groups may `get` (SubjectAccessReview).
+    pub grants: Vec<NonResourceGrant>,
 }
 
 impl Default for SimConfig {
@@ -84,6 +89,8 @@ impl Default for SimConfig {
                 .iter()
                 .map(|n| n.to_string())
                 .collect(),
+            users: Vec::new(),
+            grants: Vec::new(),
         }
     }
 }
@@ -166,6 +173,26 @@ impl SimConfig {
     /// Uses this clock for timestamps.
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
+        self
+    }
+
+    /// Knows `token` as `username` of `groups` (a TokenReview of it says so).
+    pub fn with_user(mut self, token: &str, username: &str, groups: &[&str]) -> Self {
+        self.users.push(SimUser {
+            token: token.to_owned(),
+            username: username.to_owned(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+        });
+        self
+    }
+
+    /// Lets `subject` (a user's or a group's name) `get` the non-resource `paths` (a trailing
+    /// `*`: everything under it), as an RBAC ClusterRole with `nonResourceURLs` bound to it.
+    pub fn allowing(mut self, subject: &str, paths: &[&str]) -> Self {
+        self.grants.push(NonResourceGrant {
+            subject: subject.to_owned(),
+            paths: paths.iter().map(|p| p.to_string()).collect(),
+        });
         self
     }
 

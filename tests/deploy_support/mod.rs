@@ -232,9 +232,24 @@ fn matches(list: &[String], value: &str) -> bool {
     list.iter().any(|item| item == "*" || item == value)
 }
 
+/// The built-in ClusterRoles `deploy/` binds without defining, as every API server's bootstrap
+/// policy defines them (`plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go`, v1.28).
+fn built_in_roles() -> Vec<(String, Value)> {
+    let auth_delegator = serde_json::json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "system:auth-delegator"},
+        "rules": [
+            {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
+            {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]}
+        ]
+    });
+    vec![("(built in)".to_owned(), auth_delegator)]
+}
+
 /// Every rule granted to kube-gc's service account by the bindings in `deploy/`.
 pub fn grants() -> Vec<Grant> {
-    let documents = manifests();
+    let mut documents = manifests();
+    documents.extend(built_in_roles());
     let find_role = |kind: &str, name: &str, namespace: Option<&str>| {
         documents.iter().find(|(_, d)| {
             d["kind"] == kind

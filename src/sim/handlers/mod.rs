@@ -14,6 +14,7 @@ pub mod etcd;
 pub mod list_body;
 pub mod read;
 pub mod response;
+pub mod reviews;
 pub mod route;
 pub mod watch;
 mod watch_line;
@@ -67,6 +68,10 @@ pub struct Context {
     pub etcd: etcd::Etcd,
     /// How long a request may take before the server gives up on it (`--request-timeout`).
     pub request_timeout: Duration,
+    /// Users known by a bearer token, for TokenReviews.
+    pub users: Vec<reviews::SimUser>,
+    /// Non-resource paths users and groups may `get`, for SubjectAccessReviews.
+    pub grants: Vec<reviews::NonResourceGrant>,
 }
 
 impl Context {
@@ -267,6 +272,9 @@ async fn respond(
     }
     if let Some((code, retry_after)) = decision.respond {
         return injected_failure(code, retry_after);
+    }
+    if let Some(review) = reviews::answer(ctx, incoming) {
+        return review;
     }
     match route {
         Route::NotFound => response::status(status::not_found_path()),

@@ -129,6 +129,8 @@ impl SimServer {
             unserved: Default::default(),
             etcd: Default::default(),
             request_timeout: config.request_timeout,
+            users: config.users.clone(),
+            grants: config.grants.clone(),
         });
         let scheme = if tls.is_some() { "https" } else { "http" };
         let url = Url::parse(&format!("{scheme}://{addr}"))?;
