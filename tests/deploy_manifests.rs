@@ -10,9 +10,11 @@ mod ops_support;
 
 use std::time::Duration;
 
+use std::collections::BTreeSet;
+
 use deploy_support::{
-    allowed, crd, denied, denied_in_journal, grants, manifest_files, manifests,
-    missing_from_schema, Request,
+    allowed, crd, denied, denied_in_journal, deploy_root, grants, grants_in, kustomize,
+    manifest_files, manifests, missing_from_schema, Request,
 };
 use kube_gc::api::{LabelSelector, LabelSelectorRequirement, ObjectReference, Time};
 use kube_gc::controllers::retention::policy::{
@@ -20,41 +22,144 @@ use kube_gc::controllers::retention::policy::{
     GroupBySpec, ResourceSpec, RetentionPolicySpec, RetentionPolicyStatus,
 };
 use kube_gc::events::{ApiEventRecorder, EventRecord, EventRecorder, EventType, Reporter};
+use kube_gc::manager::{
+    ControllerSelection, GARBAGE_COLLECTOR, KNOWN_CONTROLLERS, RETENTION, TTL_AFTER_FINISHED,
+    VOLCANO_JOB_TTL,
+};
 use ops_support::{Candidate, Cluster, Timeline};
 
 #[test]
 fn every_manifest_parses_and_names_its_kind() {
     let documents = manifests();
-    assert!(documents.len() >= 13, "{} documents", documents.len());
+    assert!(documents.len() >= 20, "{} documents", documents.len());
     for (file, document) in &documents {
         assert!(document["apiVersion"].is_string(), "{file}: no apiVersion");
         assert!(document["kind"].is_string(), "{file}: no kind");
-        assert!(document["metadata"]["name"].is_string() || document["kind"] == "Kustomization");
+        assert!(document["metadata"]["name"].is_string(), "{file}: no name");
+    }
+}
+
+/// `deploy/overlays/<name>` rendered.
+fn overlay(name: &str) -> Vec<(String, serde_json::Value)> {
+    kustomize::render(&deploy_root().join("overlays").join(name))
+}
+
+/// The controllers a rendered overlay's Deployment enables with `--controllers`.
+fn enabled_controllers(objects: &[(String, serde_json::Value)]) -> BTreeSet<&'static str> {
+    let (_, deployment) = objects
+        .iter()
+        .find(|(_, d)| d["kind"] == "Deployment")
+        .expect("a Deployment");
+    let args: Vec<&str> = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect();
+    let flags: Vec<&str> = args
+        .iter()
+        .filter_map(|a| a.strip_prefix("--controllers="))
+        .collect();
+    let [flag] = flags.as_slice() else {
+        panic!("one --controllers flag expected in {args:?}");
+    };
+    let entries: Vec<&str> = flag.split(',').collect();
+    let selection = ControllerSelection::parse(&entries).expect("known controllers");
+    KNOWN_CONTROLLERS
+        .into_iter()
+        .filter(|c| selection.is_enabled(c))
+        .collect()
+}
+
+/// The controllers whose `deploy/controllers/<name>/` RBAC a rendered overlay installs.
+fn controllers_with_rbac(objects: &[(String, serde_json::Value)]) -> BTreeSet<String> {
+    objects
+        .iter()
+        .filter_map(|(file, _)| file.strip_prefix("controllers/"))
+        .filter_map(|rest| rest.split_once('/').map(|(name, _)| name.to_owned()))
+        .collect()
+}
+
+#[test]
+fn every_manifest_is_installed_by_an_overlay_or_the_monitoring_extra_crds_first() {
+    let mut installed = BTreeSet::new();
+    for name in OVERLAYS {
+        let objects = overlay(name);
+        // The CRDs come first: the retention controller lists their objects from the start.
+        let kinds: Vec<&str> = objects
+            .iter()
+            .map(|(_, d)| d["kind"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            kinds[..2],
+            ["CustomResourceDefinition", "CustomResourceDefinition"],
+            "{name}"
+        );
+        assert!(
+            kinds.contains(&"Deployment") && kinds.contains(&"Service"),
+            "{name}"
+        );
+        installed.extend(objects.into_iter().map(|(file, _)| file));
+    }
+    let monitoring = kustomize::render(&deploy_root().join("monitoring"));
+    assert_eq!(monitoring[0].1["kind"], "ServiceMonitor");
+    installed.extend(monitoring.into_iter().map(|(file, _)| file));
+    let files: BTreeSet<String> = manifest_files().into_iter().collect();
+    assert_eq!(installed, files, "a manifest no kustomization installs");
+}
+
+#[test]
+fn each_overlay_runs_exactly_the_controllers_whose_rbac_it_installs() {
+    for (name, expected) in [
+        ("managed", vec![VOLCANO_JOB_TTL, RETENTION]),
+        ("standalone", KNOWN_CONTROLLERS.to_vec()),
+    ] {
+        let objects = overlay(name);
+        let enabled = enabled_controllers(&objects);
+        assert_eq!(enabled, expected.into_iter().collect(), "{name}");
+        let with_rbac = controllers_with_rbac(&objects);
+        let enabled: BTreeSet<String> = enabled.into_iter().map(str::to_owned).collect();
+        assert_eq!(with_rbac, enabled, "{name}: RBAC and --controllers differ");
     }
 }
 
 #[test]
-fn the_kustomization_applies_every_manifest_crds_first() {
-    let documents = manifests();
-    let (_, kustomization) = documents
-        .iter()
-        .find(|(_, d)| d["kind"] == "Kustomization")
-        .expect("a Kustomization");
-    let listed: Vec<&str> = kustomization["resources"]
-        .as_array()
-        .expect("resources")
-        .iter()
-        .filter_map(|r| r.as_str())
-        .collect();
-    let mut expected: Vec<String> = manifest_files()
+fn the_managed_overlay_grants_no_wildcard_and_nothing_kcm_already_does() {
+    let grants = grants_in(overlay("managed"));
+    for grant in &grants {
+        for field in ["apiGroups", "resources", "verbs", "nonResourceURLs"] {
+            let wildcard = grant.rule[field]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|v| v == "*");
+            assert!(!wildcard, "{}: `*` in {field}", grant.source);
+        }
+    }
+    let mut needed = required_by_every_installation();
+    needed.extend(required_by(VOLCANO_JOB_TTL));
+    needed.extend(required_by(RETENTION));
+    let denied_here: Vec<&Request> = needed.iter().filter(|r| !allowed(&grants, r)).collect();
+    assert!(denied_here.is_empty(), "managed denies {denied_here:?}");
+    // The ownerReference garbage collector's writes are kcm's on a managed cluster.
+    for request in required_by(GARBAGE_COLLECTOR) {
+        if let Request::Resource { verb, .. } = &request {
+            assert!(
+                !allowed(&grants, &request),
+                "managed allows {verb}: {request:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_standalone_overlay_allows_every_request_kube_gc_makes() {
+    let grants = grants_in(overlay("standalone"));
+    let denied_here: Vec<Request> = required()
         .into_iter()
-        .filter(|f| f != "kustomization.yaml")
+        .filter(|r| !allowed(&grants, r))
         .collect();
-    let mut sorted: Vec<String> = listed.iter().map(|f| f.to_string()).collect();
-    sorted.sort();
-    expected.sort();
-    assert_eq!(sorted, expected);
-    assert!(listed[0].starts_with("crds/") && listed[1].starts_with("crds/"));
+    assert_eq!(denied_here, Vec::<Request>::new());
 }
 
 #[test]
@@ -82,62 +187,14 @@ fn the_deployment_runs_two_hardened_replicas_with_probes() {
     assert!(container["resources"]["requests"]["memory"].is_string());
 }
 
-/// What each part of kube-gc asks the API server for.
-fn required() -> Vec<Request> {
+/// The overlays in `deploy/overlays/`.
+const OVERLAYS: [&str; 2] = ["managed", "standalone"];
+
+/// What kube-gc asks the API server for whatever it runs: discovery, the secure port's
+/// delegated authentication and authorization, Events, leader election.
+fn required_by_every_installation() -> Vec<Request> {
     let r = Request::resource;
     vec![
-        // ttl-after-finished
-        r("list", "batch", "jobs", None),
-        r("watch", "batch", "jobs", None),
-        r("delete", "batch", "jobs", Some("default")).named("pi"),
-        r("list", "batch.volcano.sh", "jobs", None),
-        r("watch", "batch.volcano.sh", "jobs", None),
-        r("delete", "batch.volcano.sh", "jobs", Some("default")).named("vc"),
-        // retention: the policies, their status, namespaces, the presets' resources
-        r("list", "kube-gc.io", "retentionpolicies", None),
-        r("watch", "kube-gc.io", "retentionpolicies", None),
-        r("list", "kube-gc.io", "clusterretentionpolicies", None),
-        r("watch", "kube-gc.io", "clusterretentionpolicies", None),
-        r(
-            "update",
-            "kube-gc.io",
-            "retentionpolicies/status",
-            Some("default"),
-        )
-        .named("rp"),
-        r(
-            "patch",
-            "kube-gc.io",
-            "clusterretentionpolicies/status",
-            None,
-        )
-        .named("crp"),
-        r("list", "", "namespaces", None),
-        r("watch", "", "namespaces", None),
-        r("delete", "", "pods", Some("default")).named("p"),
-        r("delete", "argoproj.io", "workflows", Some("default")).named("wf"),
-        r("delete", "tekton.dev", "pipelineruns", Some("default")).named("pr"),
-        r("delete", "tekton.dev", "taskruns", Some("default")).named("tr"),
-        r("delete", "kubeflow.org", "pytorchjobs", Some("default")).named("pt"),
-        r("delete", "kubeflow.org", "tfjobs", Some("default")).named("tf"),
-        r("delete", "kubeflow.org", "mpijobs", Some("default")).named("mpi"),
-        r("delete", "kubeflow.org", "xgboostjobs", Some("default")).named("xgb"),
-        r("delete", "kubeflow.org", "paddlejobs", Some("default")).named("pd"),
-        r(
-            "delete",
-            "sparkoperator.k8s.io",
-            "sparkapplications",
-            Some("default"),
-        )
-        .named("spark"),
-        r("delete", "ray.io", "rayjobs", Some("default")).named("ray"),
-        // garbage collector: any resource, discovery
-        r("list", "apps", "replicasets", None),
-        r("watch", "", "configmaps", None),
-        r("get", "apps", "deployments", Some("default")).named("web"),
-        r("patch", "", "configmaps", Some("default")).named("cm"),
-        r("update", "", "pods", Some("default")).named("p"),
-        r("delete", "", "secrets", Some("default")).named("s"),
         Request::NonResource {
             verb: "get".into(),
             path: "/apis".into(),
@@ -146,7 +203,6 @@ fn required() -> Vec<Request> {
             verb: "get".into(),
             path: "/apis/batch/v1".into(),
         },
-        // the secure port's delegated authentication and authorization
         r("create", "authentication.k8s.io", "tokenreviews", None),
         r(
             "create",
@@ -154,10 +210,8 @@ fn required() -> Vec<Request> {
             "subjectaccessreviews",
             None,
         ),
-        // events
         r("create", "", "events", Some("default")),
         r("patch", "", "events", Some("default")).named("pi.1"),
-        // leader election
         r(
             "create",
             "coordination.k8s.io",
@@ -173,6 +227,88 @@ fn required() -> Vec<Request> {
         )
         .named("kube-gc"),
     ]
+}
+
+/// What one controller asks the API server for.
+fn required_by(controller: &str) -> Vec<Request> {
+    let r = Request::resource;
+    match controller {
+        TTL_AFTER_FINISHED => vec![
+            r("list", "batch", "jobs", None),
+            r("watch", "batch", "jobs", None),
+            r("delete", "batch", "jobs", Some("default")).named("pi"),
+        ],
+        VOLCANO_JOB_TTL => vec![
+            r("list", "batch.volcano.sh", "jobs", None),
+            r("watch", "batch.volcano.sh", "jobs", None),
+            r("delete", "batch.volcano.sh", "jobs", Some("default")).named("vc"),
+        ],
+        // The policies, their status, namespaces, the presets' resources.
+        RETENTION => {
+            let mut requests = vec![
+                r("list", "kube-gc.io", "retentionpolicies", None),
+                r("watch", "kube-gc.io", "retentionpolicies", None),
+                r("list", "kube-gc.io", "clusterretentionpolicies", None),
+                r("watch", "kube-gc.io", "clusterretentionpolicies", None),
+                r(
+                    "update",
+                    "kube-gc.io",
+                    "retentionpolicies/status",
+                    Some("default"),
+                )
+                .named("rp"),
+                r(
+                    "patch",
+                    "kube-gc.io",
+                    "clusterretentionpolicies/status",
+                    None,
+                )
+                .named("crp"),
+                r("list", "", "namespaces", None),
+                r("watch", "", "namespaces", None),
+            ];
+            for (group, resource) in PRESET_RESOURCES {
+                requests.push(r("delete", group, resource, Some("default")).named("x"));
+            }
+            requests
+        }
+        // Any resource: metadata watches, owner lookups, ownerReference and finalizer writes.
+        GARBAGE_COLLECTOR => vec![
+            r("list", "apps", "replicasets", None),
+            r("watch", "", "configmaps", None),
+            r("get", "apps", "deployments", Some("default")).named("web"),
+            r("patch", "", "configmaps", Some("default")).named("cm"),
+            r("update", "", "pods", Some("default")).named("p"),
+            r("delete", "", "secrets", Some("default")).named("s"),
+        ],
+        other => panic!("no requests listed for {other}"),
+    }
+}
+
+/// The resources of the retention presets.
+const PRESET_RESOURCES: [(&str, &str); 13] = [
+    ("", "pods"),
+    ("batch", "jobs"),
+    ("batch.volcano.sh", "jobs"),
+    ("argoproj.io", "workflows"),
+    ("tekton.dev", "pipelineruns"),
+    ("tekton.dev", "taskruns"),
+    ("kubeflow.org", "pytorchjobs"),
+    ("kubeflow.org", "tfjobs"),
+    ("kubeflow.org", "mpijobs"),
+    ("kubeflow.org", "xgboostjobs"),
+    ("kubeflow.org", "paddlejobs"),
+    ("sparkoperator.k8s.io", "sparkapplications"),
+    ("ray.io", "rayjobs"),
+];
+
+/// What every part of kube-gc asks the API server for.
+fn required() -> Vec<Request> {
+    let mut requests = required_by_every_installation();
+    for controller in KNOWN_CONTROLLERS {
+        requests.extend(required_by(controller));
+    }
+    requests
 }
 
 #[test]
@@ -207,7 +343,7 @@ fn rbac_is_least_privilege() {
         assert!(!allowed(&all, &request), "{request:?} should be denied");
     }
     // Each narrow role on its own covers its controller and nothing more.
-    let ttl = only("rbac-ttl-after-finished.yaml");
+    let ttl = only("controllers/ttl-after-finished/rbac.yaml");
     assert!(!allowed(
         &ttl,
         &r("update", "batch", "jobs", Some("default")).named("pi")
@@ -216,22 +352,17 @@ fn rbac_is_least_privilege() {
         &ttl,
         &r("delete", "", "pods", Some("default")).named("p")
     ));
-    let retention = only("rbac-retention.yaml");
-    for (group, resource) in [
-        ("", "pods"),
-        ("batch", "jobs"),
-        ("batch.volcano.sh", "jobs"),
-        ("argoproj.io", "workflows"),
-        ("tekton.dev", "pipelineruns"),
-        ("tekton.dev", "taskruns"),
-        ("kubeflow.org", "pytorchjobs"),
-        ("kubeflow.org", "tfjobs"),
-        ("kubeflow.org", "mpijobs"),
-        ("kubeflow.org", "xgboostjobs"),
-        ("kubeflow.org", "paddlejobs"),
-        ("sparkoperator.k8s.io", "sparkapplications"),
-        ("ray.io", "rayjobs"),
-    ] {
+    assert!(!allowed(
+        &ttl,
+        &r("delete", "batch.volcano.sh", "jobs", Some("default")).named("vc")
+    ));
+    let volcano = only("controllers/volcano-job-ttl/rbac.yaml");
+    assert!(allowed(&volcano, &required_by(VOLCANO_JOB_TTL)[2]));
+    for request in required_by(TTL_AFTER_FINISHED) {
+        assert!(!allowed(&volcano, &request), "{request:?} should be denied");
+    }
+    let retention = only("controllers/retention/rbac.yaml");
+    for (group, resource) in PRESET_RESOURCES {
         for verb in ["get", "list", "watch", "delete"] {
             let request = r(verb, group, resource, Some("default")).named("x");
             assert!(
@@ -260,7 +391,7 @@ fn rbac_is_least_privilege() {
             "{request:?} should be denied"
         );
     }
-    let lease = only("rbac-leader-election.yaml");
+    let lease = only("base/rbac-leader-election.yaml");
     assert!(!allowed(
         &lease,
         &r(
@@ -285,7 +416,7 @@ fn rbac_is_least_privilege() {
         )
         .named("kube-gc")
     ));
-    let events = only("rbac-events.yaml");
+    let events = only("base/rbac-events.yaml");
     assert!(!allowed(
         &events,
         &r("delete", "", "events", Some("default")).named("x")
@@ -528,5 +659,43 @@ fn the_crds_are_served_as_kube_gc_reads_them() {
             properties["propagationPolicy"]["enum"],
             serde_json::json!(["Foreground", "Background", "Orphan"])
         );
+    }
+}
+
+/// The test renderer against the real kustomize, where kubectl is installed (kubectl's
+/// kustomize sorts by kind, so the objects are compared as sets).
+#[test]
+fn the_test_renderer_agrees_with_kubectl_kustomize_where_kubectl_is_installed() {
+    let Ok(version) = std::process::Command::new("kubectl")
+        .args(["version", "--client"])
+        .output()
+    else {
+        eprintln!("kubectl is not installed: the renderer was not compared with kustomize");
+        return;
+    };
+    assert!(version.status.success());
+    for directory in ["overlays/managed", "overlays/standalone", "monitoring"] {
+        let path = deploy_root().join(directory);
+        let output = std::process::Command::new("kubectl")
+            .arg("kustomize")
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "kubectl kustomize {directory}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let text = String::from_utf8(output.stdout).unwrap();
+        let theirs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text).unwrap();
+        let ours: Vec<serde_json::Value> = kustomize::render(&path)
+            .into_iter()
+            .map(|(_, d)| d)
+            .collect();
+        let sorted = |mut objects: Vec<serde_json::Value>| {
+            objects.sort_by_key(|o| o.to_string());
+            objects
+        };
+        assert_eq!(sorted(ours), sorted(theirs), "{directory}");
     }
 }

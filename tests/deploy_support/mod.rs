@@ -3,7 +3,9 @@
 //! of requests or for a simulated API server's request journal (see [`Request::from_journal`]).
 #![allow(dead_code)]
 
-use std::path::Path;
+pub mod kustomize;
+
+use std::path::{Path, PathBuf};
 
 use kube_gc::sim::journal::JournalEntry;
 use serde_json::Value;
@@ -11,39 +13,43 @@ use serde_json::Value;
 /// The service account the Deployment runs as.
 pub const SERVICE_ACCOUNT: (&str, &str) = ("kube-system", "kube-gc");
 
-/// Every document of every `*.yaml` under `deploy/` and `deploy/crds/`, with its file name
-/// relative to `deploy/` (`rbac-events.yaml`, `crds/kube-gc.io_retentionpolicies.yaml`).
+/// Every Kubernetes object in every `*.yaml` under `deploy/` (at any depth, kustomizations
+/// left out), with its file name relative to `deploy/` (`base/rbac-events.yaml`,
+/// `crds/kube-gc.io_retentionpolicies.yaml`).
 pub fn manifests() -> Vec<(String, Value)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy");
+    let root = deploy_root();
     let mut documents = Vec::new();
     for name in manifest_files() {
-        let text = std::fs::read_to_string(root.join(&name)).unwrap();
-        let parsed: Vec<Value> = serde_saphyr::from_multiple(&text)
-            .unwrap_or_else(|e| panic!("{name} does not parse: {e}"));
-        documents.extend(parsed.into_iter().map(|d| (name.clone(), d)));
+        documents.extend(
+            kustomize::parse_file(&root.join(&name))
+                .into_iter()
+                .map(|d| (name.clone(), d)),
+        );
     }
     documents
 }
 
-/// The `*.yaml` files under `deploy/` and `deploy/crds/`, relative to `deploy/`, sorted.
+/// The `*.yaml` files under `deploy/` at any depth, but the kustomizations, relative to
+/// `deploy/`, sorted.
 pub fn manifest_files() -> Vec<String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy");
-    let mut files = Vec::new();
-    for dir in ["", "crds"] {
-        for entry in std::fs::read_dir(root.join(dir)).unwrap() {
-            let path = entry.unwrap().path();
-            if path.extension().is_some_and(|e| e == "yaml") {
-                let name = path.file_name().unwrap().to_string_lossy().into_owned();
-                files.push(if dir.is_empty() {
-                    name
-                } else {
-                    format!("{dir}/{name}")
-                });
-            }
-        }
-    }
+    let root = deploy_root();
+    let mut files: Vec<String> = kustomize::yaml_files_under(&root)
+        .into_iter()
+        .filter(|path| path.file_name().is_some_and(|n| n != "kustomization.yaml"))
+        .map(|path| {
+            path.strip_prefix(&root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
     files.sort();
     files
+}
+
+/// `deploy/` in this checkout.
+pub fn deploy_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy")
 }
 
 /// The CustomResourceDefinition of this kind in `deploy/crds/`.
@@ -246,9 +252,15 @@ fn built_in_roles() -> Vec<(String, Value)> {
     vec![("(built in)".to_owned(), auth_delegator)]
 }
 
-/// Every rule granted to kube-gc's service account by the bindings in `deploy/`.
+/// Every rule granted to kube-gc's service account by the bindings anywhere in `deploy/` (what
+/// the standalone overlay installs, and more).
 pub fn grants() -> Vec<Grant> {
-    let mut documents = manifests();
+    grants_in(manifests())
+}
+
+/// Every rule granted to kube-gc's service account by the bindings among `documents` (with the
+/// file each came from), roles resolved among them and the built-in ones.
+pub fn grants_in(mut documents: Vec<(String, Value)>) -> Vec<Grant> {
     documents.extend(built_in_roles());
     let find_role = |kind: &str, name: &str, namespace: Option<&str>| {
         documents.iter().find(|(_, d)| {
@@ -284,7 +296,7 @@ pub fn grants() -> Vec<Grant> {
             None
         };
         let (_, role) = find_role(role_kind, role_name, role_namespace)
-            .unwrap_or_else(|| panic!("{file}: {role_kind} {role_name} is not defined in deploy/"));
+            .unwrap_or_else(|| panic!("{file}: {role_kind} {role_name} is not defined beside it"));
         for rule in role["rules"].as_array().into_iter().flatten() {
             grants.push(Grant {
                 namespace: if kind == "RoleBinding" {
