@@ -11,8 +11,9 @@
 //! - [`Backoff::reset`] starts it again at once, and the first failure after a reset is retried
 //!   without delay. The reflector resets it when a watch has worked (a failure then is a new
 //!   incident: a restart's 410 is relisted at once, not after whatever an earlier incident
-//!   grew the backoff to) and when the API server answers again after an outage (failures that
-//!   only met the outage said nothing about the loop). A loop that keeps failing — a relist
+//!   grew the backoff to) and when the API server answers again after an outage — its return
+//!   announced, or one of the loop's own requests answered — since failures that only met the
+//!   outage said nothing about the loop. A loop that keeps failing — a relist
 //!   whose watch gets 410 at once, again and again — never resets it, and backs off as before.
 //! - A delay the server asked for (`Retry-After`) is honoured up to `cap`: the wait is the
 //!   longer of the two, but a server asking for more than `cap` waits only `cap`, so one bad

@@ -343,6 +343,7 @@ where
         };
         let next = match self.source.list(&params).await {
             Ok(Listed { list, paged }) => {
+                self.answered();
                 if paged && from == ListFrom::AnyCached {
                     self.server_pages = true;
                 }
@@ -378,7 +379,10 @@ where
             ..self.watch_params(None)
         };
         let mut stream = match self.open_watch(&params).await? {
-            Ok(stream) => stream,
+            Ok(stream) => {
+                self.answered();
+                stream
+            }
             Err(e) => {
                 if refuses_watch_list(&e) {
                     tracing::info!(error = %e, "the API server refuses streaming lists; using LIST from now on");
@@ -449,6 +453,7 @@ where
         };
         let next = match opened {
             Ok(stream) => {
+                self.answered();
                 let deadline = self.stall_deadline(started, &params);
                 let followed = self.follow(stream, resource_version, deadline).await;
                 let healthy = followed.events > 0 || started.elapsed() >= MIN_HEALTHY_WATCH;
@@ -468,10 +473,28 @@ where
         self.resolve(next)
     }
 
+    /// Notes that the server answered a request of this loop (a list, a watch opened, an error
+    /// that is not unavailability). If the loop's last failures met an unavailable server, the
+    /// backoff they grew says nothing about the loop and starts over, so the failure that
+    /// follows — typically the 410 a restarted server sends the first watch — is retried at
+    /// once. Waiting for the server's return to be announced is not enough: this very request
+    /// may be the one that announced it, before the loop began waiting (real kube-apiserver,
+    /// three restarts: informers whose watch got through first waited out 30–60 s backoffs
+    /// and were blind for up to 91 s).
+    fn answered(&mut self) {
+        if std::mem::take(&mut self.failed_unavailable) {
+            self.backoff.reset();
+        }
+    }
+
     /// Notes how a list or watch request failed, and passes it to the owner's
     /// [`WatchErrorHandler`], if it set one.
     fn tell_owner(&mut self, error: &Error) {
-        self.failed_unavailable = error.is_unavailable();
+        if error.is_unavailable() {
+            self.failed_unavailable = true;
+        } else {
+            self.answered();
+        }
         if let Some(handler) = &self.on_error {
             handler.failed(error);
         }

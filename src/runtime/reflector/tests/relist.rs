@@ -133,3 +133,48 @@ async fn a_stuck_reflector_reports_recovery_once_its_watch_holds_not_when_it_end
     cancel.cancel();
     task.await.unwrap();
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_410_on_the_first_watch_the_returning_server_answers_is_relisted_at_once() {
+    // Eight watches meet the server away (503): the backoff grows to its 30 s cap. Then the
+    // restarted server answers a watch — this request is the one that tells the process it
+    // is back, so no return comes later to cut the backoff short — and its stream says 410.
+    // The outage's backoff says nothing about this loop: the relist is immediate (kube-gc on
+    // a real kube-apiserver before this: 30–60 s, and 91 s with the next restart).
+    let mut script = Scripted::default().list(list("5", vec![]));
+    for _ in 0..8 {
+        script = script.watch(Err(http_error(503, &[])));
+    }
+    let script = script
+        .watch(Ok(vec![expired_event()]))
+        .list(list("9", vec![]))
+        .watch(Err(http_error(503, &[])))
+        .watch(Err(http_error(503, &[])));
+    let out = run(script, ReflectorConfig::default()).await;
+    let calls = call_summary(&out.calls);
+    assert_eq!(
+        calls[9..],
+        [
+            "watch rv=5",
+            "list rv=5",
+            "watch rv=9",
+            "watch rv=9",
+            "watch rv=9"
+        ]
+    );
+    assert!(
+        gap(&out.calls, 9) >= Duration::from_secs(30),
+        "the outage's backoff grew"
+    );
+    assert_eq!(
+        gap(&out.calls, 10),
+        Duration::ZERO,
+        "relisted at once after the 410"
+    );
+    // A later failure backs off from the beginning (0.8–1.6 s), not from the outage's cap.
+    assert!(
+        in_jitter_range(gap(&out.calls, 12), 800),
+        "{:?}",
+        gap(&out.calls, 12)
+    );
+}
