@@ -15,14 +15,17 @@
 //! Wiring, in `kube-gc run`:
 //!
 //! ```no_run
-//! # async fn wire(options: kube_gc::server::ServerOptions, shutdown: tokio_util::sync::CancellationToken) -> Result<(), kube_gc::server::ServerError> {
+//! # async fn wire(options: kube_gc::server::ServerOptions, client: kube_gc::client::Client, shutdown: tokio_util::sync::CancellationToken) -> Result<(), kube_gc::server::ServerError> {
+//! use std::sync::Arc;
 //! use kube_gc::metrics::Metrics;
-//! use kube_gc::server::{Endpoints, Server};
+//! use kube_gc::server::{DelegatedAuth, Endpoints, Server};
 //!
 //! let metrics = Metrics::new();
 //! let endpoints = Endpoints::new(metrics.clone(), options.enable_debug_handlers);
 //! endpoints.readiness.add("informer-sync", || true /* all caches synced */);
-//! let server = Server::start(&options.listeners(), endpoints, shutdown).await?;
+//! // The secure port asks the API server who may read it (TokenReview, SubjectAccessReview).
+//! let auth = DelegatedAuth::new(client, options.auth_options());
+//! let server = Server::start(&options.listeners(), endpoints, Some(Arc::new(auth)), shutdown).await?;
 //! server.stopped().await;
 //! # Ok(()) }
 //! ```
