@@ -335,6 +335,25 @@ fn assert_resumed(world: &World, scene: &Scene, back: DateTime<Utc>) -> Vec<Dura
     latencies
 }
 
+/// Lets the manager work for five seconds after the server came `back`, checks that it resumed
+/// ([`assert_resumed`]), stops it, and prints what it measured (`extra` appended).
+async fn resumes_after(
+    world: &World,
+    scene: &Scene,
+    running: Running,
+    back: DateTime<Utc>,
+    extra: &str,
+) {
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let latencies = assert_resumed(world, scene, back);
+    println!(
+        "{} deletions after the return, slowest {:?}{extra}",
+        latencies.len(),
+        latencies.first()
+    );
+    running.stop().await;
+}
+
 /// The scene, the manager running it, and the dependents held by a 503: ready for an outage.
 async fn scene_before_an_outage(world: &World) -> (Scene, Running) {
     let mut scene = Scene {
@@ -362,15 +381,7 @@ async fn deletions_due_while_the_api_server_is_stopped_go_out_within_a_second_of
     sim.start_apiserver()
         .await
         .expect("the API server starts again");
-    tokio::time::sleep(Duration::from_secs(5)).await;
-
-    let latencies = assert_resumed(&world, &scene, back);
-    println!(
-        "{} deletions after the return, slowest {:?}",
-        latencies.len(),
-        latencies.first()
-    );
-    running.stop().await;
+    resumes_after(&world, &scene, running, back, "").await;
 }
 
 /// etcd down for longer than the API server's request timeout (one minute), so that requests do
@@ -386,10 +397,6 @@ async fn deletions_due_while_etcd_is_down_go_out_within_a_second_of_its_return()
     sim.faults().set_plan(FaultPlan::new(7));
     tokio::time::sleep(3 * OUTAGE).await;
     let back = world.now();
-    sim.set_etcd_up(true);
-    tokio::time::sleep(Duration::from_secs(5)).await;
-
-    let latencies = assert_resumed(&world, &scene, back);
     let timed_out = sim
         .journal()
         .deletes()
@@ -400,12 +407,9 @@ async fn deletions_due_while_etcd_is_down_go_out_within_a_second_of_its_return()
         timed_out > 0,
         "the outage outlasted the request timeout: DELETEs got 504"
     );
-    println!(
-        "{} deletions after the return, slowest {:?}; {timed_out} DELETEs timed out",
-        latencies.len(),
-        latencies.first()
-    );
-    running.stop().await;
+    sim.set_etcd_up(true);
+    let extra = format!("; {timed_out} DELETEs timed out");
+    resumes_after(&world, &scene, running, back, &extra).await;
 }
 
 /// The server answers every request 503 for half the outage, then 429 with `Retry-After: 1`
@@ -424,15 +428,7 @@ async fn deletions_due_while_the_server_answers_503_then_429_go_out_within_a_sec
     tokio::time::sleep(OUTAGE / 2).await;
     let back = world.now();
     sim.faults().set_plan(FaultPlan::new(7));
-    tokio::time::sleep(Duration::from_secs(5)).await;
-
-    let latencies = assert_resumed(&world, &scene, back);
-    println!(
-        "{} deletions after the return, slowest {:?}",
-        latencies.len(),
-        latencies.first()
-    );
-    running.stop().await;
+    resumes_after(&world, &scene, running, back, "").await;
 }
 
 /// After the API server's return the informers see changes again within a few seconds, not

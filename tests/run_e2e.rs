@@ -31,6 +31,44 @@ use run_support::*;
 
 const LIMIT: Duration = Duration::from_secs(60);
 
+/// One replica without leader election, serving plain HTTP on loopback, ready.
+struct Solo {
+    replica: Replica,
+    address: std::net::SocketAddr,
+    http: reqwest::Client,
+    /// Kept for the replica's life: it reads its credentials from there.
+    _kubeconfig: Kubeconfig,
+}
+
+impl Solo {
+    /// Starts the replica against `sim` and waits for `/readyz` to pass.
+    async fn ready(sim: &SimServer) -> Solo {
+        let kubeconfig = Kubeconfig::for_sim(sim);
+        let port = free_port().to_string();
+        let replica = Replica::start(
+            "solo",
+            &kubeconfig.path(),
+            &[
+                "--secure-port=0",
+                "--bind-address=127.0.0.1",
+                "--port",
+                &port,
+                "--leader-elect=false",
+            ],
+        );
+        let address = replica.http_address().await;
+        let http = server_support::http_client(None);
+        let readyz = poll_readyz(&http, address, Duration::from_secs(30)).await;
+        assert_eq!(readyz.0, 200, "never ready: {readyz:?}\n{}", replica.log());
+        Solo {
+            replica,
+            address,
+            http,
+            _kubeconfig: kubeconfig,
+        }
+    }
+}
+
 fn events_with_reason(sim: &SimServer, reason: &str) -> Vec<Value> {
     let events = kube_gc::sim::Gvr::new("", "v1", "events");
     sim.list(&events, Some("default"))
@@ -347,24 +385,13 @@ async fn run_keeps_collecting_after_the_api_server_restarts() {
     let sim = SimServer::start(SimConfig::default())
         .await
         .expect("start the sim");
-    let kubeconfig = Kubeconfig::for_sim(&sim);
     let configmaps = kube_gc::sim::Gvr::new("", "v1", "configmaps");
-    let port = free_port().to_string();
-    let replica = Replica::start(
-        "solo",
-        &kubeconfig.path(),
-        &[
-            "--secure-port=0",
-            "--bind-address=127.0.0.1",
-            "--port",
-            &port,
-            "--leader-elect=false",
-        ],
-    );
-    let address = replica.http_address().await;
-    let http = server_support::http_client(None);
-    let readyz = poll_readyz(&http, address, Duration::from_secs(30)).await;
-    assert_eq!(readyz.0, 200, "never ready: {readyz:?}\n{}", replica.log());
+    // `_kubeconfig` is bound, not dropped: the replica keeps reading it.
+    let Solo {
+        replica,
+        _kubeconfig,
+        ..
+    } = Solo::ready(&sim).await;
 
     // Writes move the revision on before the restart, as in exchanges 56-60 (1587 -> 1592):
     // every reflector but the ConfigMaps' is then behind the restarted watch caches.
@@ -436,23 +463,12 @@ async fn run_says_it_waits_for_a_stopped_api_server_and_resumes_when_it_returns(
     let sim = SimServer::start(SimConfig::default())
         .await
         .expect("start the sim");
-    let kubeconfig = Kubeconfig::for_sim(&sim);
-    let port = free_port().to_string();
-    let replica = Replica::start(
-        "solo",
-        &kubeconfig.path(),
-        &[
-            "--secure-port=0",
-            "--bind-address=127.0.0.1",
-            "--port",
-            &port,
-            "--leader-elect=false",
-        ],
-    );
-    let address = replica.http_address().await;
-    let http = server_support::http_client(None);
-    let readyz = poll_readyz(&http, address, Duration::from_secs(30)).await;
-    assert_eq!(readyz.0, 200, "never ready: {readyz:?}\n{}", replica.log());
+    let Solo {
+        replica,
+        address,
+        http,
+        _kubeconfig,
+    } = Solo::ready(&sim).await;
 
     // Finished now, 2 s to live: it falls due while the server is away.
     let mut job = sim

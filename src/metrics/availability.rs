@@ -140,32 +140,35 @@ mod tests {
         for key in ["a", "b", "c"] {
             wait.park(key.to_owned(), &"connection refused");
         }
-        let text = metrics.encode().unwrap();
-        for line in [
-            "kube_gc_apiserver_available 0",
-            "kube_gc_apiserver_unavailable_seconds 7",
-            "kube_gc_apiserver_outages_total 0",
-            r#"kube_gc_workqueue_waiting_for_apiserver{name="ttl_jobs_to_delete"} 3"#,
-        ] {
-            assert!(
-                text.lines().any(|l| l == line),
-                "missing {line:?} in\n{text}"
-            );
-        }
+        assert_lines(
+            &metrics.encode().unwrap(),
+            &[
+                "kube_gc_apiserver_available 0",
+                "kube_gc_apiserver_unavailable_seconds 7",
+                "kube_gc_apiserver_outages_total 0",
+                r#"kube_gc_workqueue_waiting_for_apiserver{name="ttl_jobs_to_delete"} 3"#,
+            ],
+        );
 
         availability.record(AttemptResult::Status(200));
         for key in ["a", "b", "c"] {
             wait.settle(&key.to_owned());
         }
-        let text = metrics.encode().unwrap();
-        for line in [
-            "kube_gc_apiserver_available 1",
-            "kube_gc_apiserver_unavailable_seconds 0",
-            "kube_gc_apiserver_outages_total 1",
-            r#"kube_gc_workqueue_waiting_for_apiserver{name="ttl_jobs_to_delete"} 0"#,
-        ] {
+        assert_lines(
+            &metrics.encode().unwrap(),
+            &[
+                "kube_gc_apiserver_available 1",
+                "kube_gc_apiserver_unavailable_seconds 0",
+                "kube_gc_apiserver_outages_total 1",
+                r#"kube_gc_workqueue_waiting_for_apiserver{name="ttl_jobs_to_delete"} 0"#,
+            ],
+        );
+    }
+
+    fn assert_lines(text: &str, lines: &[&str]) {
+        for line in lines {
             assert!(
-                text.lines().any(|l| l == line),
+                text.lines().any(|l| l == *line),
                 "missing {line:?} in\n{text}"
             );
         }
