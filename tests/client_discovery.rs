@@ -1,9 +1,11 @@
-//! Discovery against the simulated API server: the documents read, the deletable set, the
-//! kind → resource mapping, and group versions that fail without failing discovery.
+//! Discovery against the simulated API server: the documents read (two where aggregated
+//! discovery is served, one per group version more where it is not, with the same result), the
+//! deletable set, the kind → resource mapping, and group versions that fail without failing
+//! discovery.
 
 mod client_support;
 
-use client_support::{start, start_with, unthrottled};
+use client_support::{start_with, unthrottled};
 use kube_gc::client::{Discovery, ResourceRef};
 use kube_gc::sim::faults::{FaultPlan, Verb};
 use kube_gc::sim::SimConfig;
@@ -12,19 +14,42 @@ fn describe(r: &ResourceRef) -> String {
     format!("{}/{}", r.api_version(), r.plural)
 }
 
-#[tokio::test]
-async fn discovery_finds_every_served_resource_with_kind_scope_and_verbs() {
-    let h = start().await;
+/// Discovery of a simulated server, and the paths it read.
+async fn discover(config: SimConfig) -> (Discovery, Vec<String>) {
+    let h = start_with(config, unthrottled()).await;
     let discovery = Discovery::run(&h.client).await.unwrap();
-    assert!(discovery.failures().is_empty());
-
-    let paths: Vec<String> = h
+    let paths = h
         .sim
         .journal()
         .by_verb(Verb::Discovery)
         .iter()
         .map(|e| e.path.clone())
         .collect();
+    (discovery, paths)
+}
+
+/// Every resource as one line, sorted: what a discovery found.
+fn found(discovery: &Discovery) -> Vec<String> {
+    let mut lines: Vec<String> = discovery
+        .resources()
+        .iter()
+        .map(|r| {
+            format!(
+                "{:?} {:?} {:?} {}",
+                r.resource, r.verbs, r.short_names, r.preferred
+            )
+        })
+        .collect();
+    lines.sort();
+    lines
+}
+
+#[tokio::test]
+async fn aggregated_discovery_reads_two_documents_and_finds_what_the_legacy_documents_say() {
+    let (aggregated, paths) = discover(SimConfig::default()).await;
+    assert_eq!(paths, ["/api", "/apis"]);
+    let (legacy, legacy_paths) =
+        discover(SimConfig::default().with_aggregated_discovery(false)).await;
     for expected in [
         "/api",
         "/apis",
@@ -33,10 +58,23 @@ async fn discovery_finds_every_served_resource_with_kind_scope_and_verbs() {
         "/apis/batch.volcano.sh/v1alpha1",
     ] {
         assert!(
-            paths.contains(&expected.to_owned()),
-            "{expected} not read: {paths:?}"
+            legacy_paths.contains(&expected.to_owned()),
+            "{expected} not read: {legacy_paths:?}"
         );
     }
+    assert_eq!(
+        legacy_paths.len(),
+        10,
+        "the roots and 8 group versions: {legacy_paths:?}"
+    );
+    assert!(aggregated.failures().is_empty() && legacy.failures().is_empty());
+    assert_eq!(found(&aggregated), found(&legacy));
+}
+
+#[tokio::test]
+async fn discovery_finds_every_served_resource_with_kind_scope_and_verbs() {
+    let (discovery, _) = discover(SimConfig::default()).await;
+    assert!(discovery.failures().is_empty());
 
     let deletable: Vec<String> = discovery.deletable().into_iter().map(describe).collect();
     for expected in [
@@ -74,7 +112,12 @@ async fn discovery_finds_every_served_resource_with_kind_scope_and_verbs() {
 
 #[tokio::test]
 async fn failing_group_versions_are_reported_and_the_rest_is_kept() {
-    let h = start().await;
+    // Group versions have documents of their own only where discovery is not aggregated.
+    let h = start_with(
+        SimConfig::default().with_aggregated_discovery(false),
+        unthrottled(),
+    )
+    .await;
     // Seed 4 with a 30% failure rate passes `/api` and `/apis` (the first two decisions) and
     // fails exactly one of the group-version documents read after them.
     h.sim

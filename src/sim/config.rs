@@ -53,6 +53,9 @@ pub struct SimConfig {
     pub bookmark_interval: Duration,
     /// Serve `sendInitialEvents=true` (WatchList streaming lists).
     pub watch_list_enabled: bool,
+    /// Whether `/api` and `/apis` answer in the aggregated form when asked (v1.28's default:
+    /// on). Off, they answer the legacy documents to every request, as a server before v1.26.
+    pub aggregated_discovery: bool,
     /// Source of creation and deletion timestamps.
     pub clock: Arc<dyn Clock>,
     /// Address to listen on (port 0 picks a free port).
@@ -82,6 +85,7 @@ impl Default for SimConfig {
             watch_buffer: 10_000,
             bookmark_interval: Duration::from_secs(60),
             watch_list_enabled: false,
+            aggregated_discovery: true,
             clock: Arc::new(SystemClock),
             bind: SocketAddr::from(([127, 0, 0, 1], 0)),
             journal_capacity: crate::sim::journal::DEFAULT_CAPACITY,
@@ -167,6 +171,12 @@ impl SimConfig {
     /// Turns WatchList (`sendInitialEvents=true`) on or off.
     pub fn with_watch_list(mut self, enabled: bool) -> Self {
         self.watch_list_enabled = enabled;
+        self
+    }
+
+    /// Turns aggregated discovery on or off.
+    pub fn with_aggregated_discovery(mut self, served: bool) -> Self {
+        self.aggregated_discovery = served;
         self
     }
 

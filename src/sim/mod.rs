@@ -44,8 +44,9 @@
 //! - No `managedFields`, no defaulting of spec fields (a Job's selector, pod template defaults,
 //!   …), no schema validation beyond names, ownerReferences and finalizers.
 //! - No `deletecollection`, no server-side apply (`application/apply-patch+yaml` → 415), no
-//!   `as=Table` (clients offering JSON as a fallback get JSON), no protobuf, no aggregated
-//!   discovery.
+//!   `as=Table` (clients offering JSON as a fallback get JSON), no protobuf. Aggregated
+//!   discovery is served (`apidiscovery.k8s.io/v2beta1`, as v1.28), but no group is ever
+//!   `Stale`: no aggregated API servers.
 //! - Pods are deleted like any other object (no graceful deletion period), namespaces are removed
 //!   at once without deleting their contents, and core/v1 and events.k8s.io/v1 Events are two
 //!   separate stores.

@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
-use http::header::{HeaderValue, AUTHORIZATION, RETRY_AFTER};
+use http::header::{HeaderValue, ACCEPT, AUTHORIZATION, RETRY_AFTER};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::Value;
@@ -57,6 +57,8 @@ pub struct Context {
     pub too_large_wait: Duration,
     /// Whether `sendInitialEvents=true` (WatchList) is served.
     pub watch_list_enabled: bool,
+    /// Whether `/api` and `/apis` answer in the aggregated form when asked.
+    pub aggregated_discovery: bool,
     /// `host:port` clients reach the server at (for `/api`).
     pub server_address: String,
     /// The connections of the current generation: cutting it drops them all, as a restart.
@@ -286,8 +288,13 @@ async fn respond(
             if incoming.method != Method::GET {
                 return response::status(status::not_found_path());
             }
-            let doc = discovery::document(which, &served_resources(ctx), &ctx.server_address);
-            response::json(StatusCode::OK, &doc)
+            discovery::respond(
+                which,
+                &served_resources(ctx),
+                &ctx.server_address,
+                incoming.header(ACCEPT),
+                ctx.aggregated_discovery,
+            )
         }
         Route::Resource(target) => {
             if let Some(timed_out) = etcd::unreachable(ctx, incoming, target).await {

@@ -125,6 +125,7 @@ impl SimServer {
             token: config.token.clone(),
             bookmark_interval: config.bookmark_interval,
             watch_list_enabled: config.watch_list_enabled,
+            aggregated_discovery: config.aggregated_discovery,
             server_address: addr.to_string(),
             unserved: Default::default(),
             etcd: Default::default(),

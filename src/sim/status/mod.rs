@@ -434,6 +434,13 @@ pub fn unsupported_media_type(accepted: &[&str]) -> (StatusCode, Value) {
     (code, failure(code, "UnsupportedMediaType", &message, None))
 }
 
+/// 406 `NotAcceptable`: no media type the request accepts can be produced (exchange 96).
+pub fn not_acceptable() -> (StatusCode, Value) {
+    let code = StatusCode::NOT_ACCEPTABLE;
+    let message = "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf";
+    (code, failure(code, "NotAcceptable", message, None))
+}
+
 /// 405 `MethodNotAllowed`: `<action> is not supported on resources of kind "jobs.batch"`.
 pub fn method_not_allowed(gr: &GroupResource, action: &str) -> (StatusCode, Value) {
     let code = StatusCode::METHOD_NOT_ALLOWED;

@@ -1,32 +1,42 @@
 //! [`Discovery`]: which resources the API server serves, with their verbs, kind and scope.
 //!
 //! Contract:
-//! - Read from the plain JSON discovery documents: `/api` (core versions), `/api/{v}`, `/apis`
-//!   (groups, their versions and the preferred one) and `/apis/{group}/{version}`. Every version
-//!   of every group is read, because an ownerReference may name a version that is not the
-//!   preferred one; group versions are fetched concurrently (each request is still throttled).
+//! - Read in two requests where the server serves aggregated discovery (v1.26 and later):
+//!   `/api` and `/apis` asked for the aggregated form, each answering every group version with
+//!   its resources ([`aggregated`]). A server that does not answers the same requests with the
+//!   legacy documents, and then each group version's own document is read as well
+//!   (`/api/{v}`, `/apis/{group}/{version}`: [`legacy`]), concurrently (each request is still
+//!   throttled). Which form a response is in is read from its `Content-Type`. Every version of
+//!   every group is kept, because an ownerReference may name a version that is not the
+//!   preferred one.
 //! - Subresources (`pods/status`, `jobs/status`) are not resources of their own and are left
 //!   out; a resource's verbs are its own.
-//! - A group version whose document cannot be fetched or decoded is recorded in
-//!   [`Discovery::failures`] and the rest is still returned: an aggregated API that is down
-//!   must not stop the garbage collector (it keeps that group's monitors). Only a failure of
-//!   `/api` or `/apis` themselves is an error.
+//! - A group version whose resources cannot be read — its document fails or does not decode,
+//!   or the aggregated answer marks it `Stale` — is recorded in [`Discovery::failures`] and the
+//!   rest is still returned: an aggregated API that is down must not stop the garbage collector
+//!   (it keeps that group's monitors). Only a failure of `/api` or `/apis` themselves is an
+//!   error.
 //! - [`Discovery::deletable`] is the garbage collector's monitor set: preferred versions only,
 //!   resources whose verbs include `delete`, `list` and `watch`.
 //! - [`Discovery::resource_for_kind`] maps an ownerReference's `apiVersion` + `kind` to the
 //!   resource to GET the owner from.
 
+pub mod aggregated;
+pub mod legacy;
+
 use std::collections::HashMap;
 
 use futures_util::future::join_all;
-use serde::Deserialize;
+use http::header::CONTENT_TYPE;
+use serde::de::DeserializeOwned;
 
 use super::availability::warn_unless_unavailable;
 use super::error::Error;
 use super::request::ApiRequest;
 use super::resource_ref::{push_segments, ResourceRef};
 use super::transport::Client;
-use crate::api::api_version_of;
+use aggregated::ApiGroupDiscoveryList;
+use legacy::{ApiGroupList, ApiResourceList, ApiVersions, GroupVersion};
 
 /// One resource the server serves, in one group version.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -73,23 +83,30 @@ pub struct Discovery {
 }
 
 impl Discovery {
-    /// Reads every discovery document from the server.
+    /// Reads what the server serves: `/api` and `/apis`, and, if they did not answer in the
+    /// aggregated form, every group version's own document.
     pub async fn run(client: &Client) -> Result<Discovery, Error> {
-        let core: ApiVersions = get_document(client, &["api"]).await?;
-        let groups: ApiGroupList = get_document(client, &["apis"]).await?;
-        let mut versions: Vec<GroupVersion> = core
-            .versions
-            .iter()
-            .enumerate()
-            .map(|(i, v)| GroupVersion {
-                group: String::new(),
-                version: v.clone(),
-                preferred: i == 0,
-            })
-            .collect();
-        versions.extend(groups.groups.iter().flat_map(GroupVersion::all_of));
-        let documents = join_all(versions.iter().map(|gv| gv.fetch(client))).await;
-        Ok(Self::assemble(versions.into_iter().zip(documents)))
+        let mut outcomes = Vec::new();
+        let mut to_read = Vec::new();
+        match get_root::<ApiVersions>(client, "api").await? {
+            Root::Aggregated(list) => outcomes.extend(aggregated::outcomes(list)),
+            Root::Legacy(core) => to_read.extend(GroupVersion::core(&core)),
+        }
+        match get_root::<ApiGroupList>(client, "apis").await? {
+            Root::Aggregated(list) => outcomes.extend(aggregated::outcomes(list)),
+            Root::Legacy(groups) => {
+                to_read.extend(groups.groups.iter().flat_map(GroupVersion::all_of))
+            }
+        }
+        if !to_read.is_empty() {
+            tracing::debug!(
+                group_versions = to_read.len(),
+                "no aggregated discovery: reading each group version"
+            );
+        }
+        let documents = join_all(to_read.iter().map(|gv| gv.fetch(client))).await;
+        outcomes.extend(to_read.into_iter().zip(documents));
+        Ok(Self::assemble(outcomes))
     }
 
     /// Builds the result from each group version's outcome.
@@ -240,113 +257,43 @@ impl Discovery {
     }
 }
 
+/// What a discovery root (`/api`, `/apis`) answered.
+enum Root<L> {
+    /// Every group version with its resources.
+    Aggregated(ApiGroupDiscoveryList),
+    /// The legacy document: the versions or groups only.
+    Legacy(L),
+}
+
+/// GETs `/{segment}` offering the aggregated form first, and decodes what came back by its
+/// `Content-Type`.
+async fn get_root<L: DeserializeOwned>(client: &Client, segment: &str) -> Result<Root<L>, Error> {
+    let mut url = client.server().clone();
+    push_segments(&mut url, &[segment]);
+    let request = ApiRequest::get(url).with_accept(aggregated::ACCEPT);
+    let response = client.send(&request).await?;
+    let is_aggregated = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(aggregated::answered_aggregated);
+    let body = response.bytes().await?;
+    let decoded = if is_aggregated {
+        serde_json::from_slice(&body).map(Root::Aggregated)
+    } else {
+        serde_json::from_slice(&body).map(Root::Legacy)
+    };
+    decoded.map_err(|e| Error::decode("discovery document", &body, e))
+}
+
 /// The group of an `apiVersion` (`batch/v1` → `batch`, `v1` → the core group).
 fn group_of(api_version: &str) -> &str {
     api_version.rsplit_once('/').map_or("", |(group, _)| group)
 }
 
-/// One group version to read.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct GroupVersion {
-    group: String,
-    version: String,
-    preferred: bool,
-}
-
-impl GroupVersion {
-    /// Every version of a group, the preferred one flagged (the first listed when the server
-    /// names none, as client-go assumes).
-    fn all_of(group: &ApiGroup) -> Vec<GroupVersion> {
-        let preferred = group
-            .preferred_version
-            .as_ref()
-            .or(group.versions.first())
-            .map(|v| v.version.as_str());
-        group
-            .versions
-            .iter()
-            .map(|v| GroupVersion {
-                group: group.name.clone(),
-                version: v.version.clone(),
-                preferred: Some(v.version.as_str()) == preferred,
-            })
-            .collect()
-    }
-
-    fn api_version(&self) -> String {
-        api_version_of(&self.group, &self.version)
-    }
-
-    async fn fetch(&self, client: &Client) -> Result<ApiResourceList, Error> {
-        if self.group.is_empty() {
-            get_document(client, &["api", &self.version]).await
-        } else {
-            get_document(client, &["apis", &self.group, &self.version]).await
-        }
-    }
-}
-
-async fn get_document<T: serde::de::DeserializeOwned>(
-    client: &Client,
-    segments: &[&str],
-) -> Result<T, Error> {
-    let mut url = client.server().clone();
-    push_segments(&mut url, segments);
-    client.send_for_json(&ApiRequest::get(url)).await
-}
-
-/// `/api`: `APIVersions`.
-#[derive(Debug, Deserialize)]
-struct ApiVersions {
-    #[serde(default)]
-    versions: Vec<String>,
-}
-
-/// `/apis`: `APIGroupList`.
-#[derive(Debug, Deserialize)]
-struct ApiGroupList {
-    #[serde(default)]
-    groups: Vec<ApiGroup>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ApiGroup {
-    name: String,
-    #[serde(default)]
-    versions: Vec<VersionForDiscovery>,
-    #[serde(default)]
-    preferred_version: Option<VersionForDiscovery>,
-}
-
-#[derive(Debug, Deserialize)]
-struct VersionForDiscovery {
-    version: String,
-}
-
-/// `/api/{v}`, `/apis/{g}/{v}`: `APIResourceList`.
-#[derive(Debug, Deserialize)]
-struct ApiResourceList {
-    #[serde(default)]
-    resources: Vec<ApiResourceEntry>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ApiResourceEntry {
-    name: String,
-    #[serde(default)]
-    namespaced: bool,
-    #[serde(default)]
-    kind: String,
-    #[serde(default)]
-    verbs: Vec<String>,
-    #[serde(default)]
-    short_names: Vec<String>,
-}
-
 #[cfg(test)]
 mod tests {
+    use super::legacy::{ApiGroupList, ApiVersions};
     use super::*;
 
     /// The response body of a captured exchange.
@@ -513,5 +460,48 @@ mod tests {
         assert!(merged.group_failed("apps"), "the failure is still reported");
         // A group that was read this time is not topped up: what is gone from it is gone.
         assert!(merged.resource_for_kind("v1", "Pod").is_none());
+    }
+
+    #[test]
+    fn the_aggregated_answer_says_what_the_legacy_documents_say() {
+        let aggregated_of =
+            |exchange: &str| aggregated::outcomes(captured::<ApiGroupDiscoveryList>(exchange));
+        let mut outcomes = aggregated_of("94-discovery-api-aggregated");
+        outcomes.extend(aggregated_of("93-discovery-apis-aggregated"));
+        let from_aggregated = Discovery::assemble(outcomes);
+        let from_legacy = real_discovery();
+        let described = |discovery: &Discovery, api_version: &str| {
+            let mut resources: Vec<String> = discovery
+                .resources()
+                .iter()
+                .filter(|r| r.resource.api_version() == api_version)
+                .map(|r| {
+                    let mut verbs = r.verbs.clone();
+                    verbs.sort();
+                    format!(
+                        "{:?} {verbs:?} {:?} {}",
+                        r.resource, r.short_names, r.preferred
+                    )
+                })
+                .collect();
+            resources.sort();
+            resources
+        };
+        for api_version in [
+            "v1",
+            "batch/v1",
+            "apps/v1",
+            "coordination.k8s.io/v1",
+            "batch.volcano.sh/v1alpha1",
+        ] {
+            let legacy = described(&from_legacy, api_version);
+            assert!(!legacy.is_empty(), "{api_version}");
+            assert_eq!(
+                described(&from_aggregated, api_version),
+                legacy,
+                "{api_version}"
+            );
+        }
+        assert!(from_aggregated.failures().is_empty());
     }
 }
