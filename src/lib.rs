@@ -43,3 +43,6 @@ pub mod server;
 pub mod shutdown;
 pub mod sim;
 pub mod token_bucket;
+
+#[cfg(test)]
+mod test_fixtures;

@@ -219,19 +219,7 @@ cluster_review!(
 mod tests {
     use super::*;
 
-    fn captured(prefix: &str) -> serde_json::Value {
-        let dir = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/fixtures/real-apiserver/exchanges"
-        );
-        let entry = std::fs::read_dir(dir)
-            .expect("fixtures")
-            .filter_map(Result::ok)
-            .find(|e| e.file_name().to_string_lossy().starts_with(prefix))
-            .expect("the exchange");
-        let text = std::fs::read_to_string(entry.path()).expect("readable");
-        serde_json::from_str(&text).expect("JSON")
-    }
+    use crate::test_fixtures::exchange as captured;
 
     #[test]
     fn token_reviews_read_as_the_real_server_answers_them() {

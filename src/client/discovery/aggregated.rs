@@ -156,18 +156,10 @@ fn stale_error(gv: &GroupVersion) -> Error {
 mod tests {
     use super::*;
 
-    fn captured(exchange: &str) -> serde_json::Value {
-        let text = std::fs::read_to_string(format!(
-            "{}/fixtures/real-apiserver/exchanges/{exchange}.json",
-            env!("CARGO_MANIFEST_DIR")
-        ))
-        .unwrap();
-        serde_json::from_str(&text).unwrap()
-    }
+    use crate::test_fixtures::{exchange as captured, response_body};
 
     fn outcomes_of(exchange: &str) -> Vec<(GroupVersion, Result<ApiResourceList, Error>)> {
-        let body = captured(exchange)["response"]["body"].clone();
-        outcomes(serde_json::from_value(body).unwrap())
+        outcomes(response_body(exchange))
     }
 
     #[test]

@@ -296,16 +296,7 @@ mod tests {
     use super::legacy::{ApiGroupList, ApiVersions};
     use super::*;
 
-    /// The response body of a captured exchange.
-    fn captured<T: serde::de::DeserializeOwned>(exchange: &str) -> T {
-        let text = std::fs::read_to_string(format!(
-            "{}/fixtures/real-apiserver/exchanges/{exchange}.json",
-            env!("CARGO_MANIFEST_DIR")
-        ))
-        .unwrap();
-        let exchange: serde_json::Value = serde_json::from_str(&text).unwrap();
-        serde_json::from_value(exchange["response"]["body"].clone()).unwrap()
-    }
+    use crate::test_fixtures::response_body as captured;
 
     fn gv(group: &str, version: &str, preferred: bool) -> GroupVersion {
         GroupVersion {

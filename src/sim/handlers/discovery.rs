@@ -139,13 +139,10 @@ pub fn aggregated(resources: &Resources, core: bool) -> Value {
 }
 
 fn aggregated_version(resources: &Resources, group: &str, version: &str) -> Value {
-    let mut defs: Vec<&ResourceDef> = resources
-        .iter()
-        .map(|(_, d)| d)
-        .filter(|d| d.group == group && d.version == version)
+    let entries: Vec<Value> = defs_of(resources, group, version)
+        .into_iter()
+        .map(aggregated_resource)
         .collect();
-    defs.sort_by(|a, b| a.resource.cmp(&b.resource));
-    let entries: Vec<Value> = defs.into_iter().map(aggregated_resource).collect();
     json!({"version": version, "resources": entries, "freshness": "Current"})
 }
 
@@ -257,15 +254,20 @@ fn group(name: &str, versions: &[String]) -> Value {
     json!({"name": name, "versions": entries, "preferredVersion": preferred})
 }
 
-fn resource_list(resources: &Resources, group: &str, version: &str) -> Vec<Value> {
-    let mut entries = Vec::new();
+/// The resources served in one group version, by name.
+fn defs_of<'r>(resources: &'r Resources, group: &str, version: &str) -> Vec<&'r ResourceDef> {
     let mut defs: Vec<&ResourceDef> = resources
         .iter()
         .map(|(_, d)| d)
         .filter(|d| d.group == group && d.version == version)
         .collect();
     defs.sort_by(|a, b| a.resource.cmp(&b.resource));
-    for def in defs {
+    defs
+}
+
+fn resource_list(resources: &Resources, group: &str, version: &str) -> Vec<Value> {
+    let mut entries = Vec::new();
+    for def in defs_of(resources, group, version) {
         entries.push(resource_entry(def));
         if def.has_status {
             entries.push(json!({
@@ -339,14 +341,7 @@ mod tests {
                 && g["preferredVersion"]["groupVersion"] == "batch.volcano.sh/v1alpha1")));
     }
 
-    fn captured(exchange: &str) -> Value {
-        let text = std::fs::read_to_string(format!(
-            "{}/fixtures/real-apiserver/exchanges/{exchange}.json",
-            env!("CARGO_MANIFEST_DIR")
-        ))
-        .unwrap();
-        serde_json::from_str(&text).unwrap()
-    }
+    use crate::test_fixtures::exchange as captured;
 
     fn accept_of(exchange: &Value) -> Option<&str> {
         exchange["request"]["headers"]["Accept"].as_str()

@@ -4,22 +4,7 @@ use super::*;
 
 /// The response (status, body, or first decoded watch event) of a captured exchange.
 fn captured(prefix: &str) -> (u16, Value) {
-    let dir = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/fixtures/real-apiserver/exchanges"
-    );
-    let entries = std::fs::read_dir(dir).expect("fixtures directory is part of the repo");
-    let path = entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .find(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(prefix))
-        })
-        .expect("exchange exists");
-    let text = std::fs::read_to_string(path).expect("fixture readable");
-    let exchange: Value = serde_json::from_str(&text).expect("fixture is JSON");
+    let exchange = crate::test_fixtures::exchange(prefix);
     let response = &exchange["response"];
     let status = response["status"].as_u64().expect("status") as u16;
     let body = match response.get("body") {
