@@ -31,8 +31,8 @@ use run_support::*;
 
 const LIMIT: Duration = Duration::from_secs(60);
 
-/// One replica without leader election, serving plain HTTP on loopback, ready.
-struct Solo {
+/// A replica serving plain HTTP on loopback, ready.
+struct Ready {
     replica: Replica,
     address: std::net::SocketAddr,
     http: reqwest::Client,
@@ -40,32 +40,40 @@ struct Solo {
     _kubeconfig: Kubeconfig,
 }
 
-impl Solo {
-    /// Starts the replica against `sim` and waits for `/readyz` to pass.
-    async fn ready(sim: &SimServer) -> Solo {
+impl Ready {
+    /// Starts replica `name` against `sim` with `flags` beside the HTTP ones, and waits up to
+    /// `within` for its `/readyz` to pass.
+    async fn start(sim: &SimServer, name: &str, flags: &[&str], within: Duration) -> Ready {
         let kubeconfig = Kubeconfig::for_sim(sim);
         let port = free_port().to_string();
-        let replica = Replica::start(
-            "solo",
-            &kubeconfig.path(),
-            &[
-                "--secure-port=0",
-                "--bind-address=127.0.0.1",
-                "--port",
-                &port,
-                "--leader-elect=false",
-            ],
-        );
+        let http_flags = [
+            "--secure-port=0",
+            "--bind-address=127.0.0.1",
+            "--port",
+            &port,
+        ];
+        let replica = Replica::start(name, &kubeconfig.path(), &[&http_flags[..], flags].concat());
         let address = replica.http_address().await;
         let http = server_support::http_client(None);
-        let readyz = poll_readyz(&http, address, Duration::from_secs(30)).await;
+        let readyz = poll_readyz(&http, address, within).await;
         assert_eq!(readyz.0, 200, "never ready: {readyz:?}\n{}", replica.log());
-        Solo {
+        Ready {
             replica,
             address,
             http,
             _kubeconfig: kubeconfig,
         }
+    }
+
+    /// One replica without leader election.
+    async fn solo(sim: &SimServer) -> Ready {
+        Ready::start(
+            sim,
+            "solo",
+            &["--leader-elect=false"],
+            Duration::from_secs(30),
+        )
+        .await
     }
 }
 
@@ -387,11 +395,11 @@ async fn run_keeps_collecting_after_the_api_server_restarts() {
         .expect("start the sim");
     let configmaps = kube_gc::sim::Gvr::new("", "v1", "configmaps");
     // `_kubeconfig` is bound, not dropped: the replica keeps reading it.
-    let Solo {
+    let Ready {
         replica,
         _kubeconfig,
         ..
-    } = Solo::ready(&sim).await;
+    } = Ready::solo(&sim).await;
 
     // Writes move the revision on before the restart, as in exchanges 56-60 (1587 -> 1592):
     // every reflector but the ConfigMaps' is then behind the restarted watch caches.
@@ -463,12 +471,12 @@ async fn run_says_it_waits_for_a_stopped_api_server_and_resumes_when_it_returns(
     let sim = SimServer::start(SimConfig::default())
         .await
         .expect("start the sim");
-    let Solo {
+    let Ready {
         replica,
         address,
         http,
         _kubeconfig,
-    } = Solo::ready(&sim).await;
+    } = Ready::solo(&sim).await;
 
     // Finished now, 2 s to live: it falls due while the server is away.
     let mut job = sim
@@ -600,7 +608,6 @@ async fn run_applies_a_retention_policy_created_while_it_runs() {
     let sim = SimServer::start(SimConfig::default())
         .await
         .expect("start the sim");
-    let kubeconfig = Kubeconfig::for_sim(&sim);
     let finished_at = (Utc::now() - chrono::Duration::minutes(10))
         .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     for (name, status) in [
@@ -618,21 +625,13 @@ async fn run_applies_a_retention_policy_created_while_it_runs() {
         pod["status"] = status;
         sim.update_status(&pods(), pod).expect("set its status");
     }
-    let port = free_port().to_string();
-    let replica = Replica::start(
-        "solo",
-        &kubeconfig.path(),
-        &[
-            &["--secure-port=0", "--bind-address=127.0.0.1"][..],
-            &["--port", &port, "--controllers=retention"],
-            &FAST_ELECTION,
-        ]
-        .concat(),
-    );
-    let address = replica.http_address().await;
-    let http = server_support::http_client(None);
-    let readyz = poll_readyz(&http, address, Duration::from_secs(10)).await;
-    assert_eq!(readyz.0, 200, "never ready: {readyz:?}\n{}", replica.log());
+    let flags = [&["--controllers=retention"][..], &FAST_ELECTION].concat();
+    let Ready {
+        replica,
+        address,
+        http,
+        _kubeconfig,
+    } = Ready::start(&sim, "solo", &flags, Duration::from_secs(10)).await;
     assert!(
         sim.get(&pods(), Some("default"), "done").is_ok(),
         "no policy yet"
@@ -698,7 +697,6 @@ async fn a_dry_run_takes_no_lease_and_writes_nothing() {
     let sim = SimServer::start(SimConfig::default())
         .await
         .expect("start the sim");
-    let kubeconfig = Kubeconfig::for_sim(&sim);
     create_expired_job(&sim, "done");
     // Finished without a time saying when: a run writes a Warning Event about it.
     let mut unknown = sim
@@ -711,22 +709,11 @@ async fn a_dry_run_takes_no_lease_and_writes_nothing() {
         .expect("create");
     unknown["status"] = json!({"conditions": [{"type": "Complete", "status": "True"}]});
     sim.update_status(&jobs(), unknown).expect("finish");
-    let port = free_port().to_string();
-    let replica = Replica::start(
-        "laptop",
-        &kubeconfig.path(),
-        &[
-            "--secure-port=0",
-            "--bind-address=127.0.0.1",
-            "--port",
-            &port,
-            "--dry-run",
-        ],
-    );
-    let address = replica.http_address().await;
-    let http = server_support::http_client(None);
-    let readyz = poll_readyz(&http, address, LIMIT).await;
-    assert_eq!(readyz.0, 200, "{readyz:?}\n{}", replica.log());
+    let Ready {
+        replica,
+        _kubeconfig,
+        ..
+    } = Ready::start(&sim, "laptop", &["--dry-run"], LIMIT).await;
     let said = wait_until(LIMIT, || {
         !replica.log_lines("dry run: would delete").is_empty()
     })
@@ -761,27 +748,16 @@ async fn a_namespace_run_elects_in_its_namespace() {
     let sim = SimServer::start(SimConfig::default().with_namespaces(&["default", "batch"]))
         .await
         .expect("start the sim");
-    let kubeconfig = Kubeconfig::for_sim(&sim);
-    let port = free_port().to_string();
-    let replica = Replica::start(
-        "team",
-        &kubeconfig.path(),
-        &[
-            &[
-                "--secure-port=0",
-                "--bind-address=127.0.0.1",
-                "--port",
-                &port,
-            ],
-            &["--namespace=batch", "--controllers=ttl-after-finished"][..],
-            &FAST_ELECTION,
-        ]
-        .concat(),
-    );
-    let address = replica.http_address().await;
-    let http = server_support::http_client(None);
-    let readyz = poll_readyz(&http, address, LIMIT).await;
-    assert_eq!(readyz.0, 200, "{readyz:?}\n{}", replica.log());
+    let flags = [
+        &["--namespace=batch", "--controllers=ttl-after-finished"][..],
+        &FAST_ELECTION,
+    ]
+    .concat();
+    let Ready {
+        replica,
+        _kubeconfig,
+        ..
+    } = Ready::start(&sim, "team", &flags, LIMIT).await;
     let lease = sim
         .get(&leases(), Some("batch"), "kube-gc.ttl-after-finished")
         .unwrap_or_else(|e| panic!("no Lease in batch: {e}\n{}", replica.log()));
