@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""analyze_outages.py LABEL... : the per-outage analysis of outage_bench.py runs (analyze.py holds
-the shared parsing; it analysed the first bench, whose Jobs expired through the run). Beyond it: per-outage latency (n due in the outage, deleted/total, p50/p99/max
-of DELETE 2xx - outage end) in summary["per_outage"]; the batch a Job was created for; the poller's
+"""analyze_outages.py LABEL... : the analysis of outage_bench.py runs (Jobs created in batches before each
+outage), and the parsing relist.py and warnings.py share. Per outage: latency (n due in it, deleted/total,
+p50/p99/max of DELETE 2xx - outage end) in summary["per_outage"]; the batch a Job was created for; the poller's
 "seen deleting/gone" counts only after the poller first saw the Job.
 Reads results/LABEL.json, the audit log from the run's offset and the
 controller's log; writes results/LABEL-analysis.json and prints a summary.
@@ -16,9 +16,8 @@ after the restart began.
 Percentiles: nearest rank."""
 import json, math, os, re, sys
 from datetime import datetime, timezone
-import os as _os
-KIT = _os.environ.get("KUBE_GC_KIT", "/work/kit")
-RES = _os.environ.get("KUBE_GC_BENCH_RESULTS", _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "results"))
+KIT = os.environ.get("KUBE_GC_KIT", "/work/kit")
+RES = os.environ.get("KUBE_GC_BENCH_RESULTS", os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
 
 AUDIT = f"{KIT}/logs/audit.log"
 NS = "outage-bench"

@@ -17,11 +17,10 @@ Writes $KUBE_GC_BENCH_RESULTS/LABEL.json (and LABEL.log for kube-gc's stderr, LA
 for kcm's log segment)."""
 import json, os, re, signal, ssl, subprocess, sys, threading, time, http.client
 from datetime import datetime, timezone
-import os as _os
-KIT = _os.environ.get("KUBE_GC_KIT", "/work/kit")
-RES = _os.environ.get("KUBE_GC_BENCH_RESULTS", _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "results"))
+KIT = os.environ.get("KUBE_GC_KIT", "/work/kit")
+RES = os.environ.get("KUBE_GC_BENCH_RESULTS", os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
 
-KUBE_GC = _os.environ.get("KUBE_GC_BIN", "target/release/kube-gc")
+KUBE_GC = os.environ.get("KUBE_GC_BIN", "target/release/kube-gc")
 NS = "outage-bench"
 N_BATCH = 15          # Jobs per outage
 N_OUTAGES = 4
@@ -301,6 +300,21 @@ def wait_until(t):
         time.sleep(0.01)
 
 
+def stop_with_a_batch_due(o, process, uids, expiry, batches):
+    """Outage o: its batch of Jobs created BATCH_LEAD s before o["planned_stop"], then SIGTERM to
+    process at that time and a wait for it to exit (o["stop_at"], o["exited_at"])."""
+    planned = o["planned_stop"]
+    wait_until(planned - BATCH_LEAD)
+    create_batch(o["n"], planned, uids, expiry, batches)
+    wait_until(planned)
+    p = pid(process)
+    o["stop_at"] = time.time()
+    os.kill(p, signal.SIGTERM)
+    while alive(p):
+        time.sleep(0.05)
+    o["exited_at"] = time.time()
+
+
 def main():
     kind, label, extra = sys.argv[1], sys.argv[2], sys.argv[3:]
     assert kind in ("kube-gc", "kcm")
@@ -333,15 +347,7 @@ def main():
     planned = T0 + 25
     for k in range(3):
         o = {"kind": "kube-apiserver", "n": k + 1, "planned_stop": planned}
-        wait_until(planned - BATCH_LEAD)
-        create_batch(k + 1, planned, uids, expiry, batches)
-        wait_until(planned)
-        p = pid("kube-apiserver")
-        o["stop_at"] = time.time()
-        os.kill(p, signal.SIGTERM)
-        while alive(p):
-            time.sleep(0.05)
-        o["exited_at"] = time.time()
+        stop_with_a_batch_due(o, "kube-apiserver", uids, expiry, batches)
         log(f"apiserver outage {k + 1}: exited {o['exited_at'] - o['stop_at']:.1f}s after SIGTERM")
         time.sleep(15)
         o["start_at"] = time.time()
@@ -356,15 +362,7 @@ def main():
         outages.append(o)
         planned = o["up_sh_returned_at"] + 0.6 + 10
     o = {"kind": "etcd", "n": 4, "planned_stop": planned}
-    wait_until(planned - BATCH_LEAD)
-    create_batch(4, planned, uids, expiry, batches)
-    wait_until(planned)
-    p = pid("etcd")
-    o["stop_at"] = time.time()
-    os.kill(p, signal.SIGTERM)
-    while alive(p):
-        time.sleep(0.05)
-    o["exited_at"] = time.time()
+    stop_with_a_batch_due(o, "etcd", uids, expiry, batches)
     log(f"etcd outage: exited {o['exited_at'] - o['stop_at']:.1f}s after SIGTERM")
     time.sleep(20)
     o["start_at"] = time.time()

@@ -6,13 +6,13 @@ userAgent suffix + resource path without query) get its first successful LIST (c
 that did not end at once (ResponseStarted 200 and its ResponseComplete >= MIN_WATCH s later, or never
 completed in the window).  A watch that ends within MIN_WATCH s of starting is counted as the 410
 ('too old resource version') case: the audit log records only code 200 for watches, the error is an
-event in the stream.  first answer = the run's outage end from analyze.py (first 200 to the bench's LIST
+event in the stream.  first answer = the run's outage end from analyze_outages.py (first 200 to the bench's LIST
 or /readyz received after the restart)."""
 import json, sys, math
-from analyze import parse_ts, pct
-import os as _os
-KIT = _os.environ.get("KUBE_GC_KIT", "/work/kit")
-RES = _os.environ.get("KUBE_GC_BENCH_RESULTS", _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "results"))
+from analyze_outages import parse_ts, pct
+import os
+KIT = os.environ.get("KUBE_GC_KIT", "/work/kit")
+RES = os.environ.get("KUBE_GC_BENCH_RESULTS", os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
 
 MIN_WATCH = 1.0
 label = sys.argv[1]

@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
-"""warnings.py LABEL... : the kube-gc log's Warning lines (klog 'W'), per outage bucket as in analyze.py
+"""warnings.py LABEL... : the kube-gc log's Warning lines (klog 'W'), per outage bucket as in analyze_outages.py
 (a line belongs to the last outage whose SIGTERM came before it), grouped by message text (digits as N) with counts;
 each group also lists the lines' resource=/controller= fields and times relative to T0."""
 import json, re, sys
 from collections import OrderedDict
 from datetime import datetime, timezone
-from analyze import klog_time
-import os as _os
-KIT = _os.environ.get("KUBE_GC_KIT", "/work/kit")
-RES = _os.environ.get("KUBE_GC_BENCH_RESULTS", _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "results"))
+from analyze_outages import klog_time
+import os
+KIT = os.environ.get("KUBE_GC_KIT", "/work/kit")
+RES = os.environ.get("KUBE_GC_BENCH_RESULTS", os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
 
 for label in sys.argv[1:]:
     r = json.load(open(f"{RES}/{label}.json"))
