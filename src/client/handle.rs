@@ -8,7 +8,8 @@
 //!   [`pager`](Api::pager), [`watch`](Api::watch). The `*_metadata` variants ask the server for
 //!   metadata only (`Accept: …;as=PartialObjectMetadata[List];g=meta.k8s.io;v=v1`), whatever `K`.
 //!   [`pager_with`](Api::pager_with) and [`watch_with`](Api::watch_with) read whole objects and
-//!   turn each into a `T` with a caller's [`ItemDecoder`], whatever `K`.
+//!   turn each into a `T` with a caller's [`ItemDecoder`], whatever `K`; their `*_metadata_*`
+//!   twins do the same with metadata only.
 //! - Writes: [`create`](Api::create), [`replace`](Api::replace) (PUT; a stale
 //!   `metadata.resourceVersion` is a 409), [`patch`](Api::patch) (merge, JSON or strategic),
 //!   [`delete`](Api::delete) (answers [`DeleteResponse`]: the object if it lingers, a Status if
@@ -164,6 +165,32 @@ impl<K> Api<K> {
         decoder: ItemDecoder<T>,
     ) -> Result<WatchStream<T>, Error> {
         let request = self.watch_request(params, ACCEPT_JSON);
+        self.client.watch_with(&request, decoder).await
+    }
+
+    /// As [`pager_with`](Api::pager_with), but the server sends each item's metadata only
+    /// (`PartialObjectMetadata`): `decoder` gets that text.
+    pub fn metadata_pager_with<T: 'static>(
+        &self,
+        params: ListParams,
+        decoder: ItemDecoder<T>,
+    ) -> Pager<T> {
+        Pager::with_item_decoder(
+            self.client.clone(),
+            self.collection_url(),
+            ACCEPT_PARTIAL_OBJECT_METADATA_LIST,
+            params,
+            decoder,
+        )
+    }
+
+    /// As [`watch_with`](Api::watch_with), but the server sends each object's metadata only.
+    pub async fn watch_metadata_with<T: 'static>(
+        &self,
+        params: &WatchParams,
+        decoder: ItemDecoder<T>,
+    ) -> Result<WatchStream<T>, Error> {
+        let request = self.watch_request(params, ACCEPT_PARTIAL_OBJECT_METADATA);
         self.client.watch_with(&request, decoder).await
     }
 

@@ -40,12 +40,14 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<Init, BoxError> {
         recorder: Arc::clone(context.recorder),
         queue_metrics: context.queue_metrics.cloned(),
         reflector: options.reflector.clone(),
-        monitor_client: Some(context.metadata_informers.clone()),
+        sources: Some(context.sources.clone()),
         ..GcOptions::default()
     };
     // Twice the rate, as upstream's: each deletion takes two calls.
     let client = context.client.for_component(GARBAGE_COLLECTOR, 2.0);
-    let collector = GarbageCollector::new(client, gc_options);
+    // The sources wait for the collector's first monitors, so that a resource another
+    // controller reads too is listed once for both.
+    let collector = GarbageCollector::new(client, gc_options).holding(context.sources.hold());
     let handle = collector.handle();
     if let Some(endpoints) = context.endpoints {
         publish(&handle, endpoints);

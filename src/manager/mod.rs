@@ -56,6 +56,7 @@ use crate::controllers::ttl::{
 use crate::events::{NoopRecorder, SharedRecorder};
 use crate::explain::live::{LiveExplainer, TtlView};
 use crate::runtime::reflector::ReflectorConfig;
+use crate::runtime::sources::Sources;
 use crate::runtime::workqueue::MetricsProvider;
 use crate::server::Endpoints;
 
@@ -128,11 +129,10 @@ impl Default for ManagerOptions {
 pub struct ControllerContext<'a> {
     /// The API client; each controller takes its own from it ([`Client::for_component`]).
     pub client: &'a Client,
-    /// The client typed informers list and watch through (`shared-informers`).
-    pub informers: &'a Client,
-    /// The client metadata-only informers (the garbage collector's monitors) list and watch
-    /// through (`metadata-informers`).
-    pub metadata_informers: &'a Client,
+    /// Where every controller's lists and watches come from: one per resource, whichever
+    /// controllers read it. Whole objects go through the `shared-informers` client, metadata
+    /// (the garbage collector's monitors) through `metadata-informers`.
+    pub sources: &'a Sources,
     /// What the server serves.
     pub discovery: &'a Discovery,
     /// The command line's decisions.
@@ -281,12 +281,14 @@ impl Manager {
         });
         // One token bucket per client, as kube-controller-manager has: informers' lists and
         // watches never delay a controller's deletions, nor one controller another's.
-        let informers = self.client.for_component(SHARED_INFORMERS, 1.0);
-        let metadata_informers = self.client.for_component(METADATA_INFORMERS, 1.0);
+        let sources = Sources::with_clients(
+            self.client.for_component(SHARED_INFORMERS, 1.0),
+            self.client.for_component(METADATA_INFORMERS, 1.0),
+            self.options.reflector.clone(),
+        );
         let context = ControllerContext {
             client: &self.client,
-            informers: &informers,
-            metadata_informers: &metadata_informers,
+            sources: &sources,
             discovery: &discovery,
             options: &self.options,
             clock: &self.clock,
@@ -452,7 +454,7 @@ fn init_ttl<K: TtlKind>(context: &ControllerContext<'_>) -> Result<Init, BoxErro
     };
     let client = context.client.for_component(K::CONTROLLER, 1.0);
     let controller = TtlController::<K>::builder(client, ttl_options)
-        .informer_client(context.informers.clone())
+        .sources(context.sources.clone())
         .clock(Arc::clone(context.clock))
         .metrics(Arc::clone(context.ttl_metrics))
         .queue_metrics(context.queue_metrics.cloned())

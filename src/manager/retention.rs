@@ -62,7 +62,7 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<Init, BoxError> {
     let metrics = Arc::new(RetentionMetrics::default());
     let client = context.client.for_component(RETENTION, 1.0);
     let controller = RetentionController::builder(client.clone(), retention_options)
-        .informer_client(context.informers.clone())
+        .sources(context.sources.clone())
         .clock(Arc::clone(context.clock))
         .metrics(Arc::clone(&metrics))
         .recorder(Arc::clone(context.recorder))

@@ -4,8 +4,10 @@
 //! Contract: client-go no longer publishes reflector metrics, so these carry kube-gc's prefix:
 //! `kube_gc_reflector_*_total{controller, resource}` — lists, relists, watches, stalled watches,
 //! streaming list fallbacks, backoffs, malformed events — and `kube_gc_reflector_events_total`
-//! with a `type` label more. The `controller` label tells apart two reflectors of one resource
-//! (the TTL controller's informer and the garbage collector's monitor of `batch/v1/jobs`). The
+//! with a `type` label more. The counters are those of each resource's one list and watch
+//! ([`Sources`](crate::runtime::sources::Sources)); the `controller` label names every controller
+//! reading it, sorted and comma-separated (`garbagecollector,ttl-after-finished` for
+//! `batch/v1/jobs` when both run): registered by each, a shared reflector is still one series. The
 //! counters live in the reflectors (relaxed atomics); a scrape reads one snapshot per reflector,
 //! so registering costs nothing between scrapes. A controller whose reflectors come and go (the
 //! collector's monitors follow discovery) registers a *source* asked for its current set at
@@ -149,22 +151,39 @@ impl ReflectorCollector {
     fn snapshots(&self) -> Vec<Snapshot> {
         // Cloned out first: a source runs without the registry's lock held.
         let registered = self.registered.read().clone();
-        let mut snapshots = Vec::new();
+        let mut readers: Vec<(Vec<String>, String, Arc<ReflectorMetrics>)> = Vec::new();
+        let mut add = |controller: &str, resource: String, metrics: Arc<ReflectorMetrics>| {
+            // One list and watch shared by several controllers is one series, naming them all.
+            match readers
+                .iter_mut()
+                .find(|(_, _, m)| Arc::ptr_eq(m, &metrics))
+            {
+                Some((controllers, _, _)) => controllers.push(controller.to_owned()),
+                None => readers.push((vec![controller.to_owned()], resource, metrics)),
+            }
+        };
         for entry in registered {
             match entry {
                 Registered::One {
                     controller,
                     resource,
                     metrics,
-                } => snapshots.push(Snapshot::of(controller, resource, &metrics)),
+                } => add(&controller, resource, metrics),
                 Registered::Source { controller, source } => {
-                    snapshots.extend(source().into_iter().map(|(resource, metrics)| {
-                        Snapshot::of(controller.clone(), resource, &metrics)
-                    }))
+                    for (resource, metrics) in source() {
+                        add(&controller, resource, metrics);
+                    }
                 }
             }
         }
-        snapshots
+        readers
+            .into_iter()
+            .map(|(mut controllers, resource, metrics)| {
+                controllers.sort();
+                controllers.dedup();
+                Snapshot::of(controllers.join(","), resource, &metrics)
+            })
+            .collect()
     }
 
     /// The reflectors that have had no working list+watch for longer than they may, as
@@ -274,5 +293,30 @@ mod tests {
         assert!(metrics.encode().unwrap().lines().any(|l| l == line));
         current.write().clear();
         assert!(!metrics.encode().unwrap().contains("v1/pods"));
+    }
+
+    #[test]
+    fn a_reflector_two_controllers_share_is_one_series_naming_both() {
+        let metrics = Metrics::new();
+        let jobs = Arc::new(ReflectorMetrics::default());
+        let shared = Arc::clone(&jobs);
+        metrics.reflectors().add_source(
+            "garbagecollector",
+            Arc::new(move || vec![("batch/v1/jobs".into(), Arc::clone(&shared))]),
+        );
+        metrics
+            .reflectors()
+            .add("ttl-after-finished", "batch/v1/jobs", jobs);
+        let text = metrics.encode().unwrap();
+        let lists: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("kube_gc_reflector_lists_total"))
+            .collect();
+        assert_eq!(
+            lists,
+            [
+                r#"kube_gc_reflector_lists_total{controller="garbagecollector,ttl-after-finished",resource="batch/v1/jobs"} 0"#
+            ]
+        );
     }
 }

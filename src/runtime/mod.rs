@@ -6,6 +6,8 @@
 //!   (client-go's `ThreadSafeStore` and `Indexer`).
 //! - [`reflector`]: lists then watches one resource and reports what it sees to a sink
 //!   (client-go's `Reflector`, kube-rs' `watcher`).
+//! - [`sources`]: one reflector per resource per process, each object decoded once per
+//!   controller that reads it (client-go's `SharedInformerFactory`).
 //! - [`informer`]: the shared informer — a reflector's events written to a cache and fanned out
 //!   to event handlers, each on its own task (client-go's `SharedIndexInformer`).
 //! - [`controller`]: the worker loop every controller runs — wait for caches, then N workers
@@ -15,4 +17,5 @@ pub mod cache;
 pub mod controller;
 pub mod informer;
 pub mod reflector;
+pub mod sources;
 pub mod workqueue;

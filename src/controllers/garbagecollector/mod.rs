@@ -87,6 +87,7 @@ use crate::client::{Client, Discovery, ResourceRef};
 use crate::events::{NoopRecorder, SharedRecorder};
 use crate::runtime::controller::server_wait::{Park, ServerWait};
 use crate::runtime::reflector::{ReflectorConfig, ReflectorMetrics};
+use crate::runtime::sources::{Hold, Sources};
 use crate::runtime::workqueue::{MetricsProvider, WorkQueue};
 use absent_owners::AbsentOwnerCache;
 use attempt_delete::Done;
@@ -128,12 +129,13 @@ pub struct GcOptions {
     pub recorder: SharedRecorder,
     /// Where the two queues report their metrics.
     pub queue_metrics: Option<Arc<dyn MetricsProvider>>,
-    /// How the monitors list and watch.
+    /// How the monitors list and watch, when the collector has sources of its own.
     pub reflector: ReflectorConfig,
-    /// The client the monitors list and watch through (kube-controller-manager's
-    /// `metadata-informers`), so that starting dozens of monitors never delays a deletion;
-    /// `None`: the collector's own client.
-    pub monitor_client: Option<Client>,
+    /// Where the monitors' lists and watches come from: the process's sources, shared with
+    /// the other controllers, whose metadata client (kube-controller-manager's
+    /// `metadata-informers`) keeps dozens of monitors starting from delaying a deletion;
+    /// `None`: sources of its own over the collector's client.
+    pub sources: Option<Sources>,
 }
 
 impl Default for GcOptions {
@@ -147,7 +149,7 @@ impl Default for GcOptions {
             recorder: Arc::new(NoopRecorder),
             queue_metrics: None,
             reflector: ReflectorConfig::default(),
-            monitor_client: None,
+            sources: None,
         }
     }
 }
@@ -233,6 +235,8 @@ pub struct GarbageCollector {
     options: GcOptions,
     graph_changes: mpsc::UnboundedReceiver<GraphEvent>,
     ready: watch::Sender<bool>,
+    /// Keeps the sources from listing until the first monitors have subscribed.
+    start_hold: Option<Hold>,
 }
 
 /// A cheap handle on a collector: readiness, the debug graph, metrics.
@@ -280,7 +284,15 @@ impl GarbageCollector {
             options,
             graph_changes: rx,
             ready: watch::channel(false).0,
+            start_hold: None,
         }
+    }
+
+    /// Keeps `hold` until its first monitors have subscribed: the process's sources then list
+    /// each resource once for the collector and the controllers that subscribed before it.
+    pub fn holding(mut self, hold: Hold) -> Self {
+        self.start_hold = Some(hold);
+        self
     }
 
     /// A handle for readiness, the debug graph and metrics; valid while and after it runs.
@@ -299,6 +311,7 @@ impl GarbageCollector {
             options,
             graph_changes,
             ready,
+            start_hold,
         } = self;
         let builder_stop = CancellationToken::new();
         let builder = tokio::spawn(builder::run(
@@ -309,18 +322,19 @@ impl GarbageCollector {
         // If this future is dropped mid-run (its task aborted), the builder must stop with it:
         // it holds `shared`, and with it the queues' timer tasks.
         let _stop_builder_on_drop = builder_stop.clone().drop_guard();
-        let monitor_client = options
-            .monitor_client
+        let sources = options
+            .sources
             .clone()
-            .unwrap_or_else(|| shared.client.clone());
+            .unwrap_or_else(|| Sources::new(shared.client.clone(), options.reflector.clone()));
         let mut monitors = Monitors::new(
-            monitor_client,
+            sources,
             shared.graph_changes.clone(),
             Arc::clone(&shared.sync),
             Arc::clone(&shared.monitor_counters),
-            options.reflector.clone(),
         );
         let complete = refresh(&shared, &mut monitors).await;
+        // Every monitor discovery asked for has subscribed: the sources may list now.
+        drop(start_hold);
 
         let mut workers = JoinSet::new();
         if wait_until_synced(&shared, options.initial_sync_timeout, &shutdown).await {

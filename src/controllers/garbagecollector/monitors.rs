@@ -1,5 +1,6 @@
-//! Monitors: one metadata-only reflector per deletable resource, all feeding the graph
-//! builder's channel; [`SyncState`], which records which types are monitored and whether
+//! Monitors: one metadata subscription per deletable resource to the process's
+//! [`Sources`] — a list and watch of its own, or a share of the one another controller already
+//! reads the resource with — all feeding the graph builder's channel; [`SyncState`], which records which types are monitored and whether
 //! their first complete list reached the graph; and [`MonitorCounters`], the running monitors'
 //! reflector counters for the metrics endpoint.
 //!
@@ -11,23 +12,20 @@
 //!   (the graph is the cache), so each object is held once.
 //! - A type counts as synced when the graph builder has applied its first list, not merely when
 //!   the list arrived: a worker that sees "synced" can trust the graph for that type.
-//! - [`Monitors::stop_all`] cancels every monitor and joins its task.
+//! - [`Monitors::stop_all`] leaves every subscription (a source nobody else reads stops).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
 use tokio::sync::mpsc::UnboundedSender;
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
 use super::builder::GraphEvent;
 use super::identity::{GroupKind, Gvk};
 use crate::api::PartialObjectMetadata;
-use crate::client::{Api, Client, ResourceRef};
-use crate::runtime::reflector::{
-    MetadataOnly, Reflector, ReflectorConfig, ReflectorEvent, ReflectorMetrics, ReflectorSink,
-};
+use crate::client::ResourceRef;
+use crate::runtime::reflector::{Form, ReflectorEvent, ReflectorMetrics, ReflectorSink};
+use crate::runtime::sources::{SourceKey, Sources, Subscriber, Subscription};
 
 /// Which types are monitored, and which of those the graph holds completely.
 #[derive(Debug, Default)]
@@ -106,7 +104,10 @@ impl MonitorCounters {
     }
 }
 
-/// Turns one reflector's events into graph events.
+/// The subscriber name of the monitors, in the sources' logs.
+const MONITOR: &str = "garbagecollector";
+
+/// Turns one resource's events into graph events.
 struct MonitorSink {
     gvk: Arc<Gvk>,
     graph_changes: UnboundedSender<GraphEvent>,
@@ -130,35 +131,31 @@ impl ReflectorSink<PartialObjectMetadata> for MonitorSink {
 
 struct Monitor {
     group_kind: GroupKind,
-    cancel: CancellationToken,
-    task: JoinHandle<()>,
+    subscription: Subscription,
 }
 
 /// The running monitors, by resource.
 pub struct Monitors {
-    client: Client,
+    sources: Sources,
     graph_changes: UnboundedSender<GraphEvent>,
     sync: Arc<SyncState>,
     counters: Arc<MonitorCounters>,
-    reflector: ReflectorConfig,
     running: HashMap<ResourceRef, Monitor>,
 }
 
 impl Monitors {
-    /// No monitors yet; each one started will list and watch through `client`.
+    /// No monitors yet; each one started subscribes to `sources`.
     pub fn new(
-        client: Client,
+        sources: Sources,
         graph_changes: UnboundedSender<GraphEvent>,
         sync: Arc<SyncState>,
         counters: Arc<MonitorCounters>,
-        reflector: ReflectorConfig,
     ) -> Monitors {
         Monitors {
-            client,
+            sources,
             graph_changes,
             sync,
             counters,
-            reflector,
             running: HashMap::new(),
         }
     }
@@ -212,19 +209,16 @@ impl Monitors {
             gvk,
             graph_changes: self.graph_changes.clone(),
         });
-        let api =
-            Api::<PartialObjectMetadata>::dynamic(self.client.clone(), resource.clone(), None);
-        let reflector = Reflector::new(MetadataOnly(api), self.reflector.clone());
-        self.counters.started(&resource, reflector.metrics());
-        let cancel = CancellationToken::new();
-        let task = tokio::spawn(reflector.run(sink, cancel.clone()));
+        let key = SourceKey::all(resource.clone());
+        self.counters.started(&resource, self.sources.metrics(&key));
+        let subscriber = Subscriber::<PartialObjectMetadata>::serde(MONITOR, Form::Metadata);
+        let subscription = self.sources.subscribe(key, subscriber, sink);
         tracing::debug!(resource = %resource.plural, group = %resource.group, "started garbage collector monitor");
         self.running.insert(
             resource,
             Monitor {
                 group_kind,
-                cancel,
-                task,
+                subscription,
             },
         );
     }
@@ -238,28 +232,17 @@ impl Monitors {
     }
 }
 
-async fn stop(mut monitor: Monitor, sync: &SyncState) {
-    monitor.cancel.cancel();
-    if let Err(error) = (&mut monitor.task).await {
-        tracing::warn!(%error, "a garbage collector monitor ended abnormally");
-    }
+async fn stop(monitor: Monitor, sync: &SyncState) {
+    monitor.subscription.leave().await;
     sync.stopped(&monitor.group_kind);
 }
 
 /// Monitors dropped without [`Monitors::stop_all`] (their owner's future was cancelled) take
-/// their counters off the metrics endpoint too.
+/// their counters off the metrics endpoint too; their subscriptions leave as they drop.
 impl Drop for Monitors {
     fn drop(&mut self) {
         for resource in self.running.keys() {
             self.counters.stopped(resource);
         }
-    }
-}
-
-/// A monitor dropped without [`stop`] (its owner's future was cancelled) still ends its task.
-impl Drop for Monitor {
-    fn drop(&mut self) {
-        self.cancel.cancel();
-        self.task.abort();
     }
 }

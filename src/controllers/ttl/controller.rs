@@ -30,6 +30,7 @@ use crate::events::{NoopRecorder, SharedRecorder};
 use crate::runtime::cache::{ObjectKey, Store};
 use crate::runtime::controller::{Controller, ControllerError, ReconcileCounters, ServerWait};
 use crate::runtime::informer::InformerSynced;
+use crate::runtime::sources::Sources;
 use crate::runtime::workqueue::{MetricsProvider, WorkQueue};
 
 use super::kind::TtlKind;
@@ -49,7 +50,7 @@ pub struct TtlController<K: TtlKind> {
 /// Configures a [`TtlController`]: what it shares with the rest of the process.
 pub struct TtlControllerBuilder<K: TtlKind> {
     client: Client,
-    informer_client: Option<Client>,
+    sources: Option<Sources>,
     options: TtlOptions,
     clock: SharedClock,
     metrics: Arc<TtlMetrics>,
@@ -77,11 +78,12 @@ impl<K: TtlKind> TtlControllerBuilder<K> {
         self
     }
 
-    /// The client the informer lists and watches through (kube-controller-manager's
-    /// `shared-informers`); the controller's own client then carries only its reads and
-    /// deletions (default: the controller's client for both).
-    pub fn informer_client(mut self, client: Client) -> Self {
-        self.informer_client = Some(client);
+    /// Where the informer's list and watch come from: the process's [`Sources`], shared with
+    /// every other controller reading the resource, whose clients (kube-controller-manager's
+    /// `shared-informers`) then carry them; the controller's own client carries only its reads
+    /// and deletions (default: sources of its own over the controller's client).
+    pub fn sources(mut self, sources: Sources) -> Self {
+        self.sources = Some(sources);
         self
     }
 
@@ -105,11 +107,12 @@ impl<K: TtlKind> TtlControllerBuilder<K> {
         let availability = self.client.availability().clone();
         let context = WatchContext {
             controller: K::CONTROLLER,
-            informer_client: self.informer_client.unwrap_or_else(|| self.client.clone()),
+            sources: self.sources.unwrap_or_else(|| {
+                Sources::new(self.client.clone(), self.options.reflector.clone())
+            }),
             client: self.client,
             queue: queue.clone(),
             clock: Arc::clone(&self.clock),
-            reflector: self.options.reflector.clone(),
             namespace: self.options.namespace.clone(),
             on_error: None,
         };
@@ -206,7 +209,7 @@ impl<K: TtlKind> TtlController<K> {
     pub fn builder(client: Client, options: TtlOptions) -> TtlControllerBuilder<K> {
         TtlControllerBuilder {
             client,
-            informer_client: None,
+            sources: None,
             options,
             clock: Arc::new(SystemClock),
             metrics: Arc::new(TtlMetrics::new()),

@@ -13,7 +13,8 @@
 //!   notification. The lock is held only for synchronous work (cache write, queueing to
 //!   unbounded buffers), never across an `.await`, and handlers never take it.
 //! - Lock order: the dispatch lock, then one cache lock at a time (the cache's own rule).
-//! - The reflector (if the informer was built with one) and the resync timer run inside
+//! - The reflector (if the informer was built with one, or its subscription to a shared
+//!   [`Sources`] source) and the resync timer run inside
 //!   [`SharedInformer::run`]'s future; the handler tasks are spawned by `add_handler`. All of
 //!   them stop when `run`'s token is cancelled, and `run` returns only after they have; if `run`
 //!   is never called or dropped half-way and the informer is dropped, the handler tasks are
@@ -33,6 +34,7 @@ use crate::runtime::cache::{Cacheable, Deleted, ReplaceDiff, Store};
 use crate::runtime::reflector::{
     ListWatch, Reflector, ReflectorConfig, ReflectorEvent, ReflectorMetrics, ReflectorSink,
 };
+use crate::runtime::sources::{SourceKey, Sources, Subscriber};
 
 use super::handler::{EventHandler, Notification};
 use super::listener::{spawn_listener, HandlerRegistration, Listener};
@@ -87,6 +89,19 @@ where
     {
         let metrics = reflector.metrics();
         let run: RunReflector<T> = Box::new(move |sink, stop| Box::pin(reflector.run(sink, stop)));
+        self.reflector = Some((run, metrics));
+        self
+    }
+
+    /// Keeps the cache current with `subscriber`'s projections of `key`'s source in `sources`
+    /// — one list and watch shared with every other subscriber of that resource — which
+    /// [`SharedInformer::run`] subscribes to, and leaves when it stops.
+    pub fn source(mut self, sources: &Sources, key: SourceKey, subscriber: Subscriber<T>) -> Self {
+        let metrics = sources.metrics(&key);
+        let sources = sources.clone();
+        let run: RunReflector<T> = Box::new(move |sink, stop| {
+            Box::pin(async move { sources.feed(key, subscriber, sink, stop).await })
+        });
         self.reflector = Some((run, metrics));
         self
     }

@@ -25,6 +25,12 @@ impl WatchErrorHandler {
 
     /// Tells the handler of `error`.
     pub(super) fn failed(&self, error: &Error) {
+        self.call(error);
+    }
+
+    /// Calls the handler with `error`: for a source that passes its reflector's failures on to
+    /// several owners.
+    pub fn call(&self, error: &Error) {
         (self.0)(error);
     }
 }

@@ -97,7 +97,7 @@ pub use backoff::{Backoff, BackoffConfig};
 pub use error_handler::WatchErrorHandler;
 pub use event::{ReflectorEvent, ReflectorSink};
 pub use metrics::{MetricsSnapshot, ReflectorMetrics};
-pub use source::{Decoded, EventStream, ListWatch, Listed, MetadataOnly};
+pub use source::{Decoded, EventStream, Form, ListWatch, Listed, MetadataOnly};
 pub use state::{list_limit, ListFrom, Next, State, WatchEnd};
 
 /// A watch shorter than this that delivered nothing counts as a failure (client-go).
@@ -171,6 +171,15 @@ where
             metrics,
             on_error: None,
         }
+    }
+
+    /// Counts into `metrics` instead of counters of its own: a source that replaces its
+    /// reflector (the [`sources`](crate::runtime::sources) hub, when a subscriber joins) keeps
+    /// one set of counters for the resource across them.
+    pub fn with_metrics(mut self, metrics: Arc<ReflectorMetrics>) -> Self {
+        metrics.set_stuck_after(self.config.backoff.cap * 2);
+        self.metrics = metrics;
+        self
     }
 
     /// Tells `handler` of every failed list and watch request (see [`WatchErrorHandler`]).

@@ -140,18 +140,42 @@ impl<K: DeserializeOwned + Send + 'static> ListWatch for MetadataOnly<K> {
     }
 }
 
-/// Lists and watches whole objects of any resource, keeping of each only what a runtime
+/// What the server sends of each object: the whole object, or its metadata only
+/// (`PartialObjectMetadata`, which every resource, built-in or custom, can be read as).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Form {
+    /// The whole object.
+    #[default]
+    Objects,
+    /// `metadata` only.
+    Metadata,
+}
+
+/// Lists and watches any resource, keeping of each object only what a runtime
 /// [`ItemDecoder`] makes of it: e.g. a retention policy's judgement, computed by rules (CEL,
-/// field paths) that no `Deserialize` impl could know.
+/// field paths) that no `Deserialize` impl could know. The server sends whole objects, or
+/// their metadata only ([`Decoded::metadata`]).
 pub struct Decoded<T> {
     api: Api<serde_json::Value>,
     decoder: ItemDecoder<T>,
+    form: Form,
 }
 
 impl<T> Decoded<T> {
-    /// The resource and namespace scope of `api`, each object decoded by `decoder`.
+    /// The resource and namespace scope of `api`, each whole object decoded by `decoder`.
     pub fn new(api: Api<serde_json::Value>, decoder: ItemDecoder<T>) -> Self {
-        Decoded { api, decoder }
+        Decoded::with_form(api, decoder, Form::Objects)
+    }
+
+    /// As [`new`](Self::new), but the server sends each object's metadata only, and that is
+    /// what `decoder` reads.
+    pub fn metadata(api: Api<serde_json::Value>, decoder: ItemDecoder<T>) -> Self {
+        Decoded::with_form(api, decoder, Form::Metadata)
+    }
+
+    /// What `decoder` is given of each object, as `form` says.
+    pub fn with_form(api: Api<serde_json::Value>, decoder: ItemDecoder<T>, form: Form) -> Self {
+        Decoded { api, decoder, form }
     }
 }
 
@@ -160,13 +184,17 @@ impl<T> Clone for Decoded<T> {
         Decoded {
             api: self.api.clone(),
             decoder: self.decoder.clone(),
+            form: self.form,
         }
     }
 }
 
 impl<T> std::fmt::Debug for Decoded<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Decoded").field("api", &self.api).finish()
+        f.debug_struct("Decoded")
+            .field("api", &self.api)
+            .field("form", &self.form)
+            .finish()
     }
 }
 
@@ -174,13 +202,21 @@ impl<T: Send + 'static> ListWatch for Decoded<T> {
     type Object = T;
 
     async fn list(&self, params: &ListParams) -> Result<Listed<T>, Error> {
-        let pager = self.api.pager_with(params.clone(), self.decoder.clone());
+        let (params, decoder) = (params.clone(), self.decoder.clone());
+        let pager = match self.form {
+            Form::Objects => self.api.pager_with(params, decoder),
+            Form::Metadata => self.api.metadata_pager_with(params, decoder),
+        };
         Ok(Listed::from_pages(pager.collect_pages().await?))
     }
 
     async fn watch(&self, params: &WatchParams) -> Result<EventStream<T>, Error> {
         let decoder = self.decoder.clone();
-        Ok(self.api.watch_with(params, decoder).await?.boxed())
+        let stream = match self.form {
+            Form::Objects => self.api.watch_with(params, decoder).await?,
+            Form::Metadata => self.api.watch_metadata_with(params, decoder).await?,
+        };
+        Ok(stream.boxed())
     }
 
     fn describe(&self) -> String {

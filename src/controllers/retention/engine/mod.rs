@@ -43,15 +43,15 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::PartialObjectMetadata;
-use crate::client::{Api, Client, ResourceRef};
+use crate::client::{Client, ResourceRef};
 use crate::clock::{SharedClock, SystemClock};
 use crate::events::{NoopRecorder, SharedRecorder};
-use crate::runtime::cache::ObjectKey;
+use crate::runtime::cache::{ObjectKey, Store};
 use crate::runtime::controller::{Controller, ControllerError, ServerWait};
 use crate::runtime::informer::{HandlerFns, InformerSynced, SharedInformer};
-use crate::runtime::reflector::{
-    MetadataOnly, ReflectorConfig, ReflectorMetrics, WatchErrorHandler,
-};
+use crate::runtime::reflector::Form;
+use crate::runtime::reflector::{ReflectorConfig, ReflectorMetrics, WatchErrorHandler};
+use crate::runtime::sources::{SourceKey, Sources, Subscriber};
 use crate::runtime::workqueue::{MetricsProvider, WorkQueue};
 
 pub use fresh_read::{FreshRead, UnknownFreshRead};
@@ -184,7 +184,7 @@ pub struct RetentionController {
 /// Configures a [`RetentionController`].
 pub struct RetentionControllerBuilder {
     client: Client,
-    informer_client: Option<Client>,
+    sources: Option<Sources>,
     options: RetentionOptions,
     clock: SharedClock,
     metrics: Arc<RetentionMetrics>,
@@ -193,9 +193,11 @@ pub struct RetentionControllerBuilder {
 }
 
 impl RetentionControllerBuilder {
-    /// The client informers list and watch through (default: the controller's).
-    pub fn informer_client(mut self, client: Client) -> Self {
-        self.informer_client = Some(client);
+    /// Where its informers' lists and watches come from: the process's [`Sources`], shared
+    /// with every other controller reading a resource (default: sources of its own over the
+    /// controller's client).
+    pub fn sources(mut self, sources: Sources) -> Self {
+        self.sources = Some(sources);
         self
     }
 
@@ -229,25 +231,26 @@ impl RetentionControllerBuilder {
     ///
     /// Outside a Tokio runtime (registering handlers spawns their tasks).
     pub fn build(self) -> RetentionController {
-        let informer_client = self.informer_client.unwrap_or_else(|| self.client.clone());
         let reflector = self.options.reflector.clone();
+        let sources = self
+            .sources
+            .unwrap_or_else(|| Sources::new(self.client.clone(), reflector));
         let policies = |resource: ResourceRef| {
-            let api: Api<RetentionPolicyObject> =
-                Api::dynamic(informer_client.clone(), resource.clone(), None);
-            SharedInformer::new(resource.path_name(), api, reflector.clone())
+            let key = SourceKey::all(resource.clone());
+            let subscriber = Subscriber::<RetentionPolicyObject>::serde(CONTROLLER, Form::Objects);
+            SharedInformer::builder(resource.path_name(), Store::new())
+                .source(&sources, key, subscriber)
+                .build()
         };
         let namespaced = policies(namespaced_policies());
         let cluster = policies(cluster_policies());
-        let namespaces_api: Api<serde_json::Value> = Api::dynamic(
-            informer_client.clone(),
-            ResourceRef::new("", "v1", "namespaces", "Namespace", false),
-            None,
-        );
-        let namespaces = SharedInformer::new(
-            "retention namespaces",
-            MetadataOnly(namespaces_api),
-            reflector.clone(),
-        );
+        let namespaces = SharedInformer::builder("retention namespaces", Store::new())
+            .source(
+                &sources,
+                SourceKey::all(ResourceRef::new("", "v1", "namespaces", "Namespace", false)),
+                Subscriber::<PartialObjectMetadata>::serde(CONTROLLER, Form::Metadata),
+            )
+            .build();
         let mut queue = WorkQueue::builder("retention");
         if let Some(provider) = self.queue_metrics {
             queue = queue.metrics(provider);
@@ -257,11 +260,10 @@ impl RetentionControllerBuilder {
         let shared = Arc::new_cyclic(|weak| Shared {
             context: WatchContext {
                 controller: CONTROLLER,
-                informer_client,
+                sources,
                 client: self.client.clone(),
                 queue: queue.clone(),
                 clock: Arc::clone(&self.clock),
-                reflector,
                 namespace: None,
                 on_error: Some(rediscover_on_not_found(weak.clone())),
             },
@@ -338,7 +340,7 @@ impl RetentionController {
     pub fn builder(client: Client, options: RetentionOptions) -> RetentionControllerBuilder {
         RetentionControllerBuilder {
             client,
-            informer_client: None,
+            sources: None,
             options,
             clock: Arc::new(SystemClock),
             metrics: Arc::new(RetentionMetrics::default()),

@@ -29,9 +29,8 @@ use crate::controllers::retention::policy::Target;
 use crate::controllers::retention::wire::{decode_needed, Need};
 use crate::runtime::cache::{Cacheable, Store};
 use crate::runtime::informer::{HandlerFns, InformerSynced, SharedInformer};
-use crate::runtime::reflector::{
-    Decoded, Reflector, ReflectorConfig, ReflectorMetrics, WatchErrorHandler,
-};
+use crate::runtime::reflector::{Form, ReflectorMetrics, WatchErrorHandler};
+use crate::runtime::sources::{SourceKey, Sources, Subscriber};
 use crate::runtime::workqueue::WorkQueue;
 
 use super::groups::{GroupIndex, GroupKey};
@@ -64,16 +63,15 @@ pub struct ResourceWatch {
 pub struct WatchContext {
     /// Whose watch it is (`retention`, `ttl-after-finished`): its informer's name in logs.
     pub controller: &'static str,
-    /// Lists and watches (kube-controller-manager's `shared-informers` client).
-    pub informer_client: Client,
+    /// Where lists and watches come from: one per resource, shared with the other
+    /// controllers reading it.
+    pub sources: Sources,
     /// Reads and deletes.
     pub client: Client,
     /// Where work goes.
     pub queue: WorkQueue<WorkKey>,
     /// Wall time, for judging.
     pub clock: SharedClock,
-    /// How the informer lists and watches.
-    pub reflector: ReflectorConfig,
     /// Watch only this namespace (a TTL controller's `--namespace`); `None` for all.
     pub namespace: Option<String>,
     /// Told of every failed list and watch request of the watches (the retention controller
@@ -112,21 +110,19 @@ impl ResourceWatch {
         let clock = Arc::clone(&context.clock);
         let decoder = judging(Arc::clone(&rules), move || clock.now());
         let namespace = context.namespace.as_deref();
-        let source = Decoded::new(
-            Api::dynamic(
-                context.informer_client.clone(),
-                plan.resource.clone(),
-                namespace,
-            ),
+        let key = SourceKey {
+            resource: plan.resource.clone(),
+            namespace: namespace.map(str::to_owned),
+        };
+        let subscriber = Subscriber {
+            name: context.controller.to_owned(),
+            form: Form::Objects,
             decoder,
-        );
-        let mut reflector = Reflector::new(source, context.reflector.clone());
-        if let Some(handler) = &context.on_error {
-            reflector = reflector.on_error(handler.clone());
-        }
+            on_error: context.on_error.clone(),
+        };
         let informer =
             SharedInformer::builder(format!("{} {target}", context.controller), Store::new())
-                .reflector(reflector)
+                .source(&context.sources, key, subscriber)
                 .build();
         let groups = Arc::new(GroupIndex::default());
         informer.add_handler(handlers(&target, &groups, context));
