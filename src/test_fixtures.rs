@@ -29,3 +29,28 @@ pub fn response_body<T: serde::de::DeserializeOwned>(prefix: &str) -> T {
     serde_json::from_value(exchange(prefix)["response"]["body"].clone())
         .unwrap_or_else(|e| panic!("exchange {prefix}: {e}"))
 }
+
+/// The binary response body of that exchange (`response.body_base64`: a protobuf body).
+pub fn response_bytes(prefix: &str) -> Vec<u8> {
+    base64_field(&exchange(prefix)["response"]["body_base64"], prefix)
+}
+
+/// The chunks of that exchange's binary streamed body (`response.chunks_base64`: a protobuf
+/// watch), split as they arrived.
+pub fn response_chunks(prefix: &str) -> Vec<Vec<u8>> {
+    let exchange = exchange(prefix);
+    let chunks = exchange["response"]["chunks_base64"]
+        .as_array()
+        .unwrap_or_else(|| panic!("exchange {prefix} has no chunks_base64"));
+    chunks.iter().map(|c| base64_field(c, prefix)).collect()
+}
+
+fn base64_field(value: &Value, prefix: &str) -> Vec<u8> {
+    use base64::Engine as _;
+    let text = value
+        .as_str()
+        .unwrap_or_else(|| panic!("exchange {prefix}: no base64 text"));
+    base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .unwrap_or_else(|e| panic!("exchange {prefix}: {e}"))
+}

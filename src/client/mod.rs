@@ -71,6 +71,7 @@ pub mod options;
 pub mod outage;
 pub mod pager;
 pub mod params;
+pub mod protobuf;
 pub mod request;
 pub mod resource_ref;
 pub mod retry;
