@@ -111,6 +111,17 @@ async fn every_controller_of_kube_gc_run_shares_one_list_and_one_watch_per_resou
         list[0].header("accept").unwrap_or_default().to_owned()
     };
     assert!(!accept("/apis/batch/v1/jobs").contains("PartialObjectMetadata"));
+    // Protobuf first for the Jobs (what the TTL judgement and the collector read is all in the
+    // tables) and for every metadata list; JSON only for a custom resource's whole objects.
+    assert_eq!(
+        accept("/apis/batch/v1/jobs"),
+        "application/vnd.kubernetes.protobuf,application/json"
+    );
+    assert!(accept("/api/v1/configmaps").starts_with("application/vnd.kubernetes.protobuf;"));
+    assert_eq!(
+        accept("/apis/batch.volcano.sh/v1alpha1/jobs"),
+        "application/json"
+    );
     assert!(accept("/api/v1/namespaces").contains("PartialObjectMetadataList"));
     assert!(accept("/api/v1/configmaps").contains("PartialObjectMetadataList"));
     shutdown.cancel();

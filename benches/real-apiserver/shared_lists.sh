@@ -22,7 +22,7 @@ python3 "$COST" "$KIT" --timeout 300 --until "\"deleted\".* namespace=\"$NS\" na
     sh -c "exec '$BIN' run --kubeconfig '$KIT/admin.kubeconfig' --leader-elect=false \
     --secure-port=0 --controllers=ttl-after-finished,garbagecollector 2>&1" \
     2> "$OUT/$LABEL.log" | tee "$OUT/$LABEL.cost"
-sleep 1
+sleep 3
 tail -n +"$((from + 1))" "$AUDIT" | python3 -c '
 import json, sys, collections
 lists, watches = collections.Counter(), collections.Counter()

@@ -44,6 +44,14 @@ pub trait DecodeItem<T>: Send + Sync + 'static {
     fn decode_deleted(&self, bytes: &[u8]) -> Result<T, serde_json::Error> {
         self.decode(bytes)
     }
+
+    /// The members of an object this decoder reads, if it knows: the client may then ask for
+    /// an encoding it reads fewer bytes of (protobuf, where the tables describe all of them —
+    /// [`negotiate`](super::negotiate)) and hands it only those members. `None` (the
+    /// default): anything.
+    fn reads(&self) -> Option<super::protobuf::Selection> {
+        None
+    }
 }
 
 impl<T, F> DecodeItem<T> for F

@@ -66,6 +66,16 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+    /// A protobuf answer could not be read (a broken frame or envelope, a kind without
+    /// tables).
+    #[error("could not decode protobuf {what}: {source}")]
+    Protobuf {
+        /// What was being decoded, e.g. `watch frame`.
+        what: &'static str,
+        /// What was wrong.
+        #[source]
+        source: BoxError,
+    },
     /// A LIST response body is not a well-formed list (see
     /// [`ListDecodeError`](super::list_decoder::ListDecodeError) for where and why).
     #[error(transparent)]
@@ -437,6 +447,7 @@ impl Error {
             ),
             Error::Request { .. }
             | Error::Decode { .. }
+            | Error::Protobuf { .. }
             | Error::ListBody(_)
             | Error::Encode { .. }
             | Error::Auth { .. }
@@ -455,6 +466,7 @@ impl Error {
             Error::Api(e) => status_says_unavailable(e.code),
             Error::Request { .. }
             | Error::Decode { .. }
+            | Error::Protobuf { .. }
             | Error::ListBody(_)
             | Error::Encode { .. }
             | Error::Auth { .. }

@@ -9,7 +9,9 @@
 //!   metadata only (`Accept: …;as=PartialObjectMetadata[List];g=meta.k8s.io;v=v1`), whatever `K`.
 //!   [`pager_with`](Api::pager_with) and [`watch_with`](Api::watch_with) read whole objects and
 //!   turn each into a `T` with a caller's [`ItemDecoder`], whatever `K`; their `*_metadata_*`
-//!   twins do the same with metadata only.
+//!   twins do the same with metadata only. These four ask for protobuf first where
+//!   [`negotiate`](super::negotiate) says the reader can read it, and read whatever the server
+//!   answers.
 //! - Writes: [`create`](Api::create), [`replace`](Api::replace) (PUT; a stale
 //!   `metadata.resourceVersion` is a 409), [`patch`](Api::patch) (merge, JSON or strategic),
 //!   [`delete`](Api::delete) (answers [`DeleteResponse`]: the object if it lingers, a Status if
@@ -31,6 +33,7 @@ use url::Url;
 use super::decode::ItemDecoder;
 use super::error::Error;
 use super::list_decoder::read_list;
+use super::negotiate;
 use super::pager::Pager;
 use super::params::{ListParams, Patch, PostParams, WatchParams};
 use super::request::{ApiRequest, ACCEPT_JSON, CONTENT_TYPE_JSON};
@@ -148,6 +151,7 @@ impl<K> Api<K> {
     /// A pager reading the list one page at a time, each item turned into a `T` by `decoder`
     /// as it arrives (no `K` is built).
     pub fn pager_with<T: 'static>(&self, params: ListParams, decoder: ItemDecoder<T>) -> Pager<T> {
+        let asking = negotiate::objects(&self.resource, ACCEPT_JSON, decoder.reads());
         Pager::with_item_decoder(
             self.client.clone(),
             self.collection_url(),
@@ -155,6 +159,7 @@ impl<K> Api<K> {
             params,
             decoder,
         )
+        .asking(asking)
     }
 
     /// WATCH, each object of an `ADDED`, `MODIFIED` or `DELETED` event turned into a `T` by
@@ -164,8 +169,9 @@ impl<K> Api<K> {
         params: &WatchParams,
         decoder: ItemDecoder<T>,
     ) -> Result<WatchStream<T>, Error> {
-        let request = self.watch_request(params, ACCEPT_JSON);
-        self.client.watch_with(&request, decoder).await
+        let asking = negotiate::objects(&self.resource, ACCEPT_JSON, decoder.reads());
+        let request = self.watch_request(params, asking.accept);
+        self.client.watch_with(&request, decoder, asking.keep).await
     }
 
     /// As [`pager_with`](Api::pager_with), but the server sends each item's metadata only
@@ -175,6 +181,7 @@ impl<K> Api<K> {
         params: ListParams,
         decoder: ItemDecoder<T>,
     ) -> Pager<T> {
+        let asking = negotiate::metadata(true, decoder.reads());
         Pager::with_item_decoder(
             self.client.clone(),
             self.collection_url(),
@@ -182,6 +189,7 @@ impl<K> Api<K> {
             params,
             decoder,
         )
+        .asking(asking)
     }
 
     /// As [`watch_with`](Api::watch_with), but the server sends each object's metadata only.
@@ -190,8 +198,9 @@ impl<K> Api<K> {
         params: &WatchParams,
         decoder: ItemDecoder<T>,
     ) -> Result<WatchStream<T>, Error> {
-        let request = self.watch_request(params, ACCEPT_PARTIAL_OBJECT_METADATA);
-        self.client.watch_with(&request, decoder).await
+        let asking = negotiate::metadata(false, decoder.reads());
+        let request = self.watch_request(params, asking.accept);
+        self.client.watch_with(&request, decoder, asking.keep).await
     }
 
     fn watch_request(&self, params: &WatchParams, accept: &'static str) -> ApiRequest {

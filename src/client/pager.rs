@@ -14,7 +14,9 @@
 //!   is: only the caller knows whether to retry without a resourceVersion.
 //! - After the last page or an error, [`Pager::next_page`] returns `None`.
 //! - Each page's body is decoded item by item as it arrives ([`read_list`]), never buffered
-//!   whole: a `resourceVersion=0` list ignores `limit` and can be hundreds of megabytes.
+//!   whole: a `resourceVersion=0` list ignores `limit` and can be hundreds of megabytes. A
+//!   protobuf body (by its `Content-Type`) is read the same way, each item transcoded to the
+//!   JSON text of the members the reader keeps ([`negotiate`](super::negotiate)).
 //! - Items are decoded with `serde_json::from_slice::<K>` ([`Pager::new`]) or with a caller's
 //!   [`ItemDecoder`] ([`Pager::with_item_decoder`], [`Api::pager_with`](super::Api::pager_with));
 //!   paging, restarts and errors are the same either way.
@@ -28,7 +30,10 @@ use url::Url;
 use super::decode::{ItemDecode, ItemDecoder};
 use super::error::Error;
 use super::list_decoder::read_list_decoding;
+use super::negotiate::{is_protobuf, Asking};
 use super::params::ListParams;
+use super::protobuf::Selection;
+use super::protobuf_answers;
 use super::request::ApiRequest;
 use super::transport::Client;
 use crate::api::List;
@@ -63,6 +68,8 @@ pub struct Pager<K> {
     restarts: u32,
     /// What turns each item's text into a `K`.
     decode: ItemDecode<K>,
+    /// The members of each item a protobuf answer is transcoded with.
+    keep: Selection,
 }
 
 impl<K: DeserializeOwned> Pager<K> {
@@ -106,7 +113,15 @@ impl<K> Pager<K> {
             cursor,
             restarts: 0,
             decode,
+            keep: Selection::all(),
         }
+    }
+
+    /// Asks as `asking` says (protobuf first, where the reader's members allow it).
+    pub(crate) fn asking(mut self, asking: Asking) -> Self {
+        self.accept = asking.accept;
+        self.keep = asking.keep;
+        self
     }
 
     /// The next page, `None` once the list is complete or failed.
@@ -179,8 +194,16 @@ impl<K> Pager<K> {
             .with_query(&params.query())
             .with_accept(self.accept);
         let response = self.client.send(&request).await?;
+        let content_type = response
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok());
         // Decoded as it streams in: a `resourceVersion=0` list ignores `limit` and may be
-        // hundreds of megabytes in one body.
-        read_list_decoding(response.bytes_stream(), self.decode.clone()).await
+        // hundreds of megabytes in one body. By what the server sent, not what was asked.
+        if is_protobuf(content_type) {
+            protobuf_answers::read_list(response.bytes_stream(), &self.decode, &self.keep).await
+        } else {
+            read_list_decoding(response.bytes_stream(), self.decode.clone()).await
+        }
     }
 }

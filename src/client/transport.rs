@@ -41,10 +41,12 @@ use super::availability::ServerAvailability;
 use super::config::auth::Auth;
 use super::config::tls::crypto_provider;
 use super::config::ClientConfig;
-use super::decode::ItemDecoder;
+use super::decode::{decode_fn, ItemDecoder};
 use super::error::{ApiError, Error};
+use super::negotiate::is_protobuf;
 use super::observer::{Attempt, AttemptResult, ObserverSlot, BASE_CLIENT};
 use super::options::{BuildError, ClientOptions};
+use super::protobuf::Selection;
 use super::request::{ApiRequest, ResponseKind};
 use super::retry::{RetryPolicy, Step};
 use super::sni::SniRoute;
@@ -231,13 +233,24 @@ impl Client {
         Ok(WatchStream::new(response.bytes_stream()))
     }
 
-    /// Like [`watch`](Self::watch), each event's object decoded by `decoder`.
+    /// Like [`watch`](Self::watch), each event's object decoded by `decoder`. A protobuf
+    /// answer (by its `Content-Type`) is read frame by frame, each object transcoded to the
+    /// JSON text of the members in `keep`.
     pub async fn watch_with<T: 'static>(
         &self,
         request: &ApiRequest,
         decoder: ItemDecoder<T>,
+        keep: Selection,
     ) -> Result<WatchStream<T>, Error> {
         let response = self.send(request).await?;
+        let content_type = response
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok());
+        if is_protobuf(content_type) {
+            let decode = decode_fn(decoder);
+            return Ok(WatchStream::protobuf(response.bytes_stream(), decode, keep));
+        }
         let decoder = WatchDecoder::with_item_decoder(decoder);
         Ok(WatchStream::with_decoder(response.bytes_stream(), decoder))
     }

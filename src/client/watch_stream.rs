@@ -40,6 +40,8 @@ use serde::de::DeserializeOwned;
 
 use super::decode::{decode_fn, from_slice, DecodeFn, ItemDecoder, ObjectText};
 use super::error::{snippet, Error};
+use super::protobuf::Selection;
+use super::protobuf_answers::WatchFrameDecoder;
 use crate::api::{EventType, WatchEvent};
 
 /// The default longest line accepted: far above the API server's ~3 MiB request limit, so only
@@ -269,8 +271,46 @@ fn is_blank(bytes: &[u8]) -> bool {
 /// A [`Stream`] of watch events decoded from a stream of body chunks.
 pub struct WatchStream<T> {
     body: Pin<Box<dyn Stream<Item = Result<Bytes, Error>> + Send>>,
-    decoder: WatchDecoder<T>,
+    decoder: Framing<T>,
     body_ended: bool,
+}
+
+/// How the stream is cut into events: JSON lines, or protobuf's length-prefixed frames.
+enum Framing<T> {
+    Lines(WatchDecoder<T>),
+    Frames(WatchFrameDecoder<T>),
+}
+
+impl<T> Framing<T> {
+    fn push(&mut self, chunk: &[u8]) {
+        match self {
+            Framing::Lines(d) => d.push(chunk),
+            Framing::Frames(d) => d.push(chunk),
+        }
+    }
+
+    fn next_event(&mut self) -> Option<Result<WatchEvent<T>, Error>> {
+        match self {
+            Framing::Lines(d) => d.next_event(),
+            Framing::Frames(d) => d.next_event(),
+        }
+    }
+
+    fn finish(&mut self) -> Option<Error> {
+        match self {
+            Framing::Lines(d) => d.finish(),
+            Framing::Frames(d) => d.finish(),
+        }
+    }
+}
+
+impl<T> fmt::Debug for Framing<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Framing::Lines(d) => d.fmt(f),
+            Framing::Frames(d) => d.fmt(f),
+        }
+    }
 }
 
 impl<T> fmt::Debug for WatchStream<T> {
@@ -304,7 +344,22 @@ impl<T> WatchStream<T> {
         use futures_util::TryStreamExt;
         WatchStream {
             body: Box::pin(body.map_err(Into::into)),
-            decoder,
+            decoder: Framing::Lines(decoder),
+            body_ended: false,
+        }
+    }
+
+    /// A protobuf watch (`application/vnd.kubernetes.protobuf;stream=watch`), each object
+    /// decoded by `decode` from the JSON text of the members in `keep`.
+    pub(crate) fn protobuf<S, E>(body: S, decode: DecodeFn<T>, keep: Selection) -> Self
+    where
+        S: Stream<Item = Result<Bytes, E>> + Send + 'static,
+        E: Into<Error> + 'static,
+    {
+        use futures_util::TryStreamExt;
+        WatchStream {
+            body: Box::pin(body.map_err(Into::into)),
+            decoder: Framing::Frames(WatchFrameDecoder::new(decode, keep)),
             body_ended: false,
         }
     }

@@ -84,6 +84,57 @@ impl Selection {
     }
 
     /// The member `name`, inserted as `missing` if not named yet.
+    /// Wants member `name` (a single name, dots and all: an annotation key) as `below` says,
+    /// besides what it wanted already.
+    pub fn with_member(mut self, name: &str, below: Selection) -> Self {
+        let node = self.member_mut(name, Selection::none());
+        *node = std::mem::replace(node, Selection::none()).union(below);
+        self
+    }
+
+    /// What either wants: a reader serving two readers reads both selections.
+    pub fn union(self, other: Selection) -> Selection {
+        if self.is_all() || other.is_all() {
+            return Selection::all();
+        }
+        let others = self.others || other.others;
+        let mut merged = Selection {
+            members: Vec::new(),
+            others,
+        };
+        // A member one side names and the other leaves to `others`: the other side wants it
+        // whole if its `others` is set, not at all otherwise.
+        let (a, b) = (self, other);
+        let mut names: Vec<Box<str>> = a.members.iter().map(|(n, _)| n.clone()).collect();
+        for (n, _) in &b.members {
+            if !names.contains(n) {
+                names.push(n.clone());
+            }
+        }
+        for name in names {
+            let side = |s: &Selection| match s.members.iter().find(|(n, _)| *n == name) {
+                Some((_, below)) => below.clone(),
+                None if s.others => Selection::all(),
+                None => Selection::none(),
+            };
+            merged
+                .members
+                .push((name.clone(), side(&a).union(side(&b))));
+        }
+        merged
+    }
+
+    /// The members this selection names, with what it wants of each (those it wants none of
+    /// included); with [`Selection::wants_others`], what it wants of every other member.
+    pub fn named(&self) -> impl Iterator<Item = (&str, &Selection)> {
+        self.members.iter().map(|(n, s)| (&**n, s))
+    }
+
+    /// Whether every member it does not name is wanted whole.
+    pub fn wants_others(&self) -> bool {
+        self.others
+    }
+
     fn member_mut(&mut self, name: &str, missing: Selection) -> &mut Selection {
         let index = match self.members.iter().position(|(n, _)| &**n == name) {
             Some(index) => index,
@@ -119,6 +170,26 @@ impl Selection {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_union_wants_what_either_wants() {
+        let ttl = Selection::paths(["metadata", "spec.ttlSecondsAfterFinished"]);
+        let gc = Selection::paths(["metadata.ownerReferences", "status.phase"]);
+        let both = ttl.clone().union(gc);
+        assert!(both.member("metadata").is_some_and(Selection::is_all));
+        let spec = both.member("spec").expect("spec");
+        assert!(spec.member("ttlSecondsAfterFinished").is_some());
+        assert!(spec.member("template").is_none());
+        assert!(both
+            .member("status")
+            .and_then(|s| s.member("phase"))
+            .is_some());
+        assert!(ttl.clone().union(Selection::all()).is_all());
+        assert_eq!(ttl.clone().union(Selection::none()), ttl);
+        let keyed = Selection::none().with_member("kube-gc.io/ttl", Selection::all());
+        assert!(keyed.member("kube-gc.io/ttl").is_some());
+        assert!(keyed.member("kube-gc").is_none());
+    }
 
     #[test]
     fn paths_select_exactly_their_subtrees() {

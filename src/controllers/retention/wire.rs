@@ -10,6 +10,7 @@
 //! its whole subtree, a CEL expression keeps each top-level field it reads, and one that uses
 //! `object` whole keeps everything.
 
+use crate::client::protobuf::Selection;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -34,6 +35,19 @@ pub enum Need {
 }
 
 impl Need {
+    /// The same tree as a transcoding [`Selection`]: what a protobuf answer must carry for
+    /// the judgement to be the one JSON would give.
+    pub fn selection(&self) -> Selection {
+        match self {
+            Need::All => Selection::all(),
+            Need::Fields(fields) => fields
+                .iter()
+                .fold(Selection::none(), |selection, (name, below)| {
+                    selection.with_member(name, below.selection())
+                }),
+        }
+    }
+
     /// Nothing yet; paths are added.
     pub fn nothing() -> Need {
         Need::Fields(BTreeMap::new())

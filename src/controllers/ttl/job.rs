@@ -62,6 +62,22 @@ mod tests {
     }
 
     #[test]
+    fn the_ttl_judgement_of_a_job_reads_only_what_protobuf_tables_describe() {
+        use crate::client::protobuf::schema;
+        use crate::controllers::retention::engine::judging;
+        use crate::controllers::ttl::state::rules;
+        let decoder = judging(std::sync::Arc::new(rules::<BatchJob>()), chrono::Utc::now);
+        let reads = decoder.reads().expect("the judgement says what it reads");
+        assert!(
+            crate::client::negotiate::covers(&schema::JOB, &reads),
+            "{reads:?}"
+        );
+        // And not the pod template, most of a Job's bytes.
+        let spec = reads.member("spec").expect("spec");
+        assert!(spec.member("template").is_none(), "{reads:?}");
+    }
+
+    #[test]
     fn a_terminal_condition_without_a_time_is_finished_without_time() {
         let odd = job(json!([{"type": "Complete", "status": "True"}]));
         assert_eq!(state_of::<BatchJob>(&odd).finished, Finished::WithoutTime);

@@ -20,6 +20,7 @@ use std::any::Any;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use crate::client::protobuf::Selection;
 use crate::client::{DecodeItem, ItemDecoder};
 use crate::runtime::cache::{Cacheable, ObjectKey};
 use crate::runtime::reflector::{Form, ReflectorEvent, ReflectorSink, WatchErrorHandler};
@@ -41,6 +42,8 @@ pub(super) trait Slot: Send + Sync {
     fn identity(&self, projection: &Erased) -> Option<Identity>;
     /// Hands it an event of its own projections.
     fn deliver(&self, event: ReflectorEvent<Erased>);
+    /// The members of an object it reads (`None`: anything).
+    fn reads(&self) -> Option<Selection>;
     /// Whether it has left (its events are dropped).
     fn has_left(&self) -> bool;
     /// It leaves: no more events.
@@ -157,6 +160,10 @@ impl<T: Cacheable + Send + 'static> Slot for TypedSlot<T> {
         self.sink.apply(event);
     }
 
+    fn reads(&self) -> Option<Selection> {
+        self.decoder.reads()
+    }
+
     fn has_left(&self) -> bool {
         self.left.load(Ordering::Acquire)
     }
@@ -225,6 +232,15 @@ impl DecodeItem<Projections> for Tee {
 
     fn decode_deleted(&self, bytes: &[u8]) -> Result<Projections, serde_json::Error> {
         self.decode_all(bytes, true)
+    }
+
+    /// What all the subscribers read together; anything if one of them may read anything.
+    fn reads(&self) -> Option<Selection> {
+        self.slots
+            .iter()
+            .filter(|slot| !slot.has_left())
+            .map(|slot| slot.reads())
+            .try_fold(Selection::none(), |all, reads| Some(all.union(reads?)))
     }
 }
 

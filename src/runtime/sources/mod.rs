@@ -49,7 +49,8 @@ pub use gate::Hold;
 use self::fanout::{Slot, TypedSlot};
 use self::gate::Gate;
 use self::source::{Source, SourceContext};
-use crate::client::{Client, ItemDecoder, ResourceRef};
+use crate::client::protobuf::Selection;
+use crate::client::{Client, DecodeItem, ItemDecoder, ResourceRef};
 use crate::runtime::cache::Cacheable;
 use crate::runtime::reflector::{
     Form, ReflectorConfig, ReflectorMetrics, ReflectorSink, WatchErrorHandler,
@@ -99,16 +100,38 @@ pub struct Subscriber<T> {
     pub on_error: Option<WatchErrorHandler>,
 }
 
-impl<T: serde::de::DeserializeOwned + 'static> Subscriber<T> {
+impl<T: serde::de::DeserializeOwned + Send + Sync + 'static> Subscriber<T> {
     /// A subscriber keeping each object as the `T` serde makes of its text (of the whole
-    /// object, or of its metadata as `form` says), told of no failures.
+    /// object, or of its metadata as `form` says), told of no failures. With
+    /// [`Form::Metadata`] it says it reads `metadata` only, so a source that also serves
+    /// whole-object subscribers hands it (in protobuf) no more.
     pub fn serde(name: impl Into<String>, form: Form) -> Subscriber<T> {
+        let reads = (form == Form::Metadata).then(|| Selection::paths(["metadata"]));
         Subscriber {
             name: name.into(),
             form,
-            decoder: Arc::new(|text: &[u8]| serde_json::from_slice::<T>(text)),
+            decoder: Arc::new(SerdeDecoder::<T> {
+                reads,
+                _type: std::marker::PhantomData,
+            }),
             on_error: None,
         }
+    }
+}
+
+/// Decodes with serde, reading what it says it reads.
+struct SerdeDecoder<T> {
+    reads: Option<Selection>,
+    _type: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<T: serde::de::DeserializeOwned + 'static> DecodeItem<T> for SerdeDecoder<T> {
+    fn decode(&self, text: &[u8]) -> Result<T, serde_json::Error> {
+        serde_json::from_slice(text)
+    }
+
+    fn reads(&self) -> Option<Selection> {
+        self.reads.clone()
     }
 }
 

@@ -212,6 +212,12 @@ where
     fn decode_deleted(&self, bytes: &[u8]) -> Result<Judgement, serde_json::Error> {
         gone(bytes)
     }
+
+    /// What the rules read: with the TTL presets, a Job's metadata, its TTL and its
+    /// conditions — what a protobuf answer can carry alone, skipping the pod template.
+    fn reads(&self) -> Option<crate::client::protobuf::Selection> {
+        Some(self.need.selection())
+    }
 }
 
 impl std::fmt::Debug for ResourceWatch {
