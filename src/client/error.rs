@@ -176,6 +176,12 @@ pub struct ApiError {
 impl ApiError {
     /// Builds the error for a non-success HTTP response.
     pub fn from_response(code: u16, headers: &HeaderMap, body: &[u8]) -> Self {
+        // Asked protobuf first, the server answers errors with a protobuf Status too
+        // (exchanges 109, 111): read as its JSON form.
+        let transcoded = super::protobuf::envelope::has_magic(body)
+            .then(|| super::protobuf::transcode::body_to_json(body, &Default::default()).ok())
+            .flatten();
+        let body = transcoded.as_deref().unwrap_or(body);
         let status = serde_json::from_slice::<Status>(body)
             .ok()
             .filter(|s| s.types.kind == "Status" || s.code.is_some() || !s.reason.is_unknown());
@@ -542,6 +548,16 @@ impl From<tokio::time::error::Elapsed> for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_protobuf_status_is_read_as_its_json_form() {
+        let body = crate::test_fixtures::response_bytes("111");
+        let error = ApiError::from_response(404, &HeaderMap::new(), &body);
+        assert_eq!(error.kind, ApiErrorKind::NotFound);
+        let status = error.status.expect("the Status");
+        assert_eq!(status.code, Some(404));
+        assert!(error.message.contains("not found"), "{}", error.message);
+    }
     use http::HeaderValue;
 
     fn error(code: u16, headers: &HeaderMap, body: &str) -> Error {
