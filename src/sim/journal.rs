@@ -1,10 +1,11 @@
 //! The request journal: what the simulated API server was asked and what it answered, so tests
 //! can assert on the client's behaviour ("exactly one DELETE, with a UID precondition").
 //!
-//! Contract: [`Journal::record`] appends an entry and gives it the next sequence number (1, 2,
-//! ...; numbers are never reused, even after [`Journal::clear`]). The journal keeps at most its
-//! capacity of entries, dropping the oldest first and counting what it dropped, so a long soak
-//! cannot grow it without bound. It is shared between request handlers (`&self` methods, an
+//! Contract: [`Journal::record`] appends an entry (the request, the status and the
+//! `Content-Type` answered) and gives it the next sequence number (1, 2, ...; numbers are never
+//! reused, even after [`Journal::clear`]). The journal keeps at most its capacity of entries,
+//! dropping the oldest first and counting what it dropped, so a long soak cannot grow it
+//! without bound. It is shared between request handlers (`&self` methods, an
 //! internal lock never held across an await) and every read returns copies.
 //!
 //! Only headers that matter to tests are kept (`accept`, `content-type`, `user-agent`,
@@ -44,6 +45,8 @@ pub struct JournalEntry {
     pub body: Option<Value>,
     /// The HTTP status answered.
     pub status: u16,
+    /// The answer's `Content-Type` (`application/json`, the protobuf media type, …), if any.
+    pub content_type: Option<String>,
 }
 
 impl JournalEntry {
@@ -237,6 +240,7 @@ mod tests {
             headers: Vec::new(),
             body: None,
             status: 200,
+            content_type: None,
         }
     }
 

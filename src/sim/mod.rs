@@ -1,9 +1,17 @@
 //! The simulated Kubernetes API server that tests, benchmarks and the demo run against.
 //!
-//! It speaks HTTP/1.1 (and HTTP/2 over TLS) and JSON like a v1.28 kube-apiserver, stores every
-//! object as `serde_json::Value`, and shares no code with [`crate::api`] or [`crate::client`]: it
-//! is the other side of the wire, and sharing decoding would mirror bugs instead of catching
-//! them.
+//! It speaks HTTP/1.1 (and HTTP/2 over TLS), JSON and protobuf like a v1.28 kube-apiserver,
+//! stores every object as `serde_json::Value`, and shares no code with [`crate::api`] or
+//! [`crate::client`]: it is the other side of the wire, and sharing decoding would mirror bugs
+//! instead of catching them.
+//!
+//! One exception: its protobuf bodies are written by `client::protobuf::encode`
+//! ([`handlers::protobuf`]), driven by the client's descriptor tables — a second copy of those
+//! tables here would double the chances of a wrong field number rather than catch one. What
+//! guards against a misreading mirrored on both sides is the real server's bytes: the encoder
+//! writes the captured bodies back byte for byte (`client::protobuf::encode`'s tests), and the
+//! sim's lists, watch frames and `Status` bodies are compared byte for byte with exchanges
+//! 100–111 (`handlers::protobuf`'s tests) and over HTTP by `tests/sim_protobuf.rs`.
 //!
 //! Layers, from the wire inwards:
 //! - [`server`]: `SimServer` — sockets, TLS, connections, lifecycle, the in-process API;
@@ -44,7 +52,14 @@
 //! - No `managedFields`, no defaulting of spec fields (a Job's selector, pod template defaults,
 //!   …), no schema validation beyond names, ownerReferences and finalizers.
 //! - No `deletecollection`, no server-side apply (`application/apply-patch+yaml` → 415), no
-//!   `as=Table` (clients offering JSON as a fallback get JSON), no protobuf. Aggregated
+//!   `as=Table` (clients offering JSON as a fallback get JSON), no YAML (JSON instead).
+//!   Protobuf is negotiated for GET, LIST, WATCH and error `Status` bodies
+//!   ([`handlers::encoding`]) but written only for the kinds `client::protobuf`'s tables
+//!   describe (Job, Pod, Namespace, ConfigMap, `Status`, `PartialObjectMetadata`): another
+//!   built-in kind asked for in protobuf is answered in JSON when JSON is acceptable, 406 when
+//!   not, where the real server writes protobuf; only members the tables describe are written;
+//!   write verbs (create, update, patch, delete) answer their objects and success `Status` in
+//!   JSON whatever is asked (their errors are negotiated). Aggregated
 //!   discovery is served (`apidiscovery.k8s.io/v2beta1`, as v1.28), but no group is ever
 //!   `Stale`: no aggregated API servers.
 //! - Pods are deleted like any other object (no graceful deletion period), namespaces are removed

@@ -143,7 +143,7 @@ impl Stamped {
     }
 
     /// Whether the stored object is presented as it is.
-    fn is_as_stored(&self) -> bool {
+    pub fn is_as_stored(&self) -> bool {
         self.overrides.is_empty()
     }
 

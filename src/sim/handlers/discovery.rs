@@ -16,6 +16,7 @@ use http::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, VARY};
 use http::{Response, StatusCode};
 use serde_json::{json, Map, Value};
 
+use super::encoding;
 use super::response::{self, Body};
 use super::route::Discovery;
 use crate::sim::resources::{ResourceDef, Resources};
@@ -36,27 +37,26 @@ pub enum RootForm {
     NotAcceptable,
 }
 
-/// Which form `/api` or `/apis` is answered in, for a request's `Accept`: the first media type
-/// the server can produce wins. Plain `application/json` (or a wildcard) is the legacy
-/// document; `application/json` with `g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList`
-/// the aggregated one, when served; JSON with any other `as` is skipped; other media types
-/// (YAML, protobuf) are answered as JSON, as this server produces nothing else.
+/// Which form `/api` or `/apis` is answered in, for a request's `Accept` (its media types in
+/// the server's order, [`encoding::media_types`]): the first one the server can produce wins.
+/// Plain `application/json` (or a wildcard) is the legacy document; `application/json` with
+/// `g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList` the aggregated one, when served;
+/// JSON with any other `as` is skipped; other media types (YAML, protobuf) are skipped too, as
+/// this server writes discovery in JSON only.
 pub fn root_form(accept: Option<&str>, aggregated_served: bool) -> RootForm {
     let Some(accept) = accept else {
         return RootForm::Legacy;
     };
     let mut skipped_json = false;
-    for media_type in accept.split(',') {
-        let mut parts = media_type.split(';').map(str::trim);
-        let essence = parts.next().unwrap_or_default();
+    for media_type in encoding::media_types(accept) {
+        let essence = media_type.essence();
         if essence == "*/*" || essence == "application/*" {
             return RootForm::Legacy;
         }
         if essence != "application/json" {
             continue;
         }
-        let params: Vec<(&str, &str)> = parts.filter_map(|p| p.split_once('=')).collect();
-        let param = |name: &str| params.iter().find(|(k, _)| *k == name).map(|(_, v)| *v);
+        let param = |name: &str| media_type.param(name);
         match param("as") {
             None => return RootForm::Legacy,
             Some("APIGroupDiscoveryList")

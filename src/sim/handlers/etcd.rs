@@ -70,7 +70,10 @@ pub async fn unreachable(
     if ctx.etcd.wait_up(ctx.request_timeout).await {
         return None;
     }
-    Some(response::status(status::request_deadline_exceeded()))
+    // JSON whatever was asked: the real server's timeout filter encodes the `Status` itself,
+    // without negotiating (exchange 78's JSON body under `text/plain`).
+    let (code, body) = status::request_deadline_exceeded();
+    Some(response::json(code, &body))
 }
 
 /// A watch, or a LIST the watch cache answers.

@@ -3,15 +3,18 @@
 //! Contract: [`handle`] is the whole request pipeline of the simulated server, in the order a
 //! real server applies it: route the path, authenticate (a client certificate signed by the
 //! server's CA, or `Authorization: Bearer` when a token is configured → else 401), apply injected faults (delay, or an error / 429 with `Retry-After`),
-//! run the verb against the store, and record the exchange in the journal. Each verb lives in
-//! its own module: [`read`] (get, list), [`write`](mod@write) (create, update, patch, delete), [`watch`]
-//! (streaming), [`discovery`]; [`errors`] maps refusals to `Status` bodies and [`response`] builds
-//! responses.
+//! run the verb against the store, write an error's `Status` in the media type the request
+//! asks for, and record the exchange in the journal. Each verb lives in its own module:
+//! [`read`] (get, list), [`write`](mod@write) (create, update, patch, delete), [`watch`]
+//! (streaming), [`discovery`]; [`errors`] maps refusals to `Status` bodies, [`response`] builds
+//! responses, [`encoding`] negotiates JSON or protobuf and [`protobuf`] writes the latter.
 
 pub mod discovery;
+pub mod encoding;
 pub mod errors;
 pub mod etcd;
 pub mod list_body;
+pub mod protobuf;
 pub mod read;
 pub mod response;
 pub mod reviews;
@@ -25,7 +28,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
-use http::header::{HeaderValue, ACCEPT, AUTHORIZATION, RETRY_AFTER};
+use http::header::{HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::Value;
@@ -199,7 +202,9 @@ where
     );
     let verb = classify(&incoming, &route);
     let response = respond(ctx, peer, &incoming, &route, verb).await;
-    record(ctx, &incoming, verb, response.status(), arrived);
+    // One place for every error: its `Status` in the media type the request asks for first.
+    let response = response::status_as_accepted(response, incoming.header(ACCEPT));
+    record(ctx, &incoming, verb, &response, arrived);
     response
 }
 
@@ -370,9 +375,14 @@ fn record(
     ctx: &Context,
     incoming: &Incoming,
     verb: Verb,
-    code: StatusCode,
+    response: &Response<Body>,
     arrived: DateTime<Utc>,
 ) {
+    let content_type = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     ctx.journal.record(JournalEntry {
         seq: 0,
         at: arrived,
@@ -382,7 +392,8 @@ fn record(
         query: incoming.query.clone(),
         headers: recorded_headers(&incoming.headers),
         body: incoming.json_body().ok().flatten(),
-        status: code.as_u16(),
+        status: response.status().as_u16(),
+        content_type,
     });
 }
 

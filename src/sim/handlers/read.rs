@@ -1,20 +1,25 @@
 //! GET of one object and LIST of a collection.
 //!
-//! Contract: a GET answers the stored object (in the representation the `Accept` header asks
-//! for); GET of `/status` answers the same object. A LIST turns the query (`labelSelector`,
-//! `fieldSelector`, `limit`, `continue`, `resourceVersion`, `resourceVersionMatch`) into
-//! [`ListOptions`] and answers one page as `<Kind>List` or `PartialObjectMetadataList`, streamed
-//! ([`ListBody`]); the
-//! semantics of each parameter are the store's (see `crate::sim::store::list`).
+//! Contract: a GET answers the stored object (in the media type and representation the
+//! `Accept` header asks for, see [`encoding`]); GET of `/status` answers the same object. A
+//! LIST turns the query (`labelSelector`, `fieldSelector`, `limit`, `continue`,
+//! `resourceVersion`, `resourceVersionMatch`) into [`ListOptions`] and answers one page as
+//! `<Kind>List` or `PartialObjectMetadataList`, streamed in JSON ([`ListBody`]) or whole in
+//! protobuf; the semantics of each parameter are the store's (see `crate::sim::store::list`).
+//! Both negotiate after reading, as the real server fails to encode only then: a custom
+//! resource asked for in protobuf alone is 404 when missing, 406 when there (exchange 109).
 
 use http::header::ACCEPT;
 use http::{Response, StatusCode};
 
+use super::encoding::{self, Encoding};
 use super::errors::HandlerError;
 use super::list_body::ListBody;
+use super::protobuf;
 use super::response::{self, Body, Representation};
 use super::route::Target;
 use super::{Context, Incoming};
+use crate::client::protobuf::encode::EncodeError;
 use crate::sim::filter::ObjectFilter;
 use crate::sim::selectors::{FieldSelector, LabelSelector};
 use crate::sim::status::{self, Cause, CauseType, GroupKind};
@@ -30,8 +35,19 @@ pub fn get(
     let obj = ctx
         .store
         .get(target.resource, target.namespace.as_deref(), name)?;
-    let representation = Representation::from_accept(incoming.header(ACCEPT));
-    Ok(response::json(StatusCode::OK, &representation.object(&obj)))
+    let def = ctx.store.resources().def(target.resource);
+    match encoding::for_resource(incoming.header(ACCEPT), def) {
+        Encoding::Json(representation) => {
+            Ok(response::json(StatusCode::OK, &representation.object(&obj)))
+        }
+        Encoding::Protobuf {
+            representation,
+            fallback,
+        } => protobuf_answer(protobuf::object(def, representation, &obj), fallback, |r| {
+            response::json(StatusCode::OK, &r.object(&obj))
+        }),
+        Encoding::NotAcceptable => Err(HandlerError::Status(status::not_acceptable())),
+    }
 }
 
 /// LIST of a collection.
@@ -56,9 +72,41 @@ pub async fn list(
     }
     let page = ctx.store.list(target.resource, &options)?;
     let def = ctx.store.resources().def(target.resource);
-    let representation = Representation::from_accept(incoming.header(ACCEPT));
-    // Encoded as it is sent: a resourceVersion=0 list of every object can be hundreds of MB.
-    Ok(ListBody::new(def, page, representation).into_response())
+    match encoding::for_resource(incoming.header(ACCEPT), def) {
+        // Encoded as it is sent: a resourceVersion=0 list of every object can be hundreds of MB.
+        Encoding::Json(representation) => {
+            Ok(ListBody::new(def, page, representation).into_response())
+        }
+        // Whole, as the real server's protobuf serializer writes it: the body's length leads it.
+        Encoding::Protobuf {
+            representation,
+            fallback,
+        } => protobuf_answer(protobuf::list(def, representation, &page), fallback, |r| {
+            ListBody::new(def, page, r).into_response()
+        }),
+        Encoding::NotAcceptable => Err(HandlerError::Status(status::not_acceptable())),
+    }
+}
+
+/// The protobuf answer `written`, or for an object the tables cannot write (a member of the
+/// wrong JSON type, which the real server would have refused when it was written) the JSON
+/// one when JSON is acceptable too, else a 500 naming the member.
+fn protobuf_answer(
+    written: Result<Vec<u8>, EncodeError>,
+    fallback: Option<Representation>,
+    json: impl FnOnce(Representation) -> Response<Body>,
+) -> Result<Response<Body>, HandlerError> {
+    let error = match written {
+        Ok(bytes) => return Ok(response::protobuf_bytes(StatusCode::OK, bytes)),
+        Err(error) => error,
+    };
+    tracing::warn!(%error, "an object the protobuf tables cannot write");
+    match fallback {
+        Some(representation) => Ok(json(representation)),
+        None => Err(HandlerError::Status(status::internal_error(
+            &error.to_string(),
+        ))),
+    }
 }
 
 /// The combinations of `resourceVersion`, `resourceVersionMatch` and `continue` the real server

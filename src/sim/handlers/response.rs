@@ -1,11 +1,14 @@
 //! Building HTTP responses: bodies, JSON encoding, and the representation a client asked for.
 //!
 //! Contract: every response the server sends is built here, with `Content-Type:
-//! application/json` and `Cache-Control: no-cache, private` like the real server. Objects are
-//! encoded in one of two representations chosen from the `Accept` header ([`Representation`]):
-//! the full object, or the metadata-only `PartialObjectMetadata(List)` of `meta.k8s.io/v1`.
-//! Lists are written straight from the stored objects without copying them, and streamed a
-//! chunk at a time by [`ListBody`](super::list_body::ListBody).
+//! application/json` (or, where [`encoding`](super::encoding) chose it, the protobuf media
+//! type) and `Cache-Control: no-cache, private` like the real server. Objects are encoded in
+//! one of two representations chosen from the `Accept` header ([`Representation`]): the full
+//! object, or the metadata-only `PartialObjectMetadata(List)` of `meta.k8s.io/v1`. JSON lists
+//! are written straight from the stored objects without copying them, and streamed a chunk at
+//! a time by [`ListBody`](super::list_body::ListBody). A `Status` answer keeps its value beside
+//! its JSON ([`StatusBody`]), so that an error is written in protobuf when the client asked so
+//! first ([`status_as_accepted`]).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -18,6 +21,8 @@ use http_body_util::{BodyExt, Full};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 
+use super::encoding::{self, Media};
+use super::protobuf;
 use crate::sim::resources::ResourceDef;
 use crate::sim::stamped::{MetadataOnly, Stamped};
 use crate::sim::store::ListPage;
@@ -40,32 +45,15 @@ pub enum Representation {
 }
 
 impl Representation {
-    /// Picks the representation from an `Accept` header: the first media type the server can
-    /// produce wins. `as=Table` and protobuf are not produced, so clients that list JSON as a
-    /// fallback (kubectl does) get plain JSON.
+    /// Picks the representation of a JSON answer from an `Accept` header (see
+    /// [`encoding`](super::encoding)): the first media type the server can produce in JSON
+    /// wins. `as=Table` and protobuf are skipped, so clients that list JSON as a fallback
+    /// (kubectl does) get plain JSON; nothing acceptable gets whole objects.
     pub fn from_accept(accept: Option<&str>) -> Representation {
-        let Some(accept) = accept else {
-            return Representation::Full;
-        };
-        for media_type in accept.split(',') {
-            let mut parts = media_type.split(';').map(str::trim);
-            let essence = parts.next().unwrap_or_default();
-            if essence != "application/json" && essence != "*/*" {
-                continue;
-            }
-            let params: Vec<(&str, &str)> = parts.filter_map(|p| p.split_once('=')).collect();
-            let param = |name: &str| params.iter().find(|(k, _)| *k == name).map(|(_, v)| *v);
-            match param("as") {
-                None => return Representation::Full,
-                Some("PartialObjectMetadata" | "PartialObjectMetadataList")
-                    if param("g") == Some("meta.k8s.io") && param("v") == Some("v1") =>
-                {
-                    return Representation::MetadataOnly
-                }
-                Some(_) => continue,
-            }
+        match super::encoding::negotiate(accept, super::encoding::Offer::JSON) {
+            super::encoding::Encoding::Json(representation) => representation,
+            _ => Representation::Full,
         }
-        Representation::Full
     }
 
     /// One stored object in this representation. Neither representation copies it.
@@ -107,9 +95,13 @@ impl Serialize for Presented<'_> {
     }
 }
 
-fn with_json_headers(mut response: Response<Body>) -> Response<Body> {
+fn with_json_headers(response: Response<Body>) -> Response<Body> {
+    with_content_type(response, "application/json")
+}
+
+fn with_content_type(mut response: Response<Body>, content_type: &'static str) -> Response<Body> {
     let headers = response.headers_mut();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache, private"));
     response
 }
@@ -126,9 +118,51 @@ pub fn json<T: Serialize + ?Sized>(status: StatusCode, value: &T) -> Response<Bo
     json_bytes(status, serde_json::to_vec(value).unwrap_or_default())
 }
 
+/// The `Status` an answer carries, kept beside its JSON body (in the response's extensions,
+/// never sent) so that [`status_as_accepted`] can write it in protobuf instead.
+#[derive(Clone, Debug)]
+pub struct StatusBody(pub Value);
+
 /// A response carrying a `Status` body built by [`crate::sim::status`].
 pub fn status((code, body): (StatusCode, Value)) -> Response<Body> {
-    json(code, &body)
+    let mut response = json(code, &body);
+    response.extensions_mut().insert(StatusBody(body));
+    response
+}
+
+/// `response` with its error `Status` (a 4xx or 5xx built by [`status`]) written in protobuf
+/// when the request's `Accept` asks for that first (exchanges 109, 111); any other response,
+/// or a JSON `Accept`, as it is.
+pub fn status_as_accepted(response: Response<Body>, accept: Option<&str>) -> Response<Body> {
+    let is_error = response.status().is_client_error() || response.status().is_server_error();
+    if !is_error || encoding::status_media(accept) != Media::Protobuf {
+        return response;
+    }
+    let Some(StatusBody(body)) = response.extensions().get::<StatusBody>() else {
+        return response;
+    };
+    // Every `Status` the server builds fits the table; if one did not, JSON still says it.
+    let Ok(bytes) = protobuf::status(body) else {
+        return response;
+    };
+    let (mut parts, _) = response.into_parts();
+    parts.headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static(encoding::PROTOBUF_CONTENT_TYPE),
+    );
+    Response::from_parts(parts, full(bytes))
+}
+
+/// A protobuf response from a whole body.
+pub fn protobuf_bytes(status: StatusCode, bytes: Vec<u8>) -> Response<Body> {
+    let mut response = Response::new(full(bytes));
+    *response.status_mut() = status;
+    with_content_type(response, encoding::PROTOBUF_CONTENT_TYPE)
+}
+
+/// A streaming protobuf watch: length-prefixed frames, sent chunked.
+pub fn protobuf_watch(body: Body) -> Response<Body> {
+    with_content_type(Response::new(body), encoding::PROTOBUF_WATCH_CONTENT_TYPE)
 }
 
 /// A plain-text response, as Go's `http.Error` writes it (the real server's throttling filters

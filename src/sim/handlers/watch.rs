@@ -1,8 +1,13 @@
-//! WATCH: a long-lived response streaming one JSON event per line.
+//! WATCH: a long-lived response streaming one event at a time.
 //!
 //! Contract (a v1.28 server):
 //! - HTTP 200, `Content-Type: application/json`, chunked; each event is one line
 //!   `{"type":"ADDED|MODIFIED|DELETED|BOOKMARK|ERROR","object":…}` flushed on its own.
+//! - Or, when the `Accept` header asks for protobuf first ([`encoding`]), `Content-Type:
+//!   application/vnd.kubernetes.protobuf;stream=watch`, each event one length-prefixed
+//!   `WatchEvent` frame whose object is a whole protobuf body (exchanges 103, 104, 106, 108).
+//!   An event the tables cannot write ends the stream, as the real server's encoding failure
+//!   does.
 //! - `resourceVersion` unset or `0`: synthetic `ADDED` for every current object, then live
 //!   changes. `resourceVersion=N` inside the history window: every change after N is replayed,
 //!   then live (exchanges 22, 52). Older than the window: one `ERROR` event carrying the 410
@@ -33,13 +38,18 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use super::encoding::{self, Encoding};
 use super::errors::{store_error_status, HandlerError};
+use super::protobuf::{self, FrameEncoder};
 use super::read::request_filter;
-use super::response::{self, Body, Representation};
+use super::response::{self, Body};
 use super::route::Target;
 use super::watch_line::Encoder;
 use super::{Context, Incoming};
+use crate::client::protobuf::encode::EncodeError;
 use crate::clock::sleep_until_some;
+use crate::sim::resources::ResourceDef;
+use crate::sim::stamped::Stamped;
 use crate::sim::status::{self, Cause, CauseType, GroupKind};
 use crate::sim::store::{Store, StoreError, WatchItem, WatchStart, WatcherId};
 
@@ -52,15 +62,14 @@ pub fn watch(
     let start = watch_start(ctx, incoming)?;
     let filter = request_filter(incoming, target)?;
     let def = ctx.store.resources().def(target.resource);
-    let encoder = Encoder::new(def, Representation::from_accept(incoming.header(ACCEPT)));
+    let encoder = Events::negotiate(def, incoming.header(ACCEPT))?;
     let registration = match ctx.store.watch(target.resource, filter, start) {
         Ok(registration) => registration,
         Err(e @ StoreError::WatchTooOld { .. }) => {
-            // Too old: HTTP 200 and a single ERROR event (exchange 55).
+            // Too old: HTTP 200 and a single ERROR event (exchanges 55, 104).
             let (_, body) = store_error_status(&e, ctx.store.resources());
-            let mut line = serde_json::to_vec(&status::watch_error_event(body)).unwrap_or_default();
-            line.push(b'\n');
-            return Ok(response::streaming(response::full(line)));
+            let error = encoder.error(body);
+            return Ok(encoder.responder()(response::full(error)));
         }
         Err(e) => return Err(e.into()),
     };
@@ -82,11 +91,79 @@ pub fn watch(
         closing: false,
         done: false,
     };
+    let respond = state.encoder.responder();
     let lines = stream::unfold(state, |mut state| async move {
         let line = state.next_line().await?;
         Some((Ok(Frame::data(line)), state))
     });
-    Ok(response::streaming(StreamBody::new(lines).boxed()))
+    Ok(respond(StreamBody::new(lines).boxed()))
+}
+
+/// The writer of a watch's events in the negotiated encoding: JSON lines, or protobuf frames.
+enum Events {
+    Json(Encoder),
+    Protobuf(FrameEncoder),
+}
+
+impl Events {
+    /// The encoding `accept` asks for (see [`encoding`]); 406 when none can be written.
+    fn negotiate(def: &ResourceDef, accept: Option<&str>) -> Result<Events, HandlerError> {
+        match encoding::for_resource(accept, def) {
+            Encoding::Json(representation) => Ok(Events::Json(Encoder::new(def, representation))),
+            Encoding::Protobuf { representation, .. } => {
+                Ok(Events::Protobuf(FrameEncoder::new(def, representation)))
+            }
+            Encoding::NotAcceptable => Err(HandlerError::Status(status::not_acceptable())),
+        }
+    }
+
+    /// An ADDED, MODIFIED or DELETED event; `None` ends the stream.
+    fn event(&mut self, event_type: &str, object: &Stamped) -> Option<Bytes> {
+        match self {
+            Events::Json(encoder) => Some(encoder.event(event_type, object)),
+            Events::Protobuf(encoder) => written(encoder.event(event_type, object)),
+        }
+    }
+
+    /// A BOOKMARK; `None` ends the stream.
+    fn bookmark(&self, rv: u64, initial_events_end: bool) -> Option<Bytes> {
+        match self {
+            Events::Json(encoder) => Some(encoder.bookmark(rv, initial_events_end)),
+            Events::Protobuf(encoder) => written(encoder.bookmark(rv, initial_events_end)),
+        }
+    }
+
+    /// The ERROR event carrying a `Status`.
+    fn error(&self, status_body: Value) -> Bytes {
+        match self {
+            Events::Json(_) => {
+                let event = status::watch_error_event(status_body);
+                let mut line = serde_json::to_vec(&event).unwrap_or_default();
+                line.push(b'\n');
+                Bytes::from(line)
+            }
+            // Every `Status` the server builds fits the table.
+            Events::Protobuf(_) => protobuf::error_frame(&status_body).unwrap_or_default(),
+        }
+    }
+
+    /// What makes the response streaming a body with this encoding's `Content-Type`.
+    fn responder(&self) -> fn(Body) -> Response<Body> {
+        match self {
+            Events::Json(_) => response::streaming,
+            Events::Protobuf(_) => response::protobuf_watch,
+        }
+    }
+}
+
+/// A frame, or `None` for an object the tables cannot write: the real server ends the watch
+/// when an event fails to encode (`watch.go`), and so does this one, saying why in the log.
+fn written(frame: Result<Bytes, EncodeError>) -> Option<Bytes> {
+    frame
+        .map_err(
+            |error| tracing::warn!(%error, "ending a protobuf watch: an event cannot be written"),
+        )
+        .ok()
 }
 
 /// How long a watch may run and what it may send.
@@ -213,7 +290,7 @@ struct WatchStream {
     /// Initial events (replay or synthetic ADDED), sent before anything live.
     pending: VecDeque<WatchItem>,
     live: mpsc::Receiver<WatchItem>,
-    encoder: Encoder,
+    encoder: Events,
     /// When the stream ends (timeoutSeconds or an injected cut).
     deadline: Option<Instant>,
     /// Whether a BOOKMARK goes out just before the timeout ends the stream.
@@ -248,7 +325,7 @@ impl WatchStream {
                         // Cut right after the last allowed event rather than at the next one.
                         self.done = *left == 0;
                     }
-                    return Some(self.encoder.event(event_type, &object));
+                    return self.encoder.event(event_type, &object);
                 }
                 WatchItem::Bookmark {
                     rv,
@@ -258,7 +335,7 @@ impl WatchStream {
                         continue;
                     }
                     self.done = self.closing;
-                    return Some(self.encoder.bookmark(rv, initial_events_end));
+                    return self.encoder.bookmark(rv, initial_events_end);
                 }
             }
         }
