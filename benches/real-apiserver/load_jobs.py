@@ -95,6 +95,7 @@ def main():
     for t in threads:
         t.join()
     print(f"{n} Jobs in {time.time() - start:.1f} s: {counts}")
+    c = conn()  # the first one may have timed out while the Jobs were made
     remove_sentinel(c, path)
     status, body = request(c, "POST", path, job("sentinel", ttl=0))
     assert status == 201, (status, body[:300])
