@@ -23,7 +23,8 @@ pub const ACCEPT_PARTIAL_OBJECT_METADATA: &str =
 /// a `Status` stays a `Status` (exchanges 69–71). JSON is the fallback, as in the header
 /// client-go's metadata client sends on a GET. (That client's DELETE, which
 /// kube-controller-manager's garbage collector deletes with, discards the answer unread and
-/// takes it as protobuf; kube-gc speaks JSON, so it asks for less instead.)
+/// takes it as protobuf; kube-gc reads protobuf for lists and watches only
+/// (`client::negotiate`), so it asks for less instead.)
 pub const ACCEPT_PARTIAL_OBJECT_METADATA_OR_JSON: &str =
     "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
 /// The `Accept` header for a metadata-only LIST.
