@@ -42,6 +42,9 @@
 //!    [`WatchEvent`](crate::api::WatchEvent)s ([`watch_stream`]). Lists are paged and
 //!    restarted on an expired continue token by the [`Pager`] ([`pager`]), and each page is
 //!    decoded item by item as its body streams in ([`list_decoder`]), never buffered whole.
+//!    Lists and watches ask for protobuf where the reader can read it ([`negotiate`]); a
+//!    protobuf answer, told by its `Content-Type`, is read by [`protobuf`] and each object
+//!    transcoded to the JSON text the same item decoders read (`protobuf_answers`).
 //!
 //! [`discovery`] reads what the server serves: the deletable resources the garbage collector
 //! monitors, and the kind → resource mapping it needs to look owners up.
