@@ -7,51 +7,17 @@
 //! - encode → transcode gives back generated `ObjectMeta` and Job values;
 //! - arbitrary and mutated bytes never panic, and truncation is an error saying where.
 
+mod sim_support;
+
 use bytes::Bytes;
 use kube_gc::client::protobuf::{
     encode, schema, transcode, Envelope, ListError, ListEvent, ListStream, Selection, WatchFrames,
 };
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
+use sim_support::{captured_bytes, captured_chunks, exchange};
 
 // ---------------------------------------------------------------- captures
-
-fn exchange(prefix: &str) -> Value {
-    let dir = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/fixtures/real-apiserver/exchanges"
-    );
-    let path = std::fs::read_dir(dir)
-        .expect("the fixtures directory")
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .find(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(prefix))
-        })
-        .unwrap_or_else(|| panic!("no exchange {prefix}"));
-    serde_json::from_str(&std::fs::read_to_string(path).expect("readable")).expect("JSON")
-}
-
-fn base64(value: &Value) -> Vec<u8> {
-    use base64::Engine as _;
-    base64::engine::general_purpose::STANDARD
-        .decode(value.as_str().expect("base64 text"))
-        .expect("base64")
-}
-
-fn body(prefix: &str) -> Vec<u8> {
-    base64(&exchange(prefix)["response"]["body_base64"])
-}
-
-fn chunks(prefix: &str) -> Vec<Vec<u8>> {
-    let exchange = exchange(prefix);
-    let chunks = exchange["response"]["chunks_base64"]
-        .as_array()
-        .expect("chunks");
-    chunks.iter().map(base64).collect()
-}
 
 /// Every event of a list body fed in `pieces`.
 fn list_events(pieces: &[&[u8]]) -> Result<Vec<ListEvent>, ListError> {
@@ -113,7 +79,7 @@ fn every_captured_protobuf_exchange_decodes() {
                 "{n}"
             );
             let mut frames = WatchFrames::new();
-            for chunk in chunks(&prefix) {
+            for chunk in captured_chunks(&prefix) {
                 frames.feed(Bytes::from(chunk));
                 while let Some(frame) = frames.next_frame().expect("frames decode") {
                     let json = frame.to_json(&Selection::all()).expect("objects transcode");
@@ -124,7 +90,7 @@ fn every_captured_protobuf_exchange_decodes() {
             seen += 1;
         } else if response.get("body_base64").is_some() {
             assert_eq!(content_type, "application/vnd.kubernetes.protobuf", "{n}");
-            let bytes = body(&prefix);
+            let bytes = captured_bytes(&prefix);
             let envelope = Envelope::decode(&bytes).expect("an envelope");
             if envelope.kind.ends_with("List") {
                 assert!(!list_items_json(&bytes).is_empty(), "{n}");
@@ -182,7 +148,7 @@ fn agree(pb: &Value, json: &Value, path: &str, problems: &mut Vec<String>) {
 }
 
 fn assert_lists_agree(protobuf: &str, json: &str, expected_items: usize) {
-    let pb_items = list_items_json(&body(protobuf));
+    let pb_items = list_items_json(&captured_bytes(protobuf));
     let json_items = exchange(json)["response"]["body"]["items"]
         .as_array()
         .expect("items")
@@ -204,7 +170,7 @@ fn assert_lists_agree(protobuf: &str, json: &str, expected_items: usize) {
 fn the_protobuf_job_list_agrees_with_the_json_one() {
     assert_lists_agree("100-", "101-", 3);
     // And on the members the TTL controller reads, spelled out.
-    let pb = list_items_json(&body("100-"));
+    let pb = list_items_json(&captured_bytes("100-"));
     let done = pb
         .iter()
         .find(|j| j["metadata"]["name"] == "pb-done")
@@ -239,7 +205,7 @@ fn the_protobuf_pod_and_config_map_lists_agree_with_the_json_ones() {
 
 #[test]
 fn a_typed_job_reads_the_same_from_both_encodings() {
-    let pb: Vec<kube_gc::api::Job> = list_items_json(&body("100-"))
+    let pb: Vec<kube_gc::api::Job> = list_items_json(&captured_bytes("100-"))
         .into_iter()
         .map(|v| serde_json::from_value(v).expect("a Job"))
         .collect();
@@ -281,14 +247,14 @@ proptest! {
         cuts in prop::collection::vec(any::<usize>(), 0..12),
     ) {
         let prefix = ["100-", "102-", "105-", "113-"][which];
-        let body = body(prefix);
+        let body = captured_bytes(prefix);
         let whole = list_events(&[&body]).expect("decodes");
         prop_assert_eq!(list_events(&split(&body, &cuts)).expect("decodes"), whole);
     }
 
     #[test]
     fn watch_frames_do_not_depend_on_the_split(cuts in prop::collection::vec(any::<usize>(), 0..12)) {
-        let stream = chunks("103-").concat();
+        let stream = captured_chunks("103-").concat();
         let decode = |pieces: Vec<&[u8]>| {
             let mut frames = WatchFrames::new();
             let mut out = Vec::new();
@@ -523,7 +489,7 @@ fn mutated_capture() -> impl Strategy<Value = Vec<u8>> {
         prop::collection::vec((any::<usize>(), any::<u8>()), 1..6),
     )
         .prop_map(|(which, edits)| {
-            let mut bytes = body(["100-", "112-", "113-"][which]);
+            let mut bytes = captured_bytes(["100-", "112-", "113-"][which]);
             for (at, byte) in edits {
                 let len = bytes.len();
                 bytes[at % len] = byte;
@@ -580,7 +546,7 @@ proptest! {
 
 #[test]
 fn a_truncated_body_is_an_error_naming_what_was_cut() {
-    let bytes = body("112-");
+    let bytes = captured_bytes("112-");
     // Cut inside the envelope's raw object (it ends 4 bytes before the body does).
     for cut in 4..bytes.len() - 4 {
         let err = transcode::body_to_json(&bytes[..cut], &Selection::all()).unwrap_err();
@@ -597,7 +563,7 @@ fn a_truncated_body_is_an_error_naming_what_was_cut() {
         "malformed runtime.Unknown envelope: truncated field 2 (length-delimited (2)) at byte 24: \
          it needs 2321 bytes, 76 remain"
     );
-    let body = body("105-");
+    let body = captured_bytes("105-");
     let err = list_events(&[&body[..body.len() / 2]]).unwrap_err();
     assert!(
         err.to_string().starts_with(&format!(

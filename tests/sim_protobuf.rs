@@ -54,14 +54,6 @@ fn captured(prefix: &str) -> (u16, String) {
     (code, content_type.to_owned())
 }
 
-fn captured_bytes(prefix: &str) -> Vec<u8> {
-    use base64::Engine as _;
-    let text = exchange(prefix)["response"]["body_base64"].clone();
-    base64::engine::general_purpose::STANDARD
-        .decode(text.as_str().expect("base64 text"))
-        .expect("base64")
-}
-
 /// A decoded protobuf list: its type, its `ListMeta` and its items as JSON.
 struct List {
     api_version: String,
@@ -577,7 +569,7 @@ async fn a_watch_from_too_old_a_version_gets_one_error_frame_like_exchange_104()
     assert_eq!((event_type.as_str(), kind.as_str()), ("ERROR", "v1 Status"));
     // The captured frame's Status, with this server's versions in its message.
     let mut real = WatchFrames::new();
-    real.feed(Bytes::from(sim_chunks("104-").concat()));
+    real.feed(Bytes::from(captured_chunks("104-").concat()));
     let frame = real.next_frame().expect("decodes").expect("a frame");
     let mut expected: Value =
         serde_json::from_slice(&frame.to_json(&Selection::all()).expect("ok")).expect("JSON");
@@ -587,23 +579,6 @@ async fn a_watch_from_too_old_a_version_gets_one_error_frame_like_exchange_104()
     ));
     assert_eq!(status, &expected);
     assert_eq!(status["code"], 410);
-}
-
-fn sim_chunks(prefix: &str) -> Vec<Vec<u8>> {
-    use base64::Engine as _;
-    let exchange = exchange(prefix);
-    let chunks = exchange["response"]["chunks_base64"]
-        .as_array()
-        .expect("chunks")
-        .clone();
-    chunks
-        .iter()
-        .map(|c| {
-            base64::engine::general_purpose::STANDARD
-                .decode(c.as_str().expect("text"))
-                .expect("base64")
-        })
-        .collect()
 }
 
 #[tokio::test]

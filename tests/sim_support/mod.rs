@@ -137,6 +137,31 @@ pub fn captured_body(prefix: &str) -> Value {
     exchange(prefix)["response"]["body"].clone()
 }
 
+/// The binary (protobuf) response body of a captured exchange (`response.body_base64`).
+pub fn captured_bytes(prefix: &str) -> Vec<u8> {
+    from_base64(&exchange(prefix)["response"]["body_base64"])
+}
+
+/// The chunks of a captured binary (protobuf) watch, split as they arrived
+/// (`response.chunks_base64`).
+pub fn captured_chunks(prefix: &str) -> Vec<Vec<u8>> {
+    let exchange = exchange(prefix);
+    let chunks = exchange["response"]["chunks_base64"].as_array().cloned();
+    chunks
+        .unwrap_or_else(|| panic!("exchange {prefix} has no chunks_base64"))
+        .iter()
+        .map(from_base64)
+        .collect()
+}
+
+fn from_base64(text: &Value) -> Vec<u8> {
+    use base64::Engine as _;
+    let text = text.as_str().expect("base64 text");
+    base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .expect("base64")
+}
+
 /// Status code and JSON body of a response.
 pub async fn status_and_json(response: reqwest::Response) -> (u16, Value) {
     let code = response.status().as_u16();

@@ -20,6 +20,19 @@
 //! - [`for_kind`] maps an envelope's `apiVersion` and `kind` to the table, and
 //!   [`list_item_kind`] a list kind to its items' kind (protobuf list items carry no type).
 
+/// A list message: every Kubernetes list is `{metadata = 1 (ListMeta), items = 2}`.
+macro_rules! list_of {
+    ($name:literal, $item:expr) => {
+        Message {
+            name: $name,
+            fields: &[
+                Field::message(1, "metadata", &$crate::client::protobuf::schema::LIST_META),
+                Field::message(2, "items", $item).repeated(),
+            ],
+        }
+    };
+}
+
 mod batch;
 mod container;
 mod core;

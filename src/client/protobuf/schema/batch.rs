@@ -6,7 +6,7 @@
 //! and means "delete at once", while an absent one means "never".
 
 use super::core::POD_TEMPLATE_SPEC;
-use super::meta::{LABEL_SELECTOR, LIST_META, OBJECT_META};
+use super::meta::{LABEL_SELECTOR, OBJECT_META};
 use super::{Field, Kind, Message};
 
 /// `batch.v1.Job`.
@@ -20,13 +20,7 @@ pub static JOB: Message = Message {
 };
 
 /// `batch.v1.JobList`.
-pub static JOB_LIST: Message = Message {
-    name: "batch.v1.JobList",
-    fields: &[
-        Field::message(1, "metadata", &LIST_META),
-        Field::message(2, "items", &JOB).repeated(),
-    ],
-};
+pub static JOB_LIST: Message = list_of!("batch.v1.JobList", &JOB);
 
 /// `batch.v1.JobSpec`.
 pub static JOB_SPEC: Message = Message {

@@ -12,7 +12,7 @@
 //! JSON written from it.
 
 use super::container::{CONTAINER, LOCAL_OBJECT_REFERENCE, RESOURCE_REQUIREMENTS};
-use super::meta::{LIST_META, OBJECT_META};
+use super::meta::OBJECT_META;
 use super::volume::VOLUME;
 use super::{Field, Kind, Message};
 
@@ -27,13 +27,7 @@ pub static POD: Message = Message {
 };
 
 /// `core.v1.PodList`.
-pub static POD_LIST: Message = Message {
-    name: "core.v1.PodList",
-    fields: &[
-        Field::message(1, "metadata", &LIST_META),
-        Field::message(2, "items", &POD).repeated(),
-    ],
-};
+pub static POD_LIST: Message = list_of!("core.v1.PodList", &POD);
 
 /// `core.v1.PodTemplateSpec`: a Job's `spec.template`.
 pub static POD_TEMPLATE_SPEC: Message = Message {
@@ -212,13 +206,7 @@ pub static NAMESPACE: Message = Message {
 };
 
 /// `core.v1.NamespaceList`.
-pub static NAMESPACE_LIST: Message = Message {
-    name: "core.v1.NamespaceList",
-    fields: &[
-        Field::message(1, "metadata", &LIST_META),
-        Field::message(2, "items", &NAMESPACE).repeated(),
-    ],
-};
+pub static NAMESPACE_LIST: Message = list_of!("core.v1.NamespaceList", &NAMESPACE);
 
 /// `core.v1.NamespaceSpec`.
 pub static NAMESPACE_SPEC: Message = Message {
@@ -259,10 +247,4 @@ pub static CONFIG_MAP: Message = Message {
 };
 
 /// `core.v1.ConfigMapList`.
-pub static CONFIG_MAP_LIST: Message = Message {
-    name: "core.v1.ConfigMapList",
-    fields: &[
-        Field::message(1, "metadata", &LIST_META),
-        Field::message(2, "items", &CONFIG_MAP).repeated(),
-    ],
-};
+pub static CONFIG_MAP_LIST: Message = list_of!("core.v1.ConfigMapList", &CONFIG_MAP);

@@ -130,10 +130,7 @@ pub static PARTIAL_OBJECT_METADATA: Message = Message {
 };
 
 /// `meta.v1.PartialObjectMetadataList`.
-pub static PARTIAL_OBJECT_METADATA_LIST: Message = Message {
-    name: "meta.v1.PartialObjectMetadataList",
-    fields: &[
-        Field::message(1, "metadata", &LIST_META),
-        Field::message(2, "items", &PARTIAL_OBJECT_METADATA).repeated(),
-    ],
-};
+pub static PARTIAL_OBJECT_METADATA_LIST: Message = list_of!(
+    "meta.v1.PartialObjectMetadataList",
+    &PARTIAL_OBJECT_METADATA
+);
