@@ -4,7 +4,8 @@
 //! a unit (`ns`, `us`/`µs`, `ms`, `s`, `m`, `h`), the grammar of Go's `time.ParseDuration`.
 //! Operators paste flag values from kube-controller-manager manifests, so kube-gc accepts exactly
 //! that grammar rather than another crate's. Negative durations are refused: no kube-gc flag
-//! means anything by them.
+//! means anything by them. [`parse_duration_or_days`] adds `d`, for flags that look days ahead;
+//! [`format_duration`] prints one back.
 
 use std::time::Duration;
 
@@ -20,6 +21,38 @@ pub struct DurationError {
 
 /// Parses a Go-style duration string.
 pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
+    parse(input, false)
+}
+
+/// Parses a Go-style duration string in which `d` (24 hours) is a unit too, as kube-gc's TTL
+/// annotations take it: for flags that look days ahead (`plan --within 7d`).
+pub fn parse_duration_or_days(input: &str) -> Result<Duration, DurationError> {
+    parse(input, true)
+}
+
+/// `duration` the way an operator writes one: whole units from hours down, zero ones left
+/// out (`90m` → `1h30m`, `24h`, `45s`, `300ms`, `0s`).
+pub fn format_duration(duration: Duration) -> String {
+    let mut seconds = duration.as_secs();
+    if seconds == 0 {
+        let millis = duration.subsec_millis();
+        return if millis > 0 {
+            format!("{millis}ms")
+        } else {
+            "0s".to_owned()
+        };
+    }
+    let mut text = String::new();
+    for (unit, size) in [("h", 3600), ("m", 60), ("s", 1)] {
+        if seconds >= size {
+            text.push_str(&format!("{}{unit}", seconds / size));
+            seconds %= size;
+        }
+    }
+    text
+}
+
+fn parse(input: &str, days: bool) -> Result<Duration, DurationError> {
     let fail = |reason| DurationError {
         input: input.to_owned(),
         reason,
@@ -58,6 +91,7 @@ pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
             "s" => 1e9,
             "m" => 60e9,
             "h" => 3600e9,
+            "d" if days => 86_400e9,
             "" => return Err(fail("missing unit")),
             _ => return Err(fail("unknown unit")),
         };
@@ -93,6 +127,34 @@ mod tests {
         for (input, want) in cases {
             assert_eq!(parse_duration(input), Ok(want), "{input}");
         }
+    }
+
+    #[test]
+    fn days_only_where_asked_for() {
+        assert!(parse_duration("1d").is_err());
+        assert_eq!(
+            parse_duration_or_days("1d"),
+            Ok(Duration::from_secs(86_400))
+        );
+        assert_eq!(
+            parse_duration_or_days("1d12h"),
+            Ok(Duration::from_secs(129_600))
+        );
+        assert_eq!(parse_duration_or_days("90m"), Ok(Duration::from_secs(5400)));
+    }
+
+    #[test]
+    fn formats_as_an_operator_writes_it() {
+        for (seconds, text) in [
+            (5400, "1h30m"),
+            (86_400, "24h"),
+            (45, "45s"),
+            (0, "0s"),
+            (3661, "1h1m1s"),
+        ] {
+            assert_eq!(format_duration(Duration::from_secs(seconds)), text);
+        }
+        assert_eq!(format_duration(Duration::from_millis(300)), "300ms");
     }
 
     #[test]

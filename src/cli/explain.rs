@@ -12,7 +12,7 @@ use super::config::ConnectionArgs;
 use super::output;
 use crate::client::config::{ClientConfig, ConfigError, Environment, LoadOptions};
 use crate::client::{Api, BuildError, Client, ClientOptions, Discovery, ListParams};
-use crate::duration::parse_duration;
+
 use crate::explain::plan::{plan, text as plan_text, PlanOptions};
 use crate::explain::{decide, gather, render, resolve, ExplainTarget, Explanation, GatherError};
 
@@ -53,8 +53,8 @@ pub struct ExplainArgs {
 /// Flags of `kube-gc plan`.
 #[derive(Debug, Clone, Args)]
 pub struct PlanArgs {
-    /// How far ahead (Go duration: 90m, 24h).
-    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = parse_duration)]
+    /// How far ahead (Go duration, or days: 90m, 24h, 7d).
+    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = crate::duration::parse_duration_or_days)]
     pub within: Duration,
     /// One namespace.
     #[arg(short = 'n', long, value_name = "NS")]

@@ -30,12 +30,7 @@ pub use logging::{LogFormat, LoggingArgs};
 /// runtime. Without a subcommand it runs the controllers
 /// (`kube-gc run`). Try `kube-gc demo` to watch them work against a simulated cluster.
 #[derive(Debug, Parser)]
-#[command(
-    name = "kube-gc",
-    version,
-    propagate_version = true,
-    args_conflicts_with_subcommands = true
-)]
+#[command(name = "kube-gc", version, propagate_version = true)]
 pub struct Cli {
     #[command(flatten)]
     logging: LoggingArgs,
@@ -97,9 +92,48 @@ pub enum CliError {
     Output(#[source] std::io::Error),
 }
 
+/// Parses a command line. The logging flags are global: they go before or after the
+/// subcommand (`kube-gc -v=4 run`). `run`'s own flags may stand without the subcommand
+/// (`kube-gc --kubeconfig k`, the default command) but not before another one, where they would
+/// be silently ignored.
+///
+/// # Errors
+///
+/// What clap says of a malformed command line, and a flag of `run` given before a subcommand.
+pub fn parse_command_line<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    use clap::parser::ValueSource;
+    use clap::{CommandFactory, FromArgMatches};
+    let mut command = Cli::command();
+    let matches = command.try_get_matches_from_mut(args)?;
+    if let Some((subcommand, _)) = matches.subcommand() {
+        let misplaced = command
+            .get_arguments()
+            .filter(|arg| !arg.is_global_set())
+            .find(|arg| {
+                matches.value_source(arg.get_id().as_str()) == Some(ValueSource::CommandLine)
+            });
+        if let Some(arg) = misplaced {
+            let flag = arg.get_long().unwrap_or(arg.get_id().as_str());
+            let message = format!(
+                "--{flag} is a flag of `kube-gc run`: put it after `{subcommand}` (if that \
+                 command takes it), or leave the subcommand out to run"
+            );
+            return Err(command.error(clap::error::ErrorKind::ArgumentConflict, message));
+        }
+    }
+    Cli::from_arg_matches(&matches)
+}
+
 /// Entry point of the binary: parse, log, run, map the outcome to an exit code.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match parse_command_line(std::env::args_os()) {
+        Ok(cli) => cli,
+        Err(error) => error.exit(),
+    };
     let command = cli.command.unwrap_or(Command::Run(cli.run));
     if matches!(command, Command::Demo(_)) {
         cli.logging.install_quiet();
@@ -159,6 +193,67 @@ mod tests {
     #[test]
     fn command_line_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn logging_flags_go_before_or_after_the_subcommand_and_run_flags_not_before_another() {
+        for args in [
+            &["kube-gc", "-v=4", "run"][..],
+            &["kube-gc", "--v", "4", "run"],
+            &["kube-gc", "run", "-v=4"],
+            &["kube-gc", "-v=4", "--kubeconfig", "k"],
+        ] {
+            let cli = parse_command_line(args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+            assert_eq!(cli.logging.verbosity, 4, "{args:?}");
+        }
+        let error = parse_command_line(["kube-gc", "--dry-run", "plan"]).expect_err("misplaced");
+        assert!(
+            error
+                .to_string()
+                .contains("--dry-run is a flag of `kube-gc run`"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_bare_leader_elect_means_true_and_short_namespace_flags() {
+        let run = |args: &[&str]| match parse_command_line(args).map(|c| c.command) {
+            Ok(Some(Command::Run(run))) => run,
+            other => panic!("{args:?} parsed as {other:?}"),
+        };
+        assert!(
+            run(&["kube-gc", "run", "--leader-elect"])
+                .leader_election
+                .leader_elect
+        );
+        assert!(
+            !run(&["kube-gc", "run", "--leader-elect=false"])
+                .leader_election
+                .leader_elect
+        );
+        assert_eq!(
+            run(&["kube-gc", "run", "-n", "batch"]).namespace.as_deref(),
+            Some("batch")
+        );
+        match parse_command_line([
+            "kube-gc",
+            "record",
+            "--resource",
+            "batch/v1/jobs",
+            "-n",
+            "x",
+        ])
+        .map(|c| c.command)
+        {
+            Ok(Some(Command::Record(record))) => assert_eq!(record.namespace.as_deref(), Some("x")),
+            other => panic!("record parsed as {other:?}"),
+        }
+        match parse_command_line(["kube-gc", "plan", "--within", "1d"]).map(|c| c.command) {
+            Ok(Some(Command::Plan(plan))) => {
+                assert_eq!(plan.within, std::time::Duration::from_secs(86_400))
+            }
+            other => panic!("plan parsed as {other:?}"),
+        }
     }
 
     #[test]

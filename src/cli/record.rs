@@ -51,7 +51,7 @@ pub struct RecordArgs {
     pub resource: String,
 
     /// Record one namespace; default: all namespaces.
-    #[arg(long, value_name = "NS")]
+    #[arg(short = 'n', long, value_name = "NS")]
     pub namespace: Option<String>,
 
     /// How long to record (Go duration syntax: 30s, 5m).

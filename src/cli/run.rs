@@ -96,7 +96,7 @@ pub struct RunArgs {
     pub kube_api_burst: u32,
 
     /// Watch and clean up this namespace only (default: all namespaces).
-    #[arg(long, value_name = "NAME")]
+    #[arg(short = 'n', long, value_name = "NAME")]
     pub namespace: Option<String>,
 
     /// Decide and log what would be deleted and when; delete nothing.

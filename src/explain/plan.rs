@@ -420,9 +420,9 @@ pub fn text(report: &PlanReport) -> String {
     }
     let _ = writeln!(
         out,
-        "\n{} deletions within {}h",
+        "\n{} deletions within {}",
         report.deletions.len(),
-        report.within_seconds / 3600
+        crate::duration::format_duration(std::time::Duration::from_secs(report.within_seconds))
     );
     let totals = |title: &str, map: &BTreeMap<String, usize>, out: &mut String| {
         let parts: Vec<String> = map.iter().map(|(k, n)| format!("{k} {n}")).collect();

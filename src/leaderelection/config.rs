@@ -155,8 +155,9 @@ pub fn hostname() -> String {
 /// kube-controller-manager's leader election flags, to flatten into a command.
 #[derive(Clone, Debug, PartialEq, clap::Args)]
 pub struct LeaderElectionArgs {
-    /// Elect a leader among replicas with a Lease before running controllers.
-    #[arg(long = "leader-elect", value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    /// Elect a leader among replicas with a Lease before running controllers (bare
+    /// `--leader-elect` means true, as kube-controller-manager takes it).
+    #[arg(long = "leader-elect", value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub leader_elect: bool,
     /// How long followers wait, after the last renewal they saw, before taking the lease.
     #[arg(long = "leader-elect-lease-duration", value_name = "DURATION", default_value = "15s", value_parser = parse_duration)]
