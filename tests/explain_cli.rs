@@ -1,6 +1,6 @@
 //! `kube-gc explain` and `kube-gc plan` as the binary runs them against the simulated API
 //! server: the verdict as data (`-o json`), the screen, the plan's table, and one-line errors
-//! with a non-zero exit.
+//! with a non-zero exit; `kube-gc record` naming its resource as `explain` does.
 
 mod run_support;
 
@@ -100,4 +100,25 @@ async fn explain_and_plan_answer_as_an_operator_reads_them() {
         text(&missing.stderr).trim(),
         "kube-gc: jobs.batch \"nope\" not found in namespace \"default\""
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn record_takes_a_type_as_kubectl_does() {
+    let sim = SimServer::start(SimConfig::default())
+        .await
+        .expect("start the sim");
+    let kubeconfig = Kubeconfig::for_sim(&sim);
+    create_expired_job(&sim, "done");
+    let out = tokio::task::spawn_blocking(move || {
+        kube_gc(
+            &kubeconfig,
+            &["record", "--resource", "jobs", "--duration", "1s"],
+        )
+    })
+    .await
+    .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let script = text(&out.stdout);
+    assert!(script.contains("/apis/batch/v1/jobs"), "{script}");
+    assert!(script.contains("\"done\""), "{script}");
 }

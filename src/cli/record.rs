@@ -32,7 +32,8 @@ use super::config::ConnectionArgs;
 use crate::api::{List, WatchEvent};
 use crate::client::config::{ClientConfig, ConfigError, Environment, LoadOptions};
 use crate::client::{
-    ApiRequest, BuildError, Client, ClientOptions, Error, ListParams, ResourceRef, WatchParams,
+    ApiRequest, BuildError, Client, ClientOptions, Discovery, Error, ListParams, ResourceRef,
+    WatchParams,
 };
 use crate::duration::parse_duration;
 use crate::runtime::reflector::{
@@ -45,9 +46,10 @@ const REDACTED_DATA: &str = "cmVkYWN0ZWQ=";
 /// Flags of `kube-gc record`.
 #[derive(Debug, Clone, Args)]
 pub struct RecordArgs {
-    /// The resource: GROUP/VERSION/PLURAL (batch/v1/jobs), or VERSION/PLURAL for the core group
+    /// The resource: a type as kubectl takes it (jobs, vcjob, jobs.batch; resolved by
+    /// discovery), GROUP/VERSION/PLURAL (batch/v1/jobs), or VERSION/PLURAL for the core group
     /// (v1/pods).
-    #[arg(long, value_name = "GROUP/VERSION/PLURAL")]
+    #[arg(long, value_name = "TYPE")]
     pub resource: String,
 
     /// Record one namespace; default: all namespaces.
@@ -66,8 +68,14 @@ pub struct RecordArgs {
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
     /// `--resource` is not GROUP/VERSION/PLURAL or VERSION/PLURAL.
-    #[error("--resource {0:?}: expected GROUP/VERSION/PLURAL (batch/v1/jobs) or VERSION/PLURAL (v1/pods)")]
+    #[error("--resource {0:?}: expected a type as kubectl takes it (jobs, vcjob, jobs.batch), GROUP/VERSION/PLURAL (batch/v1/jobs) or VERSION/PLURAL (v1/pods)")]
     Resource(String),
+    /// A type (`jobs`) needs discovery, which failed.
+    #[error("cannot read what the server serves to resolve --resource: {0}")]
+    Discovery(#[source] crate::client::Error),
+    /// Discovery does not know the type.
+    #[error("--resource: {0}")]
+    UnknownType(#[from] crate::explain::resolve::UnknownType),
     /// The connection configuration could not be loaded.
     #[error(transparent)]
     Config(#[from] ConfigError),
@@ -81,13 +89,21 @@ pub enum RecordError {
 
 /// Runs `kube-gc record`.
 pub async fn run(args: RecordArgs) -> Result<(), RecordError> {
-    let resource = parse_resource(&args.resource, args.namespace.is_some())?;
     let options = LoadOptions {
         kubeconfig: args.connection.kubeconfig.clone(),
         context: args.connection.context.clone(),
     };
     let config = ClientConfig::load(&options, &Environment::from_process())?;
     let client = Client::new(&config, &ClientOptions::default())?;
+    // A type as kubectl takes it (`jobs`, `vcjob`) is resolved by discovery, as `explain` does.
+    let resource = if args.resource.contains('/') {
+        parse_resource(&args.resource, args.namespace.is_some())?
+    } else {
+        let discovery = Discovery::run(&client)
+            .await
+            .map_err(RecordError::Discovery)?;
+        crate::explain::resolve::resolve(&discovery, &args.resource)?
+    };
     let url = resource.collection_url(client.server(), args.namespace.as_deref());
     let redact = resource.group.is_empty() && resource.plural == "secrets";
     let out = std::io::LineWriter::new(std::io::stdout());
