@@ -13,6 +13,8 @@
 //! - [`availability`]: [`AvailabilityCollector`], whether the API server answers and the keys
 //!   waiting for it, read at scrape time, publishing `kube_gc_apiserver_*` and
 //!   `kube_gc_workqueue_waiting_for_apiserver`.
+//! - [`process`]: [`ProcessCollector`], `process_*` (CPU, memory, start time, file
+//!   descriptors) from `/proc/self`, as every Prometheus client library publishes them.
 //!
 //! Contract: registering happens while wiring the process, before serving; every metric is
 //! registered once (prometheus_client does not de-duplicate names). Encoding takes the registry
@@ -20,6 +22,7 @@
 //! atomics shared between the registry and the collectors).
 
 pub mod availability;
+pub mod process;
 pub mod reflector;
 pub mod rest_client;
 pub mod workqueue;
@@ -30,6 +33,7 @@ use parking_lot::Mutex;
 use prometheus_client::registry::Registry;
 
 pub use availability::AvailabilityCollector;
+pub use process::ProcessCollector;
 pub use reflector::ReflectorCollector;
 pub use rest_client::RestClientMetrics;
 pub use workqueue::WorkqueueMetrics;
@@ -52,6 +56,7 @@ impl Default for Metrics {
         let mut registry = Registry::default();
         registry.register_collector(Box::new(reflectors.clone()));
         registry.register_collector(Box::new(availability.clone()));
+        registry.register_collector(Box::new(ProcessCollector));
         Metrics {
             registry: Arc::new(Mutex::new(registry)),
             reflectors,
@@ -120,5 +125,27 @@ mod tests {
         assert!(text.contains("# TYPE kube_gc_deletions counter"), "{text}");
         assert!(text.contains("kube_gc_deletions_total 1"), "{text}");
         assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_process_metrics_are_served() {
+        let text = Metrics::new().encode().unwrap();
+        for line in [
+            "# TYPE process_cpu_seconds counter",
+            "# TYPE process_resident_memory_bytes gauge",
+            "# TYPE process_start_time_seconds gauge",
+            "# TYPE process_open_fds gauge",
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "missing {line:?} in\n{text}"
+            );
+        }
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("process_cpu_seconds_total ")),
+            "{text}"
+        );
     }
 }
