@@ -13,6 +13,8 @@
 //! - [`availability`]: [`AvailabilityCollector`], whether the API server answers and the keys
 //!   waiting for it, read at scrape time, publishing `kube_gc_apiserver_*` and
 //!   `kube_gc_workqueue_waiting_for_apiserver`.
+//! - [`text_format`]: the Prometheus text format 0.0.4, for scrapers that ask for `text/plain`
+//!   and not OpenMetrics.
 //! - [`process`]: [`ProcessCollector`], `process_*` (CPU, memory, start time, file
 //!   descriptors) from `/proc/self`, as every Prometheus client library publishes them.
 //!
@@ -25,6 +27,7 @@ pub mod availability;
 pub mod process;
 pub mod reflector;
 pub mod rest_client;
+pub mod text_format;
 pub mod workqueue;
 
 use std::sync::Arc;

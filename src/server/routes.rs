@@ -22,7 +22,7 @@ use parking_lot::RwLock;
 
 use super::health::Readiness;
 use super::queues::Queues;
-use crate::metrics::{Metrics, CONTENT_TYPE as METRICS_CONTENT_TYPE};
+use crate::metrics::{text_format, Metrics, CONTENT_TYPE as METRICS_CONTENT_TYPE};
 
 const TEXT: &str = "text/plain; charset=utf-8";
 const JSON: &str = "application/json";
@@ -142,15 +142,26 @@ impl Endpoints {
                 };
                 plain(status, &report.body("readyz", verbose))
             }
-            "/metrics" => self.metrics_page(),
+            "/metrics" => self.metrics_page(
+                request
+                    .headers()
+                    .get(http::header::ACCEPT)
+                    .and_then(|v| v.to_str().ok()),
+            ),
             _ if self.debug_enabled => self.debug_page(path, request.uri().query().unwrap_or("")),
             _ => plain(StatusCode::NOT_FOUND, "404 page not found\n"),
         }
     }
 
-    fn metrics_page(&self) -> Response<Full<Bytes>> {
+    /// OpenMetrics, or the 0.0.4 text format for a scraper that asks for `text/plain` only.
+    fn metrics_page(&self, accept: Option<&str>) -> Response<Full<Bytes>> {
         self.queues.refresh_unfinished_work();
         match self.metrics.encode() {
+            Ok(text) if text_format::wants_text(accept) => response(
+                StatusCode::OK,
+                text_format::CONTENT_TYPE,
+                Bytes::from(text_format::from_openmetrics(&text)),
+            ),
             Ok(text) => response(StatusCode::OK, METRICS_CONTENT_TYPE, Bytes::from(text)),
             Err(_) => plain(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -249,5 +260,14 @@ mod tests {
         );
         assert_eq!(get(&endpoints, "/nope").0, StatusCode::NOT_FOUND);
         assert_eq!(get(&endpoints, "/metrics").1, METRICS_CONTENT_TYPE);
+        let text = Request::get("/metrics")
+            .header(http::header::ACCEPT, "text/plain;version=0.0.4")
+            .body(())
+            .unwrap();
+        let answer = endpoints.respond(&text);
+        assert_eq!(
+            answer.headers()[http::header::CONTENT_TYPE],
+            text_format::CONTENT_TYPE
+        );
     }
 }
