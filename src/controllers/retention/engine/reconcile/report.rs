@@ -65,6 +65,21 @@ fn event_reason(reason: &str) -> &'static str {
         "annotation" => "InvalidRetentionAnnotation",
         "finish_time_unknown" => "FinishTimeUnknown",
         "creation_time_unknown" => "CreationTimeUnknown",
+        // A TTL field that is negative or not an integer (`spec.ttlSecondsAfterFinished` of a
+        // Volcano Job, which no API validation guards): the object's own mistake, not a rule's.
+        "own_ttl" => "InvalidTTL",
         _ => "RetentionRuleFailed",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::event_reason;
+
+    #[test]
+    fn an_objects_own_bad_ttl_has_a_reason_of_its_own() {
+        assert_eq!(event_reason("own_ttl"), "InvalidTTL");
+        assert_eq!(event_reason("match"), "RetentionRuleFailed");
+        assert_eq!(event_reason("annotation"), "InvalidRetentionAnnotation");
     }
 }
