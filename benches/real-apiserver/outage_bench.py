@@ -315,6 +315,17 @@ def stop_with_a_batch_due(o, process, uids, expiry, batches):
     o["exited_at"] = time.time()
 
 
+def note_return(o, poller, ctl):
+    """After up.sh returned for outage o: 0.6 s more, then when the pollers' first LIST and
+    /readyz sent after the stop were answered 200 (o["end"]: that LIST, else up.sh's return)."""
+    time.sleep(0.6)
+    o["first_list_200"] = poller.first_ok_after(o["stop_at"], "lists")
+    o["first_readyz_200"] = poller.first_ok_after(o["stop_at"], "readyz")
+    o["end"] = o["first_list_200"] or o["up_sh_returned_at"]
+    log(f"  back: LIST 200 at +{(o['first_list_200'] or 0) - o['start_at']:.2f}s after start, "
+        f"readyz 200 at +{(o['first_readyz_200'] or 0) - o['start_at']:.2f}s; controller running: {ctl.running()}")
+
+
 def main():
     kind, label, extra = sys.argv[1], sys.argv[2], sys.argv[3:]
     assert kind in ("kube-gc", "kcm")
@@ -353,12 +364,7 @@ def main():
         o["start_at"] = time.time()
         up()
         o["up_sh_returned_at"] = time.time()
-        time.sleep(0.6)
-        o["first_list_200"] = poller.first_ok_after(o["stop_at"], "lists")
-        o["first_readyz_200"] = poller.first_ok_after(o["stop_at"], "readyz")
-        o["end"] = o["first_list_200"] or o["up_sh_returned_at"]
-        log(f"  back: LIST 200 at +{(o['first_list_200'] or 0) - o['start_at']:.2f}s after start, "
-            f"readyz 200 at +{(o['first_readyz_200'] or 0) - o['start_at']:.2f}s; controller running: {ctl.running()}")
+        note_return(o, poller, ctl)
         outages.append(o)
         planned = o["up_sh_returned_at"] + 0.6 + 10
     o = {"kind": "etcd", "n": 4, "planned_stop": planned}
@@ -373,12 +379,7 @@ def main():
         if poller.first_ok_after(o["stop_at"], "lists"):
             break
         time.sleep(0.1)
-    time.sleep(0.6)
-    o["first_list_200"] = poller.first_ok_after(o["stop_at"], "lists")
-    o["first_readyz_200"] = poller.first_ok_after(o["stop_at"], "readyz")
-    o["end"] = o["first_list_200"] or o["up_sh_returned_at"]
-    log(f"  back: LIST 200 at +{(o['first_list_200'] or 0) - o['start_at']:.2f}s after start, "
-        f"readyz 200 at +{(o['first_readyz_200'] or 0) - o['start_at']:.2f}s; controller running: {ctl.running()}")
+    note_return(o, poller, ctl)
     outages.append(o)
     last_end = o["end"]
 
