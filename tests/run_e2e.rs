@@ -77,6 +77,23 @@ impl Ready {
     }
 }
 
+/// A Job in `default`, TTL 0, Complete with no time saying when (a Warning Event, never a
+/// deletion); its UID.
+fn finished_without_a_time(sim: &SimServer, name: &str) -> String {
+    let mut job = sim
+        .create(
+            &jobs(),
+            json!({"apiVersion": "batch/v1", "kind": "Job",
+                "metadata": {"name": name, "namespace": "default"},
+                "spec": {"ttlSecondsAfterFinished": 0}}),
+        )
+        .expect("create");
+    let uid = job["metadata"]["uid"].as_str().expect("uid").to_owned();
+    job["status"] = json!({"conditions": [{"type": "Complete", "status": "True"}]});
+    sim.update_status(&jobs(), job).expect("finish");
+    uid
+}
+
 fn events_with_reason(sim: &SimServer, reason: &str) -> Vec<Value> {
     let events = kube_gc::sim::Gvr::new("", "v1", "events");
     sim.list(&events, Some("default"))
@@ -100,17 +117,7 @@ async fn run_cascades_reports_serves_metrics_and_stays_within_its_rbac() {
         "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}});
     let pod = sim.create(&pods(), pod).expect("create the pod");
     // Finished, with no time saying when: a Warning Event, never a deletion.
-    let mut unknown = sim
-        .create(
-            &jobs(),
-            json!({"apiVersion": "batch/v1", "kind": "Job",
-                "metadata": {"name": "when", "namespace": "default"},
-                "spec": {"ttlSecondsAfterFinished": 0}}),
-        )
-        .expect("create");
-    let unknown_uid = unknown["metadata"]["uid"].as_str().expect("uid").to_owned();
-    unknown["status"] = json!({"conditions": [{"type": "Complete", "status": "True"}]});
-    sim.update_status(&jobs(), unknown).expect("finish");
+    let unknown_uid = finished_without_a_time(&sim, "when");
 
     let port = free_port().to_string();
     let replica = Replica::start(
@@ -701,16 +708,7 @@ async fn a_dry_run_takes_no_lease_and_writes_nothing() {
         .expect("start the sim");
     create_expired_job(&sim, "done");
     // Finished without a time saying when: a run writes a Warning Event about it.
-    let mut unknown = sim
-        .create(
-            &jobs(),
-            json!({"apiVersion": "batch/v1", "kind": "Job",
-                "metadata": {"name": "when", "namespace": "default"},
-                "spec": {"ttlSecondsAfterFinished": 0}}),
-        )
-        .expect("create");
-    unknown["status"] = json!({"conditions": [{"type": "Complete", "status": "True"}]});
-    sim.update_status(&jobs(), unknown).expect("finish");
+    finished_without_a_time(&sim, "when");
     let Ready {
         replica,
         _kubeconfig,
