@@ -151,15 +151,15 @@ impl<K> Api<K> {
     /// A pager reading the list one page at a time, each item turned into a `T` by `decoder`
     /// as it arrives (no `K` is built).
     pub fn pager_with<T: 'static>(&self, params: ListParams, decoder: ItemDecoder<T>) -> Pager<T> {
-        let asking = negotiate::objects(&self.resource, ACCEPT_JSON, decoder.reads());
+        let asking = negotiate::objects(&self.resource, decoder.reads());
         Pager::with_item_decoder(
             self.client.clone(),
             self.collection_url(),
-            ACCEPT_JSON,
+            asking.accept,
             params,
             decoder,
         )
-        .asking(asking)
+        .keeping(asking.keep)
     }
 
     /// WATCH, each object of an `ADDED`, `MODIFIED` or `DELETED` event turned into a `T` by
@@ -169,7 +169,7 @@ impl<K> Api<K> {
         params: &WatchParams,
         decoder: ItemDecoder<T>,
     ) -> Result<WatchStream<T>, Error> {
-        let asking = negotiate::objects(&self.resource, ACCEPT_JSON, decoder.reads());
+        let asking = negotiate::objects(&self.resource, decoder.reads());
         let request = self.watch_request(params, asking.accept);
         self.client.watch_with(&request, decoder, asking.keep).await
     }
@@ -185,11 +185,11 @@ impl<K> Api<K> {
         Pager::with_item_decoder(
             self.client.clone(),
             self.collection_url(),
-            ACCEPT_PARTIAL_OBJECT_METADATA_LIST,
+            asking.accept,
             params,
             decoder,
         )
-        .asking(asking)
+        .keeping(asking.keep)
     }
 
     /// As [`watch_with`](Api::watch_with), but the server sends each object's metadata only.

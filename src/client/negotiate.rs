@@ -20,6 +20,7 @@
 
 use super::protobuf::schema::{self, Kind, Message};
 use super::protobuf::Selection;
+use super::request::ACCEPT_JSON;
 use super::resource_ref::ResourceRef;
 
 /// The protobuf media type (`runtime/serializer/protobuf`).
@@ -54,18 +55,14 @@ impl Asking {
 }
 
 /// Whole objects of `resource`, for a reader that reads `reads` (`None`: anything).
-pub(crate) fn objects(
-    resource: &ResourceRef,
-    json: &'static str,
-    reads: Option<Selection>,
-) -> Asking {
+pub(crate) fn objects(resource: &ResourceRef, reads: Option<Selection>) -> Asking {
     let message = schema::for_kind(&resource.api_version(), &resource.kind);
     match (message, reads) {
         (Some(message), Some(reads)) if covers(message, &reads) => Asking {
             accept: ACCEPT_PROTOBUF_OR_JSON,
             keep: reads,
         },
-        _ => Asking::json(json),
+        _ => Asking::json(ACCEPT_JSON),
     }
 }
 
@@ -79,6 +76,12 @@ pub(crate) fn metadata(list: bool, reads: Option<Selection>) -> Asking {
         },
         keep: reads.unwrap_or_default(),
     }
+}
+
+/// Whether `response` is protobuf, by its `Content-Type`.
+pub(crate) fn answered_protobuf(response: &reqwest::Response) -> bool {
+    let content_type = response.headers().get(http::header::CONTENT_TYPE);
+    is_protobuf(content_type.and_then(|value| value.to_str().ok()))
 }
 
 /// Whether an answer with this `Content-Type` is protobuf (a watch's says `;stream=watch`).
@@ -153,7 +156,7 @@ mod tests {
             "spec.ttlSecondsAfterFinished",
             "status.conditions",
         ]);
-        let asking = objects(&jobs(), "application/json", Some(reads.clone()));
+        let asking = objects(&jobs(), Some(reads.clone()));
         assert_eq!(asking.accept, ACCEPT_PROTOBUF_OR_JSON);
         assert_eq!(asking.keep, reads);
     }
@@ -161,25 +164,16 @@ mod tests {
     #[test]
     fn json_where_a_transcoded_object_could_lack_what_is_read() {
         // Anything, or a subtree whose table is partial: JSON.
-        assert_eq!(
-            objects(&jobs(), "application/json", None).accept,
-            "application/json"
-        );
+        assert_eq!(objects(&jobs(), None).accept, "application/json");
         let template = Selection::paths(["spec.template"]);
-        assert_eq!(
-            objects(&jobs(), "application/json", Some(template)).accept,
-            "application/json"
-        );
+        assert_eq!(objects(&jobs(), Some(template)).accept, "application/json");
         // A member the tables do not know.
         let unknown = Selection::paths(["spec.managedBy"]);
         assert!(!covers(&schema::JOB, &unknown));
         // A custom resource has no tables.
         let vc = ResourceRef::new("batch.volcano.sh", "v1alpha1", "jobs", "Job", true);
         let reads = Selection::paths(["metadata"]);
-        assert_eq!(
-            objects(&vc, "application/json", Some(reads)).accept,
-            "application/json"
-        );
+        assert_eq!(objects(&vc, Some(reads)).accept, "application/json");
     }
 
     #[test]

@@ -30,7 +30,7 @@ use url::Url;
 use super::decode::{ItemDecode, ItemDecoder};
 use super::error::Error;
 use super::list_decoder::read_list_decoding;
-use super::negotiate::{is_protobuf, Asking};
+use super::negotiate::answered_protobuf;
 use super::params::ListParams;
 use super::protobuf::Selection;
 use super::protobuf_answers;
@@ -117,10 +117,10 @@ impl<K> Pager<K> {
         }
     }
 
-    /// Asks as `asking` says (protobuf first, where the reader's members allow it).
-    pub(crate) fn asking(mut self, asking: Asking) -> Self {
-        self.accept = asking.accept;
-        self.keep = asking.keep;
+    /// Transcodes a protobuf answer's items keeping only `keep`, the members the reader reads
+    /// ([`negotiate`](super::negotiate) chose the `Accept` that may bring one).
+    pub(crate) fn keeping(mut self, keep: Selection) -> Self {
+        self.keep = keep;
         self
     }
 
@@ -194,13 +194,9 @@ impl<K> Pager<K> {
             .with_query(&params.query())
             .with_accept(self.accept);
         let response = self.client.send(&request).await?;
-        let content_type = response
-            .headers()
-            .get(http::header::CONTENT_TYPE)
-            .and_then(|value| value.to_str().ok());
         // Decoded as it streams in: a `resourceVersion=0` list ignores `limit` and may be
         // hundreds of megabytes in one body. By what the server sent, not what was asked.
-        if is_protobuf(content_type) {
+        if answered_protobuf(&response) {
             protobuf_answers::read_list(response.bytes_stream(), &self.decode, &self.keep).await
         } else {
             read_list_decoding(response.bytes_stream(), self.decode.clone()).await

@@ -99,8 +99,8 @@ impl<T> WatchFrameDecoder<T> {
         }
     }
 
-    pub(crate) fn push(&mut self, chunk: &[u8]) {
-        self.frames.feed(Bytes::copy_from_slice(chunk));
+    pub(crate) fn push(&mut self, chunk: Bytes) {
+        self.frames.feed(chunk);
     }
 
     /// The next complete event, if one has arrived.
@@ -219,7 +219,7 @@ mod tests {
             Arc::new(|text: &[u8], _| serde_json::from_slice(text));
         let mut decoder = WatchFrameDecoder::new(decode.clone(), Selection::all());
         for chunk in response_chunks("103") {
-            decoder.push(&chunk);
+            decoder.push(Bytes::from(chunk));
         }
         let mut kinds = Vec::new();
         while let Some(event) = decoder.next_event() {
@@ -240,7 +240,7 @@ mod tests {
         }
         let mut too_old = WatchFrameDecoder::new(decode, Selection::all());
         for chunk in response_chunks("104") {
-            too_old.push(&chunk);
+            too_old.push(Bytes::from(chunk));
         }
         match too_old.next_event() {
             Some(Ok(WatchEvent::Error(status))) => assert_eq!(status.code, Some(410)),

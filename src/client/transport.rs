@@ -43,7 +43,7 @@ use super::config::tls::crypto_provider;
 use super::config::ClientConfig;
 use super::decode::{decode_fn, ItemDecoder};
 use super::error::{ApiError, Error};
-use super::negotiate::is_protobuf;
+use super::negotiate::answered_protobuf;
 use super::observer::{Attempt, AttemptResult, ObserverSlot, BASE_CLIENT};
 use super::options::{BuildError, ClientOptions};
 use super::protobuf::Selection;
@@ -243,11 +243,7 @@ impl Client {
         keep: Selection,
     ) -> Result<WatchStream<T>, Error> {
         let response = self.send(request).await?;
-        let content_type = response
-            .headers()
-            .get(http::header::CONTENT_TYPE)
-            .and_then(|value| value.to_str().ok());
-        if is_protobuf(content_type) {
+        if answered_protobuf(&response) {
             let decode = decode_fn(decoder);
             return Ok(WatchStream::protobuf(response.bytes_stream(), decode, keep));
         }

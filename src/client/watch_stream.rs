@@ -282,9 +282,10 @@ enum Framing<T> {
 }
 
 impl<T> Framing<T> {
-    fn push(&mut self, chunk: &[u8]) {
+    /// The chunk is handed over whole: protobuf frames keep slices of it, uncopied.
+    fn push(&mut self, chunk: Bytes) {
         match self {
-            Framing::Lines(d) => d.push(chunk),
+            Framing::Lines(d) => d.push(&chunk),
             Framing::Frames(d) => d.push(chunk),
         }
     }
@@ -379,7 +380,7 @@ impl<T> Stream for WatchStream<T> {
                 return Poll::Ready(None);
             }
             match ready!(this.body.as_mut().poll_next(cx)) {
-                Some(Ok(chunk)) => this.decoder.push(&chunk),
+                Some(Ok(chunk)) => this.decoder.push(chunk),
                 Some(Err(error)) => {
                     // The body is broken: report it once, then end.
                     this.body_ended = true;
