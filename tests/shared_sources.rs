@@ -212,6 +212,12 @@ async fn metadata_only_while_nobody_needs_more_and_a_late_subscriber_costs_one_l
     eventually("the late one synced", || whole.has_synced()).await;
     let lists = lists_of(world.sim(), "/apis/batch/v1/jobs");
     assert_eq!(lists.len(), 2, "one more list");
+    let counted = sources.metrics(&jobs_key()).snapshot();
+    assert_eq!(
+        (counted.lists, counted.relists),
+        (2, 0),
+        "a restart for a late subscriber is a list, not a relist: no watch failed"
+    );
     assert!(!lists[1]
         .header("accept")
         .unwrap_or_default()

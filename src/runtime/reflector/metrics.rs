@@ -111,7 +111,8 @@ impl Default for ReflectorMetrics {
 pub struct MetricsSnapshot {
     /// Complete lists delivered as `Replaced` (paged LISTs and streaming lists).
     pub lists: u64,
-    /// Of those, the ones after the first: each means a watch could not simply resume.
+    /// Of those, the ones after the first of a reflector's run: each means a watch could not
+    /// simply resume. (A shared source restarting for a late subscriber lists without relisting.)
     pub relists: u64,
     /// Streaming lists (WatchList) started.
     pub watch_lists: u64,
@@ -216,8 +217,10 @@ impl ReflectorMetrics {
         })
     }
 
-    pub(super) fn listed(&self) {
-        if bump(&self.lists) > 0 {
+    /// A complete list was delivered; `relist` when its run had delivered one before.
+    pub(super) fn listed(&self, relist: bool) {
+        bump(&self.lists);
+        if relist {
             bump(&self.relists);
         }
     }
@@ -306,14 +309,14 @@ mod tests {
     }
 
     #[test]
-    fn only_lists_after_the_first_are_relists() {
+    fn only_lists_said_to_be_relists_count_as_relists() {
         let m = ReflectorMetrics::default();
-        m.listed();
+        m.listed(false);
         assert_eq!(m.snapshot().relists, 0);
-        m.listed();
-        m.listed();
+        m.listed(true);
+        m.listed(false);
         let s = m.snapshot();
-        assert_eq!((s.lists, s.relists), (3, 2));
+        assert_eq!((s.lists, s.relists), (3, 1));
     }
 
     #[test]

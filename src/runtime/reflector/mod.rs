@@ -211,6 +211,7 @@ where
             rng,
             watch_list_supported: self.config.use_watch_list,
             server_pages: false,
+            listed_before: false,
             resource: self.source.describe(),
             source: self.source,
             config: self.config,
@@ -256,6 +257,8 @@ struct Run<'s, L: ListWatch, S: ?Sized> {
     /// A list at `resourceVersion=0` came back in pages: the server has no watch cache for
     /// this resource, so every list pages (client-go's `paginatedResult`).
     server_pages: bool,
+    /// This run has delivered a list: the next one is a relist.
+    listed_before: bool,
     /// What is reflected, for the logs.
     resource: String,
 }
@@ -369,8 +372,12 @@ where
         self.resolve(next)
     }
 
-    fn deliver_list(&self, objects: Vec<L::Object>, resource_version: String) {
-        self.metrics.listed();
+    fn deliver_list(&mut self, objects: Vec<L::Object>, resource_version: String) {
+        // A relist is a list this run needed because its watch could not resume. The first
+        // list of a run is not one, even when the run is a shared source restarting for a
+        // subscriber that joined late (the counters outlive the run).
+        self.metrics.listed(self.listed_before);
+        self.listed_before = true;
         self.sink.apply(ReflectorEvent::Replaced {
             objects,
             resource_version,
