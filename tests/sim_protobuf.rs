@@ -607,3 +607,21 @@ async fn an_object_the_tables_cannot_write_is_json_when_acceptable_else_500() {
         .expect("the watch ends at the object it cannot write");
     assert!(events.is_empty(), "{events:?}");
 }
+
+/// A streaming list (WatchList) asked as client-go asks a built-in type: the v1.28 server, its
+/// `WatchList` gate off by default, refuses it before any stream with a 422 whose `Status` is a
+/// protobuf body, not a watch frame (exchange 118); asked in JSON, the JSON `Status` (119).
+#[tokio::test]
+async fn a_refused_streaming_list_is_a_protobuf_status_like_exchange_118() {
+    let server = start(SimConfig::default()).await;
+    let path = format!(
+        "{JOBS}?allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&sendInitialEvents=true&timeoutSeconds=4&watch=true"
+    );
+    let (code, content_type, body) = get(&server, &path, KCM).await;
+    assert_eq!((code, content_type), captured("118-"));
+    assert_eq!(body, captured_bytes("118-"));
+    let (code, content_type, body) = get(&server, &path, "application/json").await;
+    assert_eq!((code, content_type), captured("119-"));
+    let body: Value = serde_json::from_slice(&body).expect("a JSON Status");
+    assert_eq!(body, exchange("119-")["response"]["body"]);
+}

@@ -214,6 +214,27 @@ mod tests {
     }
 
     #[test]
+    fn a_captured_streaming_list_ends_at_the_initial_events_end_bookmark() {
+        // Exchange 123: a protobuf streaming list; the end bookmark's raw is a Job carrying
+        // only its resourceVersion and the annotation.
+        let decode: DecodeFn<PartialObjectMetadata> =
+            Arc::new(|text: &[u8], _| serde_json::from_slice(text));
+        let mut decoder = WatchFrameDecoder::new(decode, Selection::all());
+        for chunk in response_chunks("123") {
+            decoder.push(Bytes::from(chunk));
+        }
+        assert!(matches!(decoder.next_event(), Some(Ok(WatchEvent::Added(_)))));
+        match decoder.next_event() {
+            Some(Ok(WatchEvent::Bookmark(b))) => {
+                assert!(b.is_initial_events_end());
+                assert_eq!(b.metadata.resource_version, "107468");
+            }
+            other => panic!("expected the end bookmark, got {other:?}"),
+        }
+        assert!(decoder.next_event().is_none());
+    }
+
+    #[test]
     fn a_captured_protobuf_watch_gives_its_events_and_the_410() {
         let decode: DecodeFn<PartialObjectMetadata> =
             Arc::new(|text: &[u8], _| serde_json::from_slice(text));
