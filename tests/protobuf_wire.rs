@@ -58,7 +58,7 @@ fn list_items_json(body: &[u8]) -> Vec<Value> {
 #[test]
 fn every_captured_protobuf_exchange_decodes() {
     let mut seen = 0;
-    for n in 100..120 {
+    for n in 100..124 {
         let prefix = format!("{n}-");
         let dir = concat!(
             env!("CARGO_MANIFEST_DIR"),
@@ -101,7 +101,7 @@ fn every_captured_protobuf_exchange_decodes() {
             seen += 1;
         }
     }
-    assert_eq!(seen, 14, "protobuf exchanges among 100–119");
+    assert_eq!(seen, 17, "protobuf exchanges among 100–123");
 }
 
 // ---------------------------------------------------------------- agreement with JSON

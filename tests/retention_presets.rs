@@ -140,6 +140,7 @@ fn the_pruned_object_is_judged_as_the_whole_one() {
     use kube_gc::controllers::retention::policy::{compile, RetentionPolicyObject};
     use kube_gc::controllers::retention::wire::{decode_needed, Need};
 
+    let mut judged_in_protobuf = 0;
     for name in NAMES {
         for spec in [
             format!("{{preset: {name}}}"),
@@ -158,7 +159,38 @@ fn the_pruned_object_is_judged_as_the_whole_one() {
                 let whole = project(&fixture.object, &rules, now());
                 let from_pruned = project(&pruned, &rules, now());
                 assert_eq!(whole, from_pruned, "{} under {spec}", file.display());
+                if let Some(from_protobuf) = judged_from_protobuf(&fixture.object, &need) {
+                    let from_protobuf = project(&from_protobuf, &rules, now());
+                    assert_eq!(whole, from_protobuf, "{} in protobuf under {spec}", file.display());
+                    judged_in_protobuf += 1;
+                }
             }
         }
     }
+    // Jobs and Pods have protobuf tables; the other presets read custom resources (JSON).
+    assert_eq!(
+        judged_in_protobuf, 22,
+        "the batch-jobs and pods fixtures, under both specs"
+    );
+}
+
+/// `object` as the engine would read it from a protobuf answer — encoded as the server does,
+/// transcoded keeping what `need` names, decoded as the JSON path decodes — when the client
+/// would ask for protobuf for it (its kind has tables that cover what `need` reads).
+fn judged_from_protobuf(
+    object: &serde_json::Value,
+    need: &kube_gc::controllers::retention::wire::Need,
+) -> Option<serde_json::Value> {
+    use kube_gc::client::negotiate::covers;
+    use kube_gc::client::protobuf::{encode, schema, transcode};
+
+    let api_version = object["apiVersion"].as_str()?;
+    let table = schema::for_kind(api_version, object["kind"].as_str()?)?;
+    let selection = need.selection();
+    if !covers(table, &selection) {
+        return None;
+    }
+    let body = encode::object(object).expect("the fixture encodes");
+    let text = transcode::body_to_json(&body, &selection).expect("it transcodes");
+    Some(kube_gc::controllers::retention::wire::decode_needed(&text, need).expect("it decodes"))
 }

@@ -91,27 +91,9 @@ pub fn is_protobuf(content_type: Option<&str>) -> bool {
         .is_some_and(|media| media.trim().eq_ignore_ascii_case(PROTOBUF))
 }
 
-/// Tables that describe every field their message has in Kubernetes v1.28: a selection may
-/// want them whole. (Others — a pod template, a container — leave fields out, which a
-/// transcoded object would silently lack.)
-fn complete(message: &Message) -> bool {
-    [
-        &schema::OBJECT_META,
-        &schema::OWNER_REFERENCE,
-        &schema::MANAGED_FIELDS_ENTRY,
-        &schema::JOB_STATUS,
-        &schema::JOB_CONDITION,
-        &schema::LABEL_SELECTOR,
-        &schema::PARTIAL_OBJECT_METADATA,
-        &schema::POD_CONDITION,
-    ]
-    .iter()
-    .any(|known| std::ptr::eq(*known, message))
-}
-
 /// Whether `message`'s tables describe all that `selection` wants of it.
 pub fn covers(message: &'static Message, selection: &Selection) -> bool {
-    if selection.wants_others() && !complete(message) {
+    if selection.wants_others() && !schema::is_complete(message) {
         return false;
     }
     selection
@@ -159,6 +141,24 @@ mod tests {
         let asking = objects(&jobs(), Some(reads.clone()));
         assert_eq!(asking.accept, ACCEPT_PROTOBUF_OR_JSON);
         assert_eq!(asking.keep, reads);
+    }
+
+    #[test]
+    fn a_pod_read_for_its_containers_end_asks_for_protobuf() {
+        // What the `pods` preset's "containers terminated" finish time reads.
+        let pods = ResourceRef::new("", "v1", "pods", "Pod", true);
+        let reads = Selection::paths([
+            "metadata",
+            "status.phase",
+            "status.containerStatuses",
+            "status.initContainerStatuses",
+            "spec.initContainers.name",
+            "spec.initContainers.restartPolicy",
+        ]);
+        assert_eq!(objects(&pods, Some(reads)).accept, ACCEPT_PROTOBUF_OR_JSON);
+        // The init containers whole: a container's table is partial.
+        let whole = Selection::paths(["spec.initContainers"]);
+        assert_eq!(objects(&pods, Some(whole)).accept, "application/json");
     }
 
     #[test]

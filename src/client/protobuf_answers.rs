@@ -223,7 +223,10 @@ mod tests {
         for chunk in response_chunks("123") {
             decoder.push(Bytes::from(chunk));
         }
-        assert!(matches!(decoder.next_event(), Some(Ok(WatchEvent::Added(_)))));
+        assert!(matches!(
+            decoder.next_event(),
+            Some(Ok(WatchEvent::Added(_)))
+        ));
         match decoder.next_event() {
             Some(Ok(WatchEvent::Bookmark(b))) => {
                 assert!(b.is_initial_events_end());

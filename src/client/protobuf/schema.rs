@@ -206,6 +206,50 @@ impl Field {
     }
 }
 
+/// Tables that list every field their message has in Kubernetes v1.28 (the test
+/// `complete_tables_have_every_field_of_v1_28` holds each to `generated.proto`). Others — a pod
+/// template, a container, a volume — list what kube-gc reads and skip the rest.
+static COMPLETE_TABLES: &[&Message] = &[
+    &meta::OBJECT_META,
+    &meta::OWNER_REFERENCE,
+    &meta::MANAGED_FIELDS_ENTRY,
+    &meta::LABEL_SELECTOR,
+    &meta::LABEL_SELECTOR_REQUIREMENT,
+    &meta::PARTIAL_OBJECT_METADATA,
+    &batch::JOB_STATUS,
+    &batch::JOB_CONDITION,
+    &batch::UNCOUNTED_TERMINATED_PODS,
+    &core::POD_CONDITION,
+    &core::CONTAINER_STATUS,
+    &core::CONTAINER_STATE,
+    &core::STATE_WAITING,
+    &core::STATE_RUNNING,
+    &core::STATE_TERMINATED,
+    &container::RESOURCE_REQUIREMENTS,
+    &container::RESOURCE_CLAIM,
+];
+
+/// Whether a value decoded with `message`'s table holds all the server sent: its table and
+/// every table below it are complete. Only then may a reader that wants the subtree whole be
+/// given a transcoded protobuf object; a partial table would silently drop members.
+pub fn is_complete(message: &'static Message) -> bool {
+    COMPLETE_TABLES
+        .iter()
+        .any(|known| std::ptr::eq(*known, message))
+        && message
+            .fields
+            .iter()
+            .all(|field| kind_is_complete(&field.kind))
+}
+
+fn kind_is_complete(kind: &'static Kind) -> bool {
+    match kind {
+        Kind::Message(inner) | Kind::Inline(inner) => is_complete(inner),
+        Kind::Map(value) => kind_is_complete(value),
+        _ => true,
+    }
+}
+
 /// The table for an envelope's type, if kube-gc has one.
 pub fn for_kind(api_version: &str, kind: &str) -> Option<&'static Message> {
     Some(match (api_version, kind) {
@@ -279,6 +323,88 @@ mod tests {
             check(message, &mut seen);
         }
         assert!(seen.len() > 40, "{seen:?}");
+    }
+
+    /// `generated.proto`'s field numbers and names at v1.28.7, per message.
+    fn upstream_fields() -> serde_json::Map<String, serde_json::Value> {
+        let text = include_str!("../../../fixtures/protobuf/k8s-v1.28.7-fields.json");
+        let doc: serde_json::Value = serde_json::from_str(text).expect("the fixture is JSON");
+        doc["messages"].as_object().expect("messages").clone()
+    }
+
+    fn every_table() -> Vec<&'static Message> {
+        let mut seen = Vec::new();
+        let mut tables: Vec<&'static Message> = Vec::new();
+        fn walk(
+            m: &'static Message,
+            seen: &mut Vec<&'static str>,
+            out: &mut Vec<&'static Message>,
+        ) {
+            if seen.contains(&m.name) {
+                return;
+            }
+            seen.push(m.name);
+            out.push(m);
+            for field in m.fields {
+                match field.kind {
+                    Kind::Message(inner) | Kind::Inline(inner) => walk(inner, seen, out),
+                    _ => {}
+                }
+            }
+        }
+        for m in [
+            &JOB_LIST,
+            &POD_LIST,
+            &NAMESPACE_LIST,
+            &CONFIG_MAP_LIST,
+            &PARTIAL_OBJECT_METADATA_LIST,
+            &STATUS,
+        ] {
+            walk(m, &mut seen, &mut tables);
+        }
+        tables
+    }
+
+    #[test]
+    fn every_field_has_its_v1_28_number() {
+        let upstream = upstream_fields();
+        for table in every_table()
+            .into_iter()
+            .filter(|t| !t.name.ends_with("List"))
+        {
+            let fields = upstream[table.name].as_object().expect(table.name);
+            for field in table.fields {
+                assert_eq!(
+                    fields
+                        .get(&field.number.to_string())
+                        .and_then(|v| v.as_str()),
+                    Some(field.name),
+                    "{}: field {}",
+                    table.name,
+                    field.number
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn complete_tables_have_every_field_of_v1_28() {
+        let upstream = upstream_fields();
+        for table in COMPLETE_TABLES {
+            let mut ours: Vec<String> = table.fields.iter().map(|f| f.number.to_string()).collect();
+            let mut theirs: Vec<String> = upstream[table.name]
+                .as_object()
+                .expect(table.name)
+                .keys()
+                .cloned()
+                .collect();
+            ours.sort();
+            theirs.sort();
+            assert_eq!(ours, theirs, "{} is said to be complete", table.name);
+        }
+        assert!(is_complete(&core::CONTAINER_STATUS));
+        assert!(!is_complete(&CONTAINER), "a container's table is partial");
+        assert!(!is_complete(&JOB), "its spec holds a pod template");
     }
 
     #[test]

@@ -133,7 +133,11 @@ impl Need {
             FinishTime::ContainersTerminated => {
                 self.add(&["status", "containerStatuses"]);
                 self.add(&["status", "initContainerStatuses"]);
-                self.add(&["spec", "initContainers"]);
+                // Only what tells a sidecar (`rule::time::sidecar_names`): a container's
+                // protobuf table is partial, its statuses' tables complete, so a Pod read for
+                // this is asked in protobuf.
+                self.add(&["spec", "initContainers", "name"]);
+                self.add(&["spec", "initContainers", "restartPolicy"]);
             }
             FinishTime::Cel(expr) => self.add_cel(expr),
         }
