@@ -117,7 +117,7 @@ fn a_small_demo_passes_and_prints_its_summary() {
         "Verdict: keep",
         "$ kube-gc explain configmaps/explain-owner -n demo",
         "Verdict: blocked",
-        "- Pod demo/explain-held: being deleted, waiting for its finalizers [\"demo.kube-gc.io/hold\"]",
+        "- Pod demo/explain-held: being deleted, waiting for its finalizers demo.kube-gc.io/hold",
     ] {
         assert!(stdout.contains(line), "{line}: {stdout}");
     }

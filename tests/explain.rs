@@ -382,3 +382,88 @@ async fn plan_selects_orphans_by_any_label_selector_and_still_sees_unselected_ow
         "{bad}"
     );
 }
+
+/// The garbage collector's row, on rough edges an operator met (issue 30, item 3): an owner
+/// deleting in the foreground is the collector's work, not "does not apply"; a blocking
+/// dependent not deleted yet names its own finalizers, the next link of the chain; an owner
+/// reference to something that is not there says it may never have existed.
+#[tokio::test(start_paused = true)]
+async fn the_collectors_row_says_what_it_does_for_an_owner_and_what_comes_next() {
+    let world = world().await;
+    let sim = world.sim();
+    let job = create_job(sim, "owner", None, None);
+    let reference = json!([{"apiVersion": "batch/v1", "kind": "Job", "name": "owner",
+        "uid": job["metadata"]["uid"], "controller": true, "blockOwnerDeletion": true}]);
+    finished_pod(
+        sim,
+        "default",
+        "worker",
+        world.now(),
+        json!({"ownerReferences": reference, "finalizers": ["example.com/protect"]}),
+    );
+    sim.delete(
+        &jobs(),
+        Some("default"),
+        "owner",
+        &DeleteOptions::propagation(Propagation::Foreground),
+    )
+    .unwrap();
+    let said = explain(&world, "jobs", "default", "owner").await.unwrap();
+    let gc = said
+        .decisions
+        .iter()
+        .find(|d| d.controller == "garbagecollector")
+        .unwrap();
+    assert_eq!(gc.verdict, VerdictKind::Blocked, "{gc:?}");
+    assert!(gc.governs, "{gc:?}");
+    assert_eq!(
+        gc.summary,
+        "deleting it in the foreground: the collector deletes its 1 dependent, then removes foregroundDeletion"
+    );
+    let foreground = &said.deletion.as_ref().expect("being deleted").finalizers[0];
+    assert_eq!(
+        foreground.blockers[0].why,
+        "not deleted yet (blockOwnerDeletion: true); once deleted its finalizers example.com/protect hold it"
+    );
+
+    let never = json!([{"apiVersion": "batch/v1", "kind": "Job", "name": "never-created",
+        "uid": "00000000-0000-0000-0000-000000000000"}]);
+    finished_pod(
+        sim,
+        "default",
+        "stray",
+        world.now(),
+        json!({"ownerReferences": never}),
+    );
+    let stray = explain(&world, "pods", "default", "stray").await.unwrap();
+    let gc = stray
+        .decisions
+        .iter()
+        .find(|d| d.controller == "garbagecollector")
+        .unwrap();
+    assert!(
+        gc.details[0].ends_with("absent: no object has this UID (deleted, or never created)"),
+        "{gc:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_volcano_job_is_said_to_follow_volcanos_rules() {
+    let world = world().await;
+    ttl_support::create_vcjob(world.sim(), "vc", Some(60), "Completed", world.now());
+    let said = explain(&world, "vcjob", "default", "vc").await.unwrap();
+    let ttl = said
+        .decisions
+        .iter()
+        .find(|d| d.controller == "volcano-job-ttl")
+        .unwrap();
+    let rules = ttl
+        .details
+        .iter()
+        .find(|d| d.starts_with("controller:"))
+        .unwrap();
+    assert_eq!(
+        rules,
+        "controller: volcano-job-ttl (the rules of Volcano's garbagecollector controller (vc-controller-manager) for VolcanoJob)"
+    );
+}

@@ -19,6 +19,7 @@ impl TtlKind for BatchJob {
     const KIND: &'static str = "Job";
     const CONTROLLER: &'static str = "ttl-after-finished";
     const QUEUE: &'static str = "ttl_jobs_to_delete";
+    const RULES: &'static str = "kube-controller-manager's ttl-after-finished controller";
 
     fn resource() -> ResourceRef {
         ResourceRef::of::<crate::api::Job>()

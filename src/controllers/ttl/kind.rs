@@ -42,6 +42,8 @@ pub trait TtlKind: Send + Sync + 'static {
     const CONTROLLER: &'static str;
     /// The workqueue's name (its metrics carry it).
     const QUEUE: &'static str;
+    /// Whose rules the controller follows, as `explain` names them.
+    const RULES: &'static str;
 
     /// The REST resource the objects are served at.
     fn resource() -> ResourceRef;

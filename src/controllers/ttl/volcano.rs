@@ -19,6 +19,7 @@ impl TtlKind for VolcanoJobs {
     const KIND: &'static str = "VolcanoJob";
     const CONTROLLER: &'static str = "volcano-job-ttl";
     const QUEUE: &'static str = "volcano_jobs_to_delete";
+    const RULES: &'static str = "Volcano's garbagecollector controller (vc-controller-manager)";
 
     fn resource() -> ResourceRef {
         ResourceRef::of::<VolcanoJob>()

@@ -109,8 +109,7 @@ enum Counted {
 /// The collector's decision on an object with these facts.
 pub(crate) fn decision_on(facts: &GcFacts<'_>) -> Decision {
     if facts.owners.is_empty() {
-        let why = "does not apply: no owner references".into();
-        return decision(CONTROLLER, false, VerdictKind::Keep, why);
+        return as_owner(facts);
     }
     let (mut solid, mut dangling, mut waiting) = (0, 0, 0);
     let mut details = Vec::new();
@@ -147,6 +146,26 @@ pub(crate) fn decision_on(facts: &GcFacts<'_>) -> Decision {
     d
 }
 
+/// The collector's part in an object with no owners: it acts on it only as an owner being
+/// deleted with the foreground or orphan policy, whose finalizer it removes once its work on the
+/// dependents is done.
+fn as_owner(facts: &GcFacts<'_>) -> Decision {
+    let dependents = match facts.dependents {
+        1 => "its 1 dependent".to_owned(),
+        n => format!("its {n} dependents"),
+    };
+    if facts.being_deleted && facts.foreground_finalizer {
+        let why = format!("deleting it in the foreground: the collector deletes {dependents}, then removes {FOREGROUND_FINALIZER}");
+        return decision(CONTROLLER, true, VerdictKind::Blocked, why);
+    }
+    if facts.being_deleted && facts.orphan_finalizer {
+        let why = format!("orphaning {dependents}: the collector removes their references to it, then the {ORPHAN_FINALIZER} finalizer");
+        return decision(CONTROLLER, true, VerdictKind::Blocked, why);
+    }
+    let why = "does not apply: no owner references".into();
+    decision(CONTROLLER, false, VerdictKind::Keep, why)
+}
+
 /// What one owner counts as, or the decision that ends the count.
 fn owner_line(owner: &OwnerState) -> Result<(Counted, &OwnerReference, String), Decision> {
     let unknown = |why: String| decision(CONTROLLER, true, VerdictKind::Unknown, why);
@@ -166,7 +185,7 @@ fn owner_line(owner: &OwnerState) -> Result<(Counted, &OwnerReference, String), 
         OwnerState::Absent { reference } => (
             Counted::Dangling,
             reference,
-            "absent: it was deleted".to_owned(),
+            "absent: no object has this UID (deleted, or never created)".to_owned(),
         ),
         OwnerState::Recreated { reference, uid } => (
             Counted::Dangling,
@@ -305,10 +324,7 @@ fn blockers(index: &dyn DependentIndex, uid: &str, depth: usize) -> Vec<Blocker>
         .map(|d| {
             let foreground = d.finalizers.iter().any(|f| f == FOREGROUND_FINALIZER);
             let (why, below) = match (d.being_deleted, depth < DEPTH) {
-                (false, _) => (
-                    "not deleted yet (blockOwnerDeletion: true)".to_owned(),
-                    Vec::new(),
-                ),
+                (false, _) => (not_deleted_yet(&d), Vec::new()),
                 (true, true) if foreground => (
                     "being deleted in the foreground itself, waiting for".to_owned(),
                     blockers(index, &d.uid, depth + 1),
@@ -324,19 +340,37 @@ fn blockers(index: &dyn DependentIndex, uid: &str, depth: usize) -> Vec<Blocker>
         .collect()
 }
 
-fn held_by(dependent: &Dependent) -> String {
+/// A blocking dependent the collector has yet to delete, and what will hold it once it does:
+/// its own finalizers are the next link of the chain.
+fn not_deleted_yet(dependent: &Dependent) -> String {
+    let first = "not deleted yet (blockOwnerDeletion: true)";
     match (
         dependent.all_finalizers_known,
         dependent.finalizers.is_empty(),
     ) {
-        (true, _) => format!(
-            "being deleted, waiting for its finalizers {:?}",
-            dependent.finalizers
+        (true, true) => format!("{first}: nothing holds it once deleted"),
+        (true, false) => format!(
+            "{first}; once deleted its finalizers {} hold it",
+            dependent.finalizers.join(", ")
         ),
+        (false, true) => format!("{first}; kube-gc does not cache its finalizers"),
+        (false, false) => format!(
+            "{first}; once deleted its finalizers {} hold it, and any kube-gc does not cache",
+            dependent.finalizers.join(", ")
+        ),
+    }
+}
+
+fn held_by(dependent: &Dependent) -> String {
+    let finalizers = dependent.finalizers.join(", ");
+    match (
+        dependent.all_finalizers_known,
+        dependent.finalizers.is_empty(),
+    ) {
+        (true, _) => format!("being deleted, waiting for its finalizers {finalizers}"),
         (false, true) => "being deleted, waiting for finalizers kube-gc does not cache".to_owned(),
         (false, false) => format!(
-            "being deleted, waiting for its finalizers {:?} and any kube-gc does not cache",
-            dependent.finalizers
+            "being deleted, waiting for its finalizers {finalizers} and any kube-gc does not cache"
         ),
     }
 }

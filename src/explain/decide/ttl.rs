@@ -66,8 +66,9 @@ pub(crate) fn state_decision<K: TtlKind>(state: &TtlState, now: DateTime<Utc>) -
     };
     let mut d = judged::<K>(state, ttl, now);
     d.details.push(format!(
-        "controller: {} (kube-controller-manager's rules for {})",
+        "controller: {} (the rules of {} for {})",
         K::CONTROLLER,
+        K::RULES,
         K::KIND
     ));
     d
