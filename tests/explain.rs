@@ -467,3 +467,86 @@ async fn a_volcano_job_is_said_to_follow_volcanos_rules() {
         "controller: volcano-job-ttl (the rules of Volcano's garbagecollector controller (vc-controller-manager) for VolcanoJob)"
     );
 }
+
+/// `plan`'s rough edges (issue 30, item 3): what kube-gc keeps for a problem and the policies
+/// that delete nothing are listed; a due deletion has a time in JSON; an empty plan is one line.
+#[tokio::test(start_paused = true)]
+async fn plan_lists_what_is_kept_for_a_problem_and_broken_policies() {
+    let world = world().await;
+    let sim = world.sim();
+    let discovery = Discovery::run(&world.harness.client).await.unwrap();
+    let options = PlanOptions {
+        within: Duration::from_secs(86_400),
+        ..PlanOptions::default()
+    };
+    let empty = plan(&world.harness.client, &discovery, &options, world.now())
+        .await
+        .unwrap();
+    assert_eq!(
+        kube_gc::explain::plan::text(&empty),
+        "No deletions within 24h.\n"
+    );
+
+    create_job(sim, "due", Some(0), Some(world.now()));
+    let created = create_job(sim, "no-finish-time", Some(60), None);
+    ttl_support::finish_job(sim, created, json!({"type": "Complete", "status": "True"}));
+    sim.create(
+        &Gvr::new("kube-gc.io", "v1alpha1", "clusterretentionpolicies"),
+        json!({"apiVersion": "kube-gc.io/v1alpha1", "kind": "ClusterRetentionPolicy",
+        "metadata": {"name": "broken"},
+        "spec": {"preset": "pods", "ttlSecondsAfterFinished": 60, "match": "object.("}}),
+    )
+    .unwrap();
+    let report = plan(&world.harness.client, &discovery, &options, world.now())
+        .await
+        .unwrap();
+    let due = &report.deletions[0];
+    assert_eq!((due.name.as_str(), due.due), ("due", true));
+    assert_eq!(due.deletes_at, report.generated_at);
+    assert_eq!(report.kept.len(), 1, "{report:#?}");
+    assert_eq!(report.kept[0].name, "no-finish-time");
+    assert!(
+        report.kept[0].problem.contains("finish time"),
+        "{:?}",
+        report.kept[0]
+    );
+    assert_eq!(report.policy_problems.len(), 1, "{report:#?}");
+    let broken = &report.policy_problems[0];
+    assert_eq!(
+        (broken.policy.as_str(), broken.state.as_str()),
+        ("ClusterRetentionPolicy broken", "Invalid")
+    );
+    assert!(broken.problem.starts_with("spec.match: "), "{broken:?}");
+    let text = kube_gc::explain::plan::text(&report);
+    assert!(
+        text.contains("Kept because something about them cannot be read:"),
+        "{text}"
+    );
+    assert!(
+        text.contains("ClusterRetentionPolicy broken   Invalid   spec.match: "),
+        "{text}"
+    );
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["deletions"][0]["deletesAt"], json["generatedAt"]);
+    assert_eq!(json["deletions"][0]["due"], true);
+}
+
+#[tokio::test(start_paused = true)]
+async fn explaining_an_invalid_policy_says_what_is_wrong_with_it() {
+    let world = world().await;
+    world
+        .sim()
+        .create(
+            &Gvr::new("kube-gc.io", "v1alpha1", "clusterretentionpolicies"),
+            json!({"apiVersion": "kube-gc.io/v1alpha1", "kind": "ClusterRetentionPolicy",
+            "metadata": {"name": "broken"},
+            "spec": {"preset": "pods", "ttlSecondsAfterFinished": 60, "match": "object.("}}),
+        )
+        .unwrap();
+    let said = explain(&world, "crp", "", "broken").await.unwrap();
+    assert!(
+        said.reasons[0]
+            .starts_with("this retention policy is invalid and deletes nothing: spec.match: "),
+        "{said:#?}"
+    );
+}

@@ -51,7 +51,39 @@ pub fn decide(gathered: &Gathered, now: DateTime<Utc>) -> Explanation {
     };
     let mut explained = explanation(object, decisions, deletion);
     explained.events = gathered.events.iter().map(event_line).collect();
+    if let Some(invalid) = invalid_policy(gathered) {
+        explained.reasons.insert(0, invalid);
+    }
     explained
+}
+
+/// For a retention policy that does not compile, what is wrong with it: the engine ignores
+/// it, so it deletes nothing (its `Ready` condition says the same).
+fn invalid_policy(gathered: &Gathered) -> Option<String> {
+    use crate::controllers::retention::engine::{cluster_policies, namespaced_policies};
+    use crate::controllers::retention::policy::{compile, RetentionPolicyObject};
+
+    let cluster = if gathered.resource.is_same_resource(&cluster_policies()) {
+        true
+    } else if gathered.resource.is_same_resource(&namespaced_policies()) {
+        false
+    } else {
+        return None;
+    };
+    let why = match serde_json::from_value::<RetentionPolicyObject>(gathered.object.clone()) {
+        Err(e) => e.to_string(),
+        Ok(policy) => match compile(&policy, cluster) {
+            Ok(_) => return None,
+            Err(errors) => errors
+                .iter()
+                .map(|e| format!("{}: {}", e.field, e.message))
+                .collect::<Vec<_>>()
+                .join("; "),
+        },
+    };
+    Some(format!(
+        "this retention policy is invalid and deletes nothing: {why}"
+    ))
 }
 
 /// The explanation of `object` from every controller's decision and, for an object being

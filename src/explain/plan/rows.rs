@@ -1,0 +1,374 @@
+//! The plan's rows: each controller's deletions to come and the objects it keeps for a
+//! problem, found with the controller's own decision functions over one LIST per resource.
+
+use std::collections::{BTreeMap, HashSet};
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use crate::client::{Api, Client, Discovery, ListParams, ResourceRef};
+use crate::controllers::retention::engine::{judging, plan_served, PolicyState};
+use crate::controllers::retention::history::{over_limit, Member};
+use crate::controllers::retention::judge::{judge, Verdict};
+use crate::controllers::retention::judgement::{project, Judged};
+use crate::controllers::ttl::{
+    judge as judge_ttl, rules as ttl_rules, TtlKind, TtlState, Verdict as TtlVerdict,
+};
+use crate::sim::selectors::LabelSelector;
+
+use super::{KeptRow, PlanOptions, PolicyProblem};
+use crate::explain::gather::{read_namespaces, read_policies, GatherError};
+
+/// A deletion found: what and why; when is beside it.
+pub(super) struct Found {
+    pub kind: String,
+    pub namespace: Option<String>,
+    pub name: String,
+    pub controller: String,
+    pub reason: String,
+}
+
+/// Everything the plan found, before it is sorted and totalled.
+#[derive(Default)]
+pub(super) struct Findings {
+    /// Each deletion and when (`None`: due now).
+    pub deletions: Vec<(Option<DateTime<Utc>>, Found)>,
+    pub kept: Vec<KeptRow>,
+    pub policy_problems: Vec<PolicyProblem>,
+}
+
+impl Findings {
+    fn delete(
+        &mut self,
+        object: &Value,
+        kind: &str,
+        controller: &str,
+        reason: String,
+        at: Option<DateTime<Utc>>,
+    ) {
+        let (namespace, name) = identity(object);
+        self.deletions.push((
+            at,
+            Found {
+                kind: kind.to_owned(),
+                namespace,
+                name,
+                controller: controller.to_owned(),
+                reason,
+            },
+        ));
+    }
+
+    fn keep(
+        &mut self,
+        kind: &str,
+        namespace: Option<&str>,
+        name: &str,
+        controller: &str,
+        problem: String,
+    ) {
+        self.kept.push(KeptRow {
+            kind: kind.to_owned(),
+            namespace: namespace.map(str::to_owned),
+            name: name.to_owned(),
+            controller: controller.to_owned(),
+            problem,
+        });
+    }
+}
+
+fn identity(object: &Value) -> (Option<String>, String) {
+    let meta = &object["metadata"];
+    let text = |v: &Value| v.as_str().map(str::to_owned);
+    (
+        text(&meta["namespace"]),
+        text(&meta["name"]).unwrap_or_default(),
+    )
+}
+
+async fn list(
+    client: &Client,
+    resource: &ResourceRef,
+    options: &PlanOptions,
+) -> Result<Vec<Value>, GatherError> {
+    let namespace = options.namespace.as_deref().filter(|_| resource.namespaced);
+    let api: Api<Value> = Api::dynamic(client.clone(), resource.clone(), namespace);
+    let params = ListParams {
+        label_selector: options.selector.clone(),
+        ..ListParams::default()
+    };
+    api.list(&params)
+        .await
+        .map(|l| l.items)
+        .map_err(|source| GatherError::Api {
+            what: format!("list {}", resource.path_name()),
+            source,
+        })
+}
+
+/// The TTL controller of kind `K`: its objects listed as the controller caches them (each
+/// decoded straight to the engine's judgement under the controller's fixed policy), judged by
+/// its `judge`.
+pub(super) async fn ttl_rows<K: TtlKind>(
+    client: &Client,
+    options: &PlanOptions,
+    now: DateTime<Utc>,
+    found: &mut Findings,
+) -> Result<(), GatherError> {
+    let resource = K::resource();
+    let api: Api<Value> = Api::dynamic(
+        client.clone(),
+        resource.clone(),
+        options.namespace.as_deref(),
+    );
+    let params = ListParams {
+        label_selector: options.selector.clone(),
+        ..ListParams::default()
+    };
+    let decoder = judging(std::sync::Arc::new(ttl_rules::<K>()), move || now);
+    let judgements = api
+        .pager_with(params, decoder)
+        .collect_pages()
+        .await
+        .map_err(|source| GatherError::Api {
+            what: format!("list {}", resource.path_name()),
+            source,
+        })?;
+    for judgement in &judgements.0.items {
+        let key = judgement.key();
+        let (namespace, name) = (key.namespace(), key.name());
+        let state = match TtlState::of(judgement) {
+            Ok(state) => state,
+            Err(problem) => {
+                found.keep(
+                    K::KIND,
+                    namespace,
+                    name,
+                    K::CONTROLLER,
+                    problem.message.clone(),
+                );
+                continue;
+            }
+        };
+        let Some(ttl) = state.ttl_seconds else {
+            continue;
+        };
+        let at = match judge_ttl(&state, now) {
+            Ok(TtlVerdict::Expired { .. }) => None,
+            Ok(TtlVerdict::Wait { expires_at, .. }) => Some(expires_at),
+            Ok(TtlVerdict::Keep) => continue,
+            Err(e) => {
+                found.keep(K::KIND, namespace, name, K::CONTROLLER, e.to_string());
+                continue;
+            }
+        };
+        let deletion = Found {
+            kind: K::KIND.to_owned(),
+            namespace: namespace.map(str::to_owned),
+            name: name.to_owned(),
+            controller: K::CONTROLLER.to_owned(),
+            reason: format!("ttlSecondsAfterFinished {ttl}s"),
+        };
+        found.deletions.push((at, deletion));
+    }
+    Ok(())
+}
+
+/// Every retention policy's deletions, its objects kept for a problem, and the policies
+/// that are invalid or wait for a resource.
+pub(super) async fn retention_rows(
+    client: &Client,
+    served: &[ResourceRef],
+    options: &PlanOptions,
+    now: DateTime<Utc>,
+    found: &mut Findings,
+) -> Result<(), GatherError> {
+    let Some(policies) = read_policies(client, served).await? else {
+        return Ok(());
+    };
+    let namespaces = read_namespaces(client).await?;
+    let policies = policies.iter().map(|(object, cluster)| (object, *cluster));
+    let planned = plan_served(policies, &namespaces, served);
+    found
+        .policy_problems
+        .extend(policy_problems(&planned.policies));
+    for watch in planned.watches.values() {
+        let objects = list(client, &watch.resource, options).await?;
+        let judged: Vec<_> = objects
+            .iter()
+            .map(|o| project(o, &watch.rules, now))
+            .collect();
+        let mut groups: BTreeMap<(u16, String, String), Vec<Member<usize>>> = BTreeMap::new();
+        let mut due_by_ttl = HashSet::new();
+        for (i, (object, judgement)) in objects.iter().zip(&judged).enumerate() {
+            let kind = &watch.resource.kind;
+            let governed = match &judgement.judged {
+                Judged::Governed(governed) => governed,
+                Judged::Problem(problem) => {
+                    let key = judgement.key();
+                    let why = problem.message.clone();
+                    found.keep(kind, key.namespace(), key.name(), "retention", why);
+                    continue;
+                }
+                Judged::Ungoverned | Judged::Gone => continue,
+            };
+            let policy = &watch.rules.policies[usize::from(governed.policy)];
+            let reason = format!("TTL ({})", policy.id);
+            match judge(&governed.facts, governed.ttl, now) {
+                Ok(Verdict::Expired { .. }) => {
+                    due_by_ttl.insert(i);
+                    found.delete(object, kind, "retention", reason, None);
+                }
+                Ok(Verdict::Wait { expires_at, .. }) => {
+                    found.delete(object, kind, "retention", reason, Some(expires_at))
+                }
+                Ok(Verdict::Keep(_)) => {}
+                Err(e) => {
+                    let (namespace, name) = identity(object);
+                    let why = format!("{e} ({})", policy.id);
+                    found.keep(kind, namespace.as_deref(), &name, "retention", why);
+                }
+            }
+            if let (Some(group), Some(finished)) = (&governed.group, governed.facts.finished) {
+                if !governed.facts.being_deleted {
+                    let namespace = judgement.key().namespace().unwrap_or_default().to_owned();
+                    groups
+                        .entry((governed.policy, namespace, group.to_string()))
+                        .or_default()
+                        .push(Member {
+                            id: i,
+                            outcome: finished.outcome,
+                            finished_at: finished.at,
+                        });
+                }
+            }
+        }
+        for ((policy, _, group), members) in groups {
+            let policy = &watch.rules.policies[usize::from(policy)];
+            for excess in over_limit(&members, policy.limits) {
+                if due_by_ttl.contains(&excess.id) {
+                    continue;
+                }
+                let reason = format!(
+                    "history limit {} of group {group} ({})",
+                    excess.limit.unwrap_or(0),
+                    policy.id
+                );
+                found.delete(
+                    &objects[excess.id],
+                    &watch.resource.kind,
+                    "retention",
+                    reason,
+                    None,
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The policies that are invalid or wait for a resource, as their status says it.
+fn policy_problems<'p>(
+    states: impl IntoIterator<
+        Item = (
+            &'p crate::controllers::retention::policy::PolicyId,
+            &'p PolicyState,
+        ),
+    >,
+) -> Vec<PolicyProblem> {
+    states
+        .into_iter()
+        .filter_map(|(id, state)| {
+            let (state, problem) = match state {
+                PolicyState::Ready { .. } => return None,
+                PolicyState::Invalid { errors, .. } => (
+                    "Invalid",
+                    errors
+                        .iter()
+                        .map(|e| format!("{}: {}", e.field, e.message))
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                ),
+                PolicyState::NotServed { missing, .. } => (
+                    "NotServed",
+                    format!(
+                        "not served by the API server: {}",
+                        missing
+                            .iter()
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ),
+            };
+            Some(PolicyProblem {
+                policy: id.to_string(),
+                state: state.to_owned(),
+                problem,
+            })
+        })
+        .collect()
+}
+
+/// Objects whose owners are all gone: the garbage collector deletes them now.
+///
+/// Every object is listed unfiltered, since an owner need not match the selector; the
+/// selector then picks among the dependents, by the server's own rules (the simulated
+/// server's implementation of apimachinery's `labels.Parse`, so `-l` means what it means for
+/// the kinds the server filters).
+pub(super) async fn orphan_rows(
+    client: &Client,
+    discovery: &Discovery,
+    options: &PlanOptions,
+    selector: Option<&LabelSelector>,
+    found: &mut Findings,
+) -> Result<(), GatherError> {
+    let mut all = Vec::new();
+    let mut uids = HashSet::new();
+    for resource in discovery.deletable() {
+        let namespace = options.namespace.as_deref().filter(|_| resource.namespaced);
+        let api: Api<Value> = Api::dynamic(client.clone(), resource.clone(), namespace);
+        let list = api
+            .list_metadata(&ListParams::default())
+            .await
+            .map_err(|source| GatherError::Api {
+                what: format!("list {}", resource.path_name()),
+                source,
+            })?;
+        for item in list.items {
+            uids.extend(item.metadata.uid.clone());
+            all.push((resource.clone(), item.metadata));
+        }
+    }
+    let orphans = all
+        .into_iter()
+        .filter(|(_, meta)| !meta.owner_references.is_empty() && meta.deletion_timestamp.is_none())
+        .filter(|(_, meta)| {
+            meta.owner_references.iter().all(|o| {
+                !uids.contains(&o.uid)
+                    && discovery
+                        .resource_for_kind(&o.api_version, &o.kind)
+                        .is_some()
+            })
+        })
+        .filter(|(_, meta)| {
+            selector.is_none_or(|s| s.matches_lookup(|k| meta.labels.get(k).map(String::as_str)))
+        })
+        .map(|(resource, meta)| {
+            let owners: Vec<String> = meta
+                .owner_references
+                .iter()
+                .map(|o| format!("{} {}", o.kind, o.name))
+                .collect();
+            let orphan = Found {
+                kind: resource.kind.clone(),
+                namespace: meta.namespace.clone(),
+                name: meta.name.clone().unwrap_or_default(),
+                controller: "garbagecollector".to_owned(),
+                reason: format!("every owner is gone ({})", owners.join(", ")),
+            };
+            (None, orphan)
+        });
+    found.deletions.extend(orphans);
+    Ok(())
+}
