@@ -62,7 +62,7 @@ use kube_gc::controllers::retention::engine::{
     plan_served, RetentionController, RetentionMetrics, RetentionOptions, WatchMap,
 };
 use kube_gc::controllers::retention::judgement::{project, Judged, Judgement, Rules};
-use kube_gc::controllers::retention::policy::RetentionPolicyObject;
+use kube_gc::controllers::retention::policy::{PolicyId, RetentionPolicyObject};
 use kube_gc::controllers::retention::wire::{decode as decode_object, decode_needed, Need};
 use kube_gc::controllers::retention::CelExpr;
 use kube_gc::runtime::cache::Store;
@@ -721,7 +721,7 @@ async fn staggered(n: usize) {
     let running = start_controller(client);
     let metrics = Arc::clone(&running.metrics);
     until_every(Duration::from_millis(50), || {
-        metrics.deletions("ClusterRetentionPolicy finished-pods") as usize >= n
+        metrics.deletions(&PolicyId::cluster("finished-pods")) as usize >= n
     })
     .await;
     let done = Utc::now();
@@ -820,7 +820,7 @@ async fn change(n: usize) {
         panic!("shorten the TTL: {e}");
     }
     let metrics = Arc::clone(&running.metrics);
-    until(|| metrics.deletions("ClusterRetentionPolicy ttl") as usize >= n).await;
+    until(|| metrics.deletions(&PolicyId::cluster("ttl")) as usize >= n).await;
     running.stop().await;
     let deletes = pod_deletes(&sim);
     let first = deletes.iter().map(|(_, at)| *at).min().unwrap_or(changed);

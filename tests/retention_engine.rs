@@ -16,6 +16,7 @@ use kube_gc::controllers::retention::engine::{
     WorkKey,
 };
 use kube_gc::controllers::retention::judgement::project;
+use kube_gc::controllers::retention::policy::PolicyId;
 use kube_gc::events::CollectingRecorder;
 use kube_gc::runtime::cache::ObjectKey;
 use kube_gc::runtime::controller::{Action, ControllerError, Reconciler};
@@ -206,7 +207,7 @@ async fn finished_pods_go_when_their_ttl_expires_and_the_rest_stay() {
     assert_eq!(
         running
             .metrics
-            .deletions("ClusterRetentionPolicy finished-pods"),
+            .deletions(&PolicyId::cluster("finished-pods")),
         2
     );
     running.stop().await;
@@ -319,10 +320,7 @@ async fn history_limits_keep_the_newest_of_each_owner() {
             "{kept} is among the newest and must be kept"
         );
     }
-    assert_eq!(
-        running.metrics.deletions("ClusterRetentionPolicy history"),
-        4
-    );
+    assert_eq!(running.metrics.deletions(&PolicyId::cluster("history")), 4);
     running.stop().await;
 }
 

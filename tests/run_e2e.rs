@@ -222,11 +222,13 @@ async fn run_cascades_reports_serves_metrics_and_stays_within_its_rbac() {
     let pod_uid = pod["metadata"]["uid"].as_str().expect("uid");
     let logged = replica.log_lines(pod_uid);
     assert!(
-        logged.iter().any(|l| l["policy"] == "Background"
-            && l["kind"] == "Pod"
-            && l["name"] == "done-worker"
-            && l["namespace"] == "default"
-            && l["reason"].is_string()),
+        logged
+            .iter()
+            .any(|l| l["propagation_policy"] == "Background"
+                && l["kind"] == "Pod"
+                && l["name"] == "done-worker"
+                && l["namespace"] == "default"
+                && l["reason"].is_string()),
         "the Pod's deletion is not logged: {logged:?}"
     );
     let job_uid = job["metadata"]["uid"].as_str().expect("uid");
@@ -234,7 +236,7 @@ async fn run_cascades_reports_serves_metrics_and_stays_within_its_rbac() {
         replica
             .log_lines(job_uid)
             .iter()
-            .any(|l| l["propagation"] == "Foreground"
+            .any(|l| l["propagation_policy"] == "Foreground"
                 && l["controller"] == "ttl-after-finished"
                 && l["reason"].is_string()),
         "the Job's deletion is not logged:\n{}",
@@ -683,7 +685,8 @@ async fn run_applies_a_retention_policy_created_while_it_runs() {
     let deleted = metrics.value(
         "kube_gc_retention_deletions_total",
         &[
-            ("policy", "ClusterRetentionPolicy finished-pods"),
+            ("policy_kind", "ClusterRetentionPolicy"),
+            ("policy", "finished-pods"),
             ("reason", "ttl"),
         ],
     );

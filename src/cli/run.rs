@@ -265,8 +265,8 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
     let election = election(&args, &options.controllers, &identity)?;
     let metrics = Metrics::new();
     let client = Client::new(&config, &args.client_options(&identity, &metrics))?;
-    tracing::info!(server = %config.server, %identity, controllers = ?args.controllers,
-        known = ?KNOWN_CONTROLLERS, leader_elect = election.is_some(), dry_run = args.dry_run,
+    tracing::info!(server = %config.server, %identity, controllers = %args.controllers.join(","),
+        known = %KNOWN_CONTROLLERS.join(","), leader_elect = election.is_some(), dry_run = args.dry_run,
         "starting kube-gc");
 
     let shutdown = CancellationToken::new();

@@ -319,7 +319,7 @@ impl Manager {
             })? {
                 Init::Run(controller) => set.push(controller),
                 Init::Skip(reason) => {
-                    tracing::info!(controller = name, "skipping the controller: {reason}");
+                    tracing::info!(controller = name, %reason, "skipping the controller");
                     if let Some(explainer) = &explainer {
                         explainer.not_running(name, format!("skipped at start-up: {reason}"));
                     }

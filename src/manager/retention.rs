@@ -100,7 +100,8 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<Init, BoxError> {
     }
     tracing::info!(
         controller = RETENTION,
-        "{WAITING}; looking again every {rediscover:?}"
+        recheck_seconds = rediscover.as_secs(),
+        "{WAITING}"
     );
     let explainer = context.explainer.cloned();
     if let Some(explainer) = &explainer {

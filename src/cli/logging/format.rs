@@ -9,7 +9,9 @@
 //!
 //! Mapping from tracing: ERROR → `E` (JSON: no `v`, the `error` field becomes `err`), WARN → `W`
 //! (JSON: `v` 0), INFO → `I`/`v` 0, DEBUG → `I`/`v` 2, TRACE → `I`/`v` 5, which is how the `-v`
-//! flag maps verbosity onto tracing levels.
+//! flag maps verbosity onto tracing levels. A JSON line carries no severity letter, so a warning
+//! or an error also says so in `level` (`"warning"`, `"error"`): an alert on a JSON pipeline
+//! must not have to guess it from `v` and `err`.
 
 use std::fmt;
 
@@ -102,6 +104,15 @@ fn verbosity(level: &Level) -> Option<u8> {
     }
 }
 
+/// The `level` of a JSON line: only warnings and errors say one.
+fn json_level(level: &Level) -> Option<&'static str> {
+    match *level {
+        Level::ERROR => Some("error"),
+        Level::WARN => Some("warning"),
+        _ => None,
+    }
+}
+
 /// `file.rs:line`, the file without its directories, as klog prints the caller.
 fn caller(event: &Event<'_>) -> String {
     let metadata = event.metadata();
@@ -146,6 +157,10 @@ impl ComponentJson {
             Value::from(fields.message),
         );
         let mut written = vec!["ts", "caller", "msg"];
+        if let Some(said) = json_level(level) {
+            line.push_str(&format!(",\"level\":\"{said}\""));
+            written.push("level");
+        }
         if let Some(v) = verbosity(level) {
             line.push_str(&format!(",\"v\":{v}"));
             written.push("v");
@@ -254,6 +269,7 @@ mod tests {
         assert_eq!(json["caller"], format!("format.rs:{line}"));
         assert_eq!(json["msg"], "deleted Job");
         assert_eq!(json["v"], 0);
+        assert!(json.get("level").is_none(), "info says no level");
         assert_eq!(json["namespace"], "demo");
         assert_eq!(json["retries"], 3);
     }
@@ -275,7 +291,13 @@ mod tests {
         let json: Value = serde_json::from_str(json).unwrap();
         assert_eq!(json["err"], "connection refused");
         assert!(json.get("v").is_none());
+        assert_eq!(json["level"], "error");
         assert!(lines[1].0.starts_with("W1122 "));
+        let warning: Value = serde_json::from_str(&lines[1].1).unwrap();
+        assert_eq!(
+            (&warning["level"], &warning["v"]),
+            (&Value::from("warning"), &Value::from(0))
+        );
         let debug: Value = serde_json::from_str(&lines[2].1).unwrap();
         assert_eq!(debug["v"], 2);
     }

@@ -151,7 +151,7 @@ async fn judge(shared: &Shared, item: &NodeView) -> Result<Done, WorkError> {
         }
         Action::DeleteInForeground => delete_in_foreground(shared, item, &waiting, judged).await,
         Action::Delete(policy) => {
-            tracing::debug!(object = %item.identity, ?policy, "deleting an object whose owners are all gone");
+            tracing::debug!(object = %item.identity, propagation_policy = ?policy, "deleting an object whose owners are all gone");
             requests::delete(
                 shared,
                 &item.identity,

@@ -399,7 +399,7 @@ async fn wait_until_synced(
             .map(|(gk, _)| format!("{}.{}", gk.kind, gk.group))
             .collect();
         tracing::warn!(
-            ?pending,
+            pending = %pending.join(","),
             "starting garbage collector workers before every monitor synced; \
              decisions that need those types are deferred"
         );

@@ -246,7 +246,7 @@ fn absent_message(link: &OwnerLink, namespace: Option<&str>) -> String {
 }
 
 fn report_invalid(shared: &Shared, item: &NodeView, link: &OwnerLink, message: String) {
-    tracing::warn!(object = %item.identity, owner = %link.uid, "{message}");
+    tracing::warn!(object = %item.identity, owner = %link.uid, problem = %message, "invalid owner reference");
     shared.recorder.record(EventRecord {
         regarding: item.identity.object_reference(),
         event_type: EventType::Warning,

@@ -97,7 +97,7 @@ fn deleted(shared: &Shared, item: &ObjectIdentity, policy: PropagationPolicy, re
         namespace = item.namespace.as_deref().unwrap_or(""),
         name = %item.name,
         uid = %item.uid,
-        ?policy,
+        propagation_policy = ?policy,
         reason,
         "deleted"
     );

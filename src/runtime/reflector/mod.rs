@@ -657,9 +657,7 @@ fn report_stuck(metrics: &ReflectorMetrics, resource: &str) {
         Some(metrics::StuckChange::BecameStuck(for_how_long)) => tracing::warn!(
             resource,
             seconds_without_sync = for_how_long.as_secs(),
-            "informer is not seeing changes: no list and watch has worked for {}s; \
-             /readyz fails until it does",
-            for_how_long.as_secs()
+            "informer is not seeing changes: no list and watch has worked; /readyz fails until it does"
         ),
         Some(metrics::StuckChange::Recovered) => {
             tracing::info!(resource, "informer is watching again")

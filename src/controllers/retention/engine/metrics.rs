@@ -2,7 +2,7 @@
 //!
 //! | name | type | meaning |
 //! |---|---|---|
-//! | `kube_gc_retention_deletions_total` | counter | objects deleted, by `policy` and `reason` (`ttl`, `history_limit`) |
+//! | `kube_gc_retention_deletions_total` | counter | objects deleted, by `policy_kind`, `policy` and `reason` (`ttl`, `history_limit`) |
 //! | `kube_gc_retention_dry_run_deletions_total` | counter | deletions a `dryRun` policy would have made |
 //! | `kube_gc_retention_deletion_delay_seconds` | histogram | expiry to successful delete (TTL deletions), upstream's TTL buckets |
 //! | `kube_gc_retention_object_errors_total` | counter | objects kept because something in them could not be read, by `reason` (`match`, `finish_rule`, `own_ttl`, `annotation`, `finish_time_unknown`, `creation_time_unknown`) |
@@ -18,10 +18,14 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
+use crate::controllers::retention::policy::PolicyId;
+
 /// Labels of the deletion counters.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct DeletionLabels {
-    /// `RetentionPolicy ns/name` or `ClusterRetentionPolicy name`.
+    /// `RetentionPolicy` or `ClusterRetentionPolicy`.
+    pub policy_kind: &'static str,
+    /// `namespace/name` of a `RetentionPolicy`, `name` of a `ClusterRetentionPolicy`.
     pub policy: String,
     /// `ttl` or `history_limit`.
     pub reason: &'static str,
@@ -112,14 +116,18 @@ impl RetentionMetrics {
     }
 
     /// One deletion (or, with `dry_run`, one that would have been made).
-    pub fn observe_deletion(&self, policy: String, reason: &'static str, dry_run: bool) {
+    pub fn observe_deletion(&self, policy: &PolicyId, reason: &'static str, dry_run: bool) {
         let family = if dry_run {
             &self.dry_run_deletions
         } else {
             &self.deletions
         };
         family
-            .get_or_create(&DeletionLabels { policy, reason })
+            .get_or_create(&DeletionLabels {
+                policy_kind: policy.kind(),
+                policy: policy.path(),
+                reason,
+            })
             .inc();
     }
 
@@ -154,13 +162,14 @@ impl RetentionMetrics {
     }
 
     /// Deletions under `policy` so far (both reasons).
-    pub fn deletions(&self, policy: &str) -> u64 {
+    pub fn deletions(&self, policy: &PolicyId) -> u64 {
         ["ttl", "history_limit"]
             .into_iter()
             .map(|reason| {
                 self.deletions
                     .get_or_create(&DeletionLabels {
-                        policy: policy.to_owned(),
+                        policy_kind: policy.kind(),
+                        policy: policy.path(),
                         reason,
                     })
                     .get()

@@ -152,7 +152,7 @@ fn report_states(shared: &Shared, states: BTreeMap<PolicyId, PolicyState>) {
                     .map(ToString::to_string)
                     .collect::<Vec<_>>()
                     .join("; ");
-                tracing::warn!(policy = %id, "invalid retention policy; it deletes nothing: {message}");
+                tracing::warn!(retention_policy = %id, errors = %message, "invalid retention policy; it deletes nothing");
                 record_policy_event(shared, id, EventType::Warning, "InvalidSpec", &message);
             }
             PolicyState::NotServed { missing, .. } => {
@@ -161,7 +161,7 @@ fn report_states(shared: &Shared, states: BTreeMap<PolicyId, PolicyState>) {
                     .map(ToString::to_string)
                     .collect::<Vec<_>>()
                     .join(", ");
-                tracing::warn!(policy = %id, "retention policy names resources the API server does not serve: {missing}");
+                tracing::warn!(retention_policy = %id, %missing, "retention policy names resources the API server does not serve");
                 record_policy_event(
                     shared,
                     id,
@@ -170,7 +170,9 @@ fn report_states(shared: &Shared, states: BTreeMap<PolicyId, PolicyState>) {
                     &missing,
                 );
             }
-            PolicyState::Ready { .. } => tracing::info!(policy = %id, "retention policy ready"),
+            PolicyState::Ready { .. } => {
+                tracing::info!(retention_policy = %id, "retention policy ready")
+            }
         }
     }
     shared.metrics.set_policies(ready, invalid, not_served);

@@ -40,7 +40,7 @@ impl Tally for RetentionMetrics {
         dry_run: bool,
         latency: Option<f64>,
     ) {
-        self.observe_deletion(policy.id.to_string(), reason, dry_run);
+        self.observe_deletion(&policy.id, reason, dry_run);
         if let (false, Some(latency)) = (dry_run, latency) {
             self.observe_delay(latency);
         }

@@ -67,7 +67,7 @@ async fn write_statuses(shared: &Shared, written: &mut Written) {
             .deleted_before
             .entry(id.clone())
             .or_insert_with(|| object.status.as_ref().map_or(0, |s| s.deleted));
-        let deleted = before + shared.metrics.deletions(&id.to_string());
+        let deleted = before + shared.metrics.deletions(&id);
         let previous = written.statuses.get(&id).or(object.status.as_ref());
         let status = status_for(
             &state,
@@ -97,7 +97,7 @@ async fn write_statuses(shared: &Shared, written: &mut Written) {
             }
             Err(e) => {
                 shared.metrics.observe_api_error("patch");
-                warn_unless_unavailable!(e, policy = %id, err = %e, "could not write the policy's status");
+                warn_unless_unavailable!(e, retention_policy = %id, err = %e, "could not write the policy's status");
             }
         }
     }

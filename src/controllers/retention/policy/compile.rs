@@ -35,12 +35,29 @@ pub struct PolicyId {
 }
 
 impl PolicyId {
+    /// The `ClusterRetentionPolicy` `name`.
+    pub fn cluster(name: &str) -> PolicyId {
+        PolicyId {
+            namespace: None,
+            name: name.to_owned(),
+        }
+    }
+
     /// The kind, as Events and logs name it.
     pub fn kind(&self) -> &'static str {
         if self.namespace.is_some() {
             "RetentionPolicy"
         } else {
             "ClusterRetentionPolicy"
+        }
+    }
+
+    /// `namespace/name`, or `name` for a `ClusterRetentionPolicy`: a metric label value, which
+    /// holds no space (the kind goes in a label of its own).
+    pub fn path(&self) -> String {
+        match &self.namespace {
+            Some(ns) => format!("{ns}/{}", self.name),
+            None => self.name.clone(),
         }
     }
 }

@@ -63,7 +63,16 @@ impl RetentionReconciler {
         let key = judged.key();
         if policy.dry_run || self.settings.dry_run {
             self.tally.deleted(policy, reason.label(), true, None);
-            tracing::info!(controller = self.settings.controller, policy = %policy.label(), resource = %watch.target, %key, uid = judged.uid(), reason = reason.label(), "dry run: would delete");
+            tracing::info!(
+                controller = self.settings.controller,
+                retention_policy = %policy.label(),
+                resource = %watch.target,
+                namespace = key.namespace().unwrap_or(""),
+                name = key.name(),
+                uid = judged.uid(),
+                reason = reason.label(),
+                "dry run: would delete"
+            );
             return Ok(Deletion::Deleted);
         }
         let mut options = DeleteOptions::with_policy(policy.propagation).with_uid(judged.uid());
@@ -110,12 +119,12 @@ impl RetentionReconciler {
         let key = judged.key();
         tracing::info!(
             controller = self.settings.controller,
-            policy = %policy.label(),
+            retention_policy = %policy.label(),
             resource = %watch.target,
             namespace = key.namespace().unwrap_or(""),
             name = key.name(),
             uid = judged.uid(),
-            propagation = ?policy.propagation,
+            propagation_policy = ?policy.propagation,
             reason = reason.label(),
             latency_seconds = latency,
             "deleted"

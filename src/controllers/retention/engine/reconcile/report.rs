@@ -32,7 +32,7 @@ impl RetentionReconciler {
         }
         self.tally.kept(reason);
         let key = judged.key();
-        tracing::warn!(controller = self.settings.controller, resource = %watch.target, %key, reason, "kept: {message}");
+        tracing::warn!(controller = self.settings.controller, resource = %watch.target, %key, reason, problem = %message, "kept: it could not be judged");
         self.recorder.record(EventRecord {
             regarding: ObjectReference {
                 api_version: Some(watch.resource.api_version()),
