@@ -345,3 +345,39 @@ async fn list_option_combinations_the_real_server_refuses() {
     .await;
     assert_eq!(code, 405);
 }
+
+/// Field selectors on Events, as `kubectl describe` sends them (exchanges 124–127): the Events
+/// captured from the real server are created here and asked for with the captured requests.
+#[tokio::test]
+async fn events_select_on_their_involved_object_like_exchanges_124_to_127() {
+    let server = start(SimConfig::default()).await;
+    let events = kube_gc::sim::Gvr::new("", "v1", "events");
+    let namespaces = kube_gc::sim::Gvr::new("", "v1", "namespaces");
+    let namespace = json!({"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": "capture-protobuf"}});
+    server.create(&namespaces, namespace).unwrap();
+    for prefix in ["124-", "125-"] {
+        for item in exchange(prefix)["response"]["body"]["items"].as_array().unwrap() {
+            let mut event = item.clone();
+            event["apiVersion"] = json!("v1");
+            event["kind"] = json!("Event");
+            let name = &event["metadata"]["name"];
+            let namespace = &event["metadata"]["namespace"];
+            event["metadata"] = json!({"name": name, "namespace": namespace});
+            server.create(&events, event).unwrap();
+        }
+    }
+    let http = client();
+    for prefix in ["124-", "125-", "126-", "127-"] {
+        let captured = exchange(prefix);
+        let path = captured["request"]["path"].as_str().unwrap();
+        let (code, body) = send(http.get(url(&server, path))).await;
+        let real = &captured["response"];
+        assert_eq!(u64::from(code), real["status"].as_u64().unwrap(), "{prefix}: {body}");
+        if code == 200 {
+            assert_eq!(names(&body), names(&real["body"]), "{prefix}");
+        } else {
+            assert_eq!(body, real["body"], "{prefix}");
+        }
+    }
+}

@@ -21,7 +21,8 @@ use super::route::Target;
 use super::{Context, Incoming};
 use crate::client::protobuf::encode::EncodeError;
 use crate::sim::filter::ObjectFilter;
-use crate::sim::selectors::{FieldSelector, LabelSelector};
+use crate::sim::resources::ResourceDef;
+use crate::sim::selectors::{FieldSelector, FieldSet, LabelSelector};
 use crate::sim::status::{self, Cause, CauseType, GroupKind};
 use crate::sim::store::{ListOptions, ListSource};
 
@@ -58,7 +59,7 @@ pub async fn list(
 ) -> Result<Response<Body>, HandlerError> {
     validate_list_options(incoming)?;
     let options = ListOptions {
-        filter: request_filter(incoming, target)?,
+        filter: request_filter(incoming, target, ctx.store.resources().def(target.resource))?,
         limit: parse_limit(incoming.query("limit"))?,
         continue_token: incoming.query("continue").map(str::to_string),
         resource_version: incoming.query("resourceVersion").map(str::to_string),
@@ -155,8 +156,18 @@ fn forbidden(detail: &str) -> Cause {
     }
 }
 
-/// The namespace, label and field restrictions of a list or watch request.
-pub fn request_filter(incoming: &Incoming, target: &Target) -> Result<ObjectFilter, HandlerError> {
+/// The namespace, label and field restrictions of a list or watch request; `def` says which
+/// fields its kind can be selected on.
+pub fn request_filter(
+    incoming: &Incoming,
+    target: &Target,
+    def: &ResourceDef,
+) -> Result<ObjectFilter, HandlerError> {
+    let set = if def.group.is_empty() && def.version == "v1" && def.resource == "events" {
+        FieldSet::Event
+    } else {
+        FieldSet::ObjectMeta
+    };
     let labels = match incoming.query("labelSelector").filter(|s| !s.is_empty()) {
         Some(s) => {
             Some(LabelSelector::parse(s).map_err(|e| HandlerError::bad_request(e.to_string()))?)
@@ -164,9 +175,10 @@ pub fn request_filter(incoming: &Incoming, target: &Target) -> Result<ObjectFilt
         None => None,
     };
     let fields = match incoming.query("fieldSelector").filter(|s| !s.is_empty()) {
-        Some(s) => {
-            Some(FieldSelector::parse(s).map_err(|e| HandlerError::bad_request(e.to_string()))?)
-        }
+        Some(s) => Some(
+            FieldSelector::parse_for(s, set)
+                .map_err(|e| HandlerError::bad_request(e.to_string()))?,
+        ),
         None => None,
     };
     Ok(ObjectFilter {

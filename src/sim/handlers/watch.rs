@@ -60,8 +60,8 @@ pub fn watch(
     target: &Target,
 ) -> Result<Response<Body>, HandlerError> {
     let start = watch_start(ctx, incoming)?;
-    let filter = request_filter(incoming, target)?;
     let def = ctx.store.resources().def(target.resource);
+    let filter = request_filter(incoming, target, def)?;
     let encoder = Events::negotiate(def, incoming.header(ACCEPT))?;
     let registration = match ctx.store.watch(target.resource, filter, start) {
         Ok(registration) => registration,

@@ -1,35 +1,83 @@
 //! Field selectors: `metadata.name=pi,metadata.namespace!=kube-system`, parsed like
-//! apimachinery's `fields.ParseSelector` and then checked against the fields every resource
-//! can be selected on, as the server's default field-label conversion does.
+//! apimachinery's `fields.ParseSelector` and then checked against the fields the kind can be
+//! selected on: `metadata.name` and `metadata.namespace` for every kind (the server's default
+//! field-label conversion, exchange 127), and for core/v1 Events also the fields the events
+//! registry selects on (`involvedObject.*`, `reason`, `type`, `source`, `reportingComponent`:
+//! `kubectl describe` finds an object's Events this way, exchanges 124–126).
 
 use serde_json::Value;
 
 use super::SelectorError;
 
-/// A field every resource can be selected on.
+/// Which fields a kind's objects can be selected on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FieldSet {
+    /// `metadata.name` and `metadata.namespace`: every kind.
+    #[default]
+    ObjectMeta,
+    /// Those and the events registry's own (`pkg/registry/core/event/strategy.go`,
+    /// `ToSelectableFields`).
+    Event,
+}
+
+/// The Event fields beside the metadata, as labels.
+const EVENT_FIELDS: &[&str] = &[
+    "involvedObject.kind",
+    "involvedObject.namespace",
+    "involvedObject.name",
+    "involvedObject.uid",
+    "involvedObject.apiVersion",
+    "involvedObject.resourceVersion",
+    "involvedObject.fieldPath",
+    "reason",
+    "reportingComponent",
+    "source",
+    "type",
+];
+
+/// A field an object can be selected on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SelectableField {
     /// `metadata.name`.
     Name,
     /// `metadata.namespace` (empty for cluster-scoped objects).
     Namespace,
+    /// One of [`EVENT_FIELDS`], by its label.
+    Event(&'static str),
 }
 
 impl SelectableField {
-    fn from_label(label: &str) -> Option<Self> {
+    fn from_label(label: &str, set: FieldSet) -> Option<Self> {
         match label {
             "metadata.name" => Some(SelectableField::Name),
             "metadata.namespace" => Some(SelectableField::Namespace),
+            _ if set == FieldSet::Event => EVENT_FIELDS
+                .iter()
+                .find(|known| **known == label)
+                .map(|known| SelectableField::Event(known)),
             _ => None,
         }
     }
 
     fn read(self, object: &Value) -> &str {
-        let key = match self {
-            SelectableField::Name => "name",
-            SelectableField::Namespace => "namespace",
-        };
-        object["metadata"][key].as_str().unwrap_or("")
+        fn text(value: &Value) -> &str {
+            value.as_str().unwrap_or("")
+        }
+        match self {
+            SelectableField::Name => text(&object["metadata"]["name"]),
+            SelectableField::Namespace => text(&object["metadata"]["namespace"]),
+            SelectableField::Event(label) => match label.split_once('.') {
+                Some((_, member)) => text(&object["involvedObject"][member]),
+                // core/v1 calls the reporting controller `reportingComponent` here, and
+                // `source` falls back to it when `source.component` is empty.
+                None if label == "reportingComponent" => text(&object["reportingController"]),
+                None if label == "source" => match text(&object["source"]["component"]) {
+                    "" => text(&object["reportingController"]),
+                    component => component,
+                },
+                None => text(&object[label]),
+            },
+        }
     }
 }
 
@@ -51,9 +99,15 @@ pub struct FieldSelector {
 }
 
 impl FieldSelector {
-    /// Parses the `fieldSelector` query parameter: first the syntax of every term (upstream's
-    /// `fields.ParseSelector`), then whether each field can be selected on.
+    /// Parses the `fieldSelector` query parameter of a kind selectable on metadata only.
     pub fn parse(s: &str) -> Result<FieldSelector, SelectorError> {
+        FieldSelector::parse_for(s, FieldSet::ObjectMeta)
+    }
+
+    /// Parses the `fieldSelector` query parameter: first the syntax of every term (upstream's
+    /// `fields.ParseSelector`), then whether each field can be selected on in `set`. The two
+    /// sets refuse an unknown field in their own words, as the server's two conversions do.
+    pub fn parse_for(s: &str, set: FieldSet) -> Result<FieldSelector, SelectorError> {
         let mut parts = split_terms(s);
         parts.sort_unstable();
         let mut parsed = Vec::new();
@@ -69,9 +123,11 @@ impl FieldSelector {
         let terms = parsed
             .into_iter()
             .map(|(label, negated, value)| {
-                let field = SelectableField::from_label(label).ok_or_else(|| {
-                    SelectorError::UnknownField {
-                        label: label.to_owned(),
+                let field = SelectableField::from_label(label, set).ok_or_else(|| {
+                    let label = label.to_owned();
+                    match set {
+                        FieldSet::ObjectMeta => SelectorError::UnknownField { label },
+                        FieldSet::Event => SelectorError::UnsupportedFieldLabel { label },
                     }
                 })?;
                 Ok(FieldTerm {
@@ -172,6 +228,31 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;
+
+    #[test]
+    fn events_select_on_their_own_fields_and_refuse_others_in_their_own_words() {
+        let event = json!({"metadata": {"name": "e", "namespace": "ns"},
+            "involvedObject": {"kind": "Pod", "name": "p", "uid": "u1"},
+            "reason": "Failed", "type": "Warning", "reportingController": "kube-gc"});
+        let matches = |s: &str| {
+            FieldSelector::parse_for(s, FieldSet::Event)
+                .unwrap()
+                .matches(&event)
+        };
+        assert!(matches(
+            "involvedObject.kind=Pod,involvedObject.name=p,involvedObject.uid=u1"
+        ));
+        assert!(matches("type=Warning,reason=Failed,metadata.namespace=ns"));
+        // `source` is source.component, else the reporting controller.
+        assert!(matches("source=kube-gc,reportingComponent=kube-gc"));
+        assert!(!matches("involvedObject.name=q"));
+        let refused = FieldSelector::parse_for("message=x", FieldSet::Event).unwrap_err();
+        assert_eq!(refused.to_string(), "field label not supported: message");
+        let elsewhere = FieldSelector::parse("involvedObject.name=p").unwrap_err();
+        assert!(elsewhere
+            .to_string()
+            .contains("is not a known field selector"));
+    }
 
     #[test]
     fn field_selectors_match_name_and_namespace() {

@@ -23,7 +23,7 @@ mod field;
 mod label;
 mod names;
 
-pub use field::{FieldSelector, FieldTerm, SelectableField};
+pub use field::{FieldSelector, FieldSet, FieldTerm, SelectableField};
 pub use label::{LabelSelector, Operator, Requirement};
 
 use thiserror::Error;
@@ -43,6 +43,13 @@ pub enum SelectorError {
         "{label:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
     )]
     UnknownField {
+        /// The field as written in the selector.
+        label: String,
+    },
+    /// The field selector names a field a kind with a conversion of its own (Events) cannot
+    /// select on.
+    #[error("field label not supported: {label}")]
+    UnsupportedFieldLabel {
         /// The field as written in the selector.
         label: String,
     },
