@@ -52,7 +52,8 @@
 //! - No `managedFields`, no defaulting of spec fields (a Job's selector, pod template defaults,
 //!   …), no schema validation beyond names, ownerReferences and finalizers.
 //! - No `deletecollection`, no server-side apply (`application/apply-patch+yaml` → 415), no
-//!   `as=Table` (clients offering JSON as a fallback get JSON), no YAML (JSON instead).
+//!   YAML (JSON instead); `as=Table` only for kube-gc's retention policies ([`table`]; other
+//!   resources answer the JSON clients offer as a fallback).
 //!   Protobuf is negotiated for GET, LIST, WATCH and error `Status` bodies
 //!   ([`handlers::encoding`]) but written only for the kinds `client::protobuf`'s tables
 //!   describe (Job, Pod, Namespace, ConfigMap, `Status`, `PartialObjectMetadata`): another
@@ -93,6 +94,7 @@ pub mod server;
 pub mod stamped;
 pub mod status;
 pub mod store;
+pub mod table;
 pub mod tls;
 pub mod validation;
 

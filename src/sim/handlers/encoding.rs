@@ -7,8 +7,8 @@
 //!   written. The first one the server can produce for the resource wins.
 //! - `application/json` (and `*/*`, `application/*`) is JSON: the whole object without `as`,
 //!   the metadata-only form with `as=PartialObjectMetadata` or `as=PartialObjectMetadataList`
-//!   and `g=meta.k8s.io;v=v1`; any other `as` (`Table`) is skipped: this server does not
-//!   produce it.
+//!   and `g=meta.k8s.io;v=v1`; any other `as` (`Table`) is skipped here: the read handlers
+//!   answer a `Table` first asked for themselves, for the resources `sim::table` knows.
 //! - `application/vnd.kubernetes.protobuf`: the metadata-only forms for every resource, custom
 //!   ones included (exchanges 105–108); whole objects only for a built-in kind whose descriptor
 //!   table exists in `client::protobuf::schema` (100, 112, 113, 115, 116). A custom resource

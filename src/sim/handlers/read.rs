@@ -25,6 +25,7 @@ use crate::sim::resources::ResourceDef;
 use crate::sim::selectors::{FieldSelector, FieldSet, LabelSelector};
 use crate::sim::status::{self, Cause, CauseType, GroupKind};
 use crate::sim::store::{ListOptions, ListSource};
+use crate::sim::table;
 
 /// GET of one object.
 pub fn get(
@@ -37,6 +38,11 @@ pub fn get(
         .store
         .get(target.resource, target.namespace.as_deref(), name)?;
     let def = ctx.store.resources().def(target.resource);
+    if let Some(columns) = table_columns(incoming, def) {
+        let now = ctx.store.clock().now();
+        let answer = table::table(&columns, std::slice::from_ref(&*obj), None, now);
+        return Ok(response::json(StatusCode::OK, &answer));
+    }
     match encoding::for_resource(incoming.header(ACCEPT), def) {
         Encoding::Json(representation) => {
             Ok(response::json(StatusCode::OK, &representation.object(&obj)))
@@ -73,6 +79,13 @@ pub async fn list(
     }
     let page = ctx.store.list(target.resource, &options)?;
     let def = ctx.store.resources().def(target.resource);
+    if let Some(columns) = table_columns(incoming, def) {
+        let objects: Vec<serde_json::Value> = page.items.iter().map(|o| (**o).clone()).collect();
+        let version = page.resource_version.to_string();
+        let now = ctx.store.clock().now();
+        let answer = table::table(&columns, &objects, Some(&version), now);
+        return Ok(response::json(StatusCode::OK, &answer));
+    }
     match encoding::for_resource(incoming.header(ACCEPT), def) {
         // Encoded as it is sent: a resourceVersion=0 list of every object can be hundreds of MB.
         Encoding::Json(representation) => {
@@ -87,6 +100,15 @@ pub async fn list(
         }),
         Encoding::NotAcceptable => Err(HandlerError::Status(status::not_acceptable())),
     }
+}
+
+/// The printer columns to answer a `Table` with, when the client asks for one first and this
+/// server knows the resource's columns (`sim::table`).
+fn table_columns(incoming: &Incoming, def: &ResourceDef) -> Option<Vec<table::PrinterColumn>> {
+    if !table::asked_first(incoming.header(ACCEPT)) {
+        return None;
+    }
+    table::columns(def)
 }
 
 /// The protobuf answer `written`, or for an object the tables cannot write (a member of the
