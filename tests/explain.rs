@@ -39,6 +39,14 @@ async fn explain(
     explain_at(world, type_, namespace, name, world.now()).await
 }
 
+/// The decision of `controller` in `said`.
+fn decision<'e>(said: &'e Explanation, controller: &str) -> &'e kube_gc::explain::Decision {
+    said.decisions
+        .iter()
+        .find(|d| d.controller == controller)
+        .unwrap_or_else(|| panic!("no decision of {controller}: {said:#?}"))
+}
+
 fn finished_pod(
     sim: &SimServer,
     namespace: &str,
@@ -68,11 +76,7 @@ async fn the_verdict_is_what_the_ttl_controller_then_does() {
     assert_eq!(said.verdict, VerdictKind::DeleteAt, "{said:#?}");
     let delete_at = said.delete_at.clone().expect("a time");
     assert_eq!(delete_at, wire_time(world.now() + Span::seconds(600)));
-    let ttl = said
-        .decisions
-        .iter()
-        .find(|d| d.controller == "ttl-after-finished")
-        .unwrap();
+    let ttl = decision(&said, "ttl-after-finished");
     assert!(ttl.governs && ttl.summary.contains("600s"), "{ttl:?}");
 
     let started = world.now();
@@ -112,11 +116,7 @@ async fn the_verdict_is_what_the_retention_controller_then_does() {
 
     let oldest = explain(&world, "po", "data", "run-0").await.unwrap();
     assert_eq!(oldest.verdict, VerdictKind::DeleteNow, "{oldest:#?}");
-    let retention = oldest
-        .decisions
-        .iter()
-        .find(|d| d.controller == "retention")
-        .unwrap();
+    let retention = decision(&oldest, "retention");
     assert!(
         retention
             .details
@@ -257,11 +257,7 @@ async fn an_owner_deleted_and_recreated_no_longer_owns() {
         json!({"ownerReferences": reference}),
     );
     let kept = explain(&world, "pods", "default", "child").await.unwrap();
-    let gc = kept
-        .decisions
-        .iter()
-        .find(|d| d.controller == "garbagecollector")
-        .unwrap();
+    let gc = decision(&kept, "garbagecollector");
     assert_eq!(gc.verdict, VerdictKind::Keep, "{gc:?}");
     sim.delete(
         &jobs(),
@@ -277,11 +273,7 @@ async fn an_owner_deleted_and_recreated_no_longer_owns() {
     create_job(sim, "parent", None, None);
     let orphan = explain(&world, "pods", "default", "child").await.unwrap();
     assert_eq!(orphan.verdict, VerdictKind::DeleteNow, "{orphan:#?}");
-    let gc = orphan
-        .decisions
-        .iter()
-        .find(|d| d.controller == "garbagecollector")
-        .unwrap();
+    let gc = decision(&orphan, "garbagecollector");
     assert!(gc.details[0].contains("deleted and re-created"), "{gc:?}");
 }
 
@@ -409,11 +401,7 @@ async fn the_collectors_row_says_what_it_does_for_an_owner_and_what_comes_next()
     )
     .unwrap();
     let said = explain(&world, "jobs", "default", "owner").await.unwrap();
-    let gc = said
-        .decisions
-        .iter()
-        .find(|d| d.controller == "garbagecollector")
-        .unwrap();
+    let gc = decision(&said, "garbagecollector");
     assert_eq!(gc.verdict, VerdictKind::Blocked, "{gc:?}");
     assert!(gc.governs, "{gc:?}");
     assert_eq!(
@@ -436,11 +424,7 @@ async fn the_collectors_row_says_what_it_does_for_an_owner_and_what_comes_next()
         json!({"ownerReferences": never}),
     );
     let stray = explain(&world, "pods", "default", "stray").await.unwrap();
-    let gc = stray
-        .decisions
-        .iter()
-        .find(|d| d.controller == "garbagecollector")
-        .unwrap();
+    let gc = decision(&stray, "garbagecollector");
     assert!(
         gc.details[0].ends_with("absent: no object has this UID (deleted, or never created)"),
         "{gc:?}"
@@ -452,11 +436,7 @@ async fn a_volcano_job_is_said_to_follow_volcanos_rules() {
     let world = world().await;
     ttl_support::create_vcjob(world.sim(), "vc", Some(60), "Completed", world.now());
     let said = explain(&world, "vcjob", "default", "vc").await.unwrap();
-    let ttl = said
-        .decisions
-        .iter()
-        .find(|d| d.controller == "volcano-job-ttl")
-        .unwrap();
+    let ttl = decision(&said, "volcano-job-ttl");
     let rules = ttl
         .details
         .iter()

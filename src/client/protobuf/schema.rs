@@ -309,17 +309,20 @@ mod tests {
         }
     }
 
+    /// Every table is reachable from these.
+    const ROOTS: [&Message; 6] = [
+        &JOB_LIST,
+        &POD_LIST,
+        &NAMESPACE_LIST,
+        &CONFIG_MAP_LIST,
+        &PARTIAL_OBJECT_METADATA_LIST,
+        &STATUS,
+    ];
+
     #[test]
     fn the_tables_are_consistent() {
         let mut seen = Vec::new();
-        for message in [
-            &JOB_LIST,
-            &POD_LIST,
-            &NAMESPACE_LIST,
-            &CONFIG_MAP_LIST,
-            &PARTIAL_OBJECT_METADATA_LIST,
-            &STATUS,
-        ] {
+        for message in ROOTS {
             check(message, &mut seen);
         }
         assert!(seen.len() > 40, "{seen:?}");
@@ -352,14 +355,7 @@ mod tests {
                 }
             }
         }
-        for m in [
-            &JOB_LIST,
-            &POD_LIST,
-            &NAMESPACE_LIST,
-            &CONFIG_MAP_LIST,
-            &PARTIAL_OBJECT_METADATA_LIST,
-            &STATUS,
-        ] {
+        for m in ROOTS {
             walk(m, &mut seen, &mut tables);
         }
         tables
