@@ -256,26 +256,30 @@ async fn an_invalid_policy_deletes_nothing_and_says_why() {
         "old",
         Some(world.now() - chrono::Duration::hours(2)),
     );
-    // The CRD's schema would refuse this; the controller must too, in case it slips through.
-    create_policy(sim, "metadata: {name: both}\nspec: {preset: pods, ttlSecondsAfterFinished: 0, ttlSecondsAfterCreation: 0}");
+    // The CRD's schema accepts any non-empty `match` (the sim refuses what it refuses, as the
+    // real server does); the controller must refuse one that reads no variable it defines.
+    create_policy(
+        sim,
+        "metadata: {name: bad-match}\nspec: {preset: pods, ttlSecondsAfterFinished: 0, match: 'self.x'}",
+    );
     let running = run(&world);
     eventually("Ready=False is written", || {
-        sim.get(&cluster_policies(), None, "both")
+        sim.get(&cluster_policies(), None, "bad-match")
             .map(|p| p["status"]["conditions"][0]["reason"] == "InvalidSpec")
             .unwrap_or(false)
     })
     .await;
-    let status = sim.get(&cluster_policies(), None, "both").unwrap()["status"].clone();
+    let status = sim.get(&cluster_policies(), None, "bad-match").unwrap()["status"].clone();
     assert_eq!(status["conditions"][0]["status"], "False");
     assert_eq!(
         status["conditions"][0]["message"],
-        "spec: ttlSecondsAfterFinished and ttlSecondsAfterCreation are exclusive: set one"
+        "spec.match: reads an unknown variable \"self\" (only `object` and `now` are defined)"
     );
     let events = running.recorder.events();
     assert!(
         events
             .iter()
-            .any(|e| e.reason == "InvalidSpec" && e.regarding.name.as_deref() == Some("both")),
+            .any(|e| e.reason == "InvalidSpec" && e.regarding.name.as_deref() == Some("bad-match")),
         "{events:?}"
     );
     tokio::time::sleep(Duration::from_secs(600)).await;

@@ -357,7 +357,10 @@ async fn events_select_on_their_involved_object_like_exchanges_124_to_127() {
         "metadata": {"name": "capture-protobuf"}});
     server.create(&namespaces, namespace).unwrap();
     for prefix in ["124-", "125-"] {
-        for item in exchange(prefix)["response"]["body"]["items"].as_array().unwrap() {
+        for item in exchange(prefix)["response"]["body"]["items"]
+            .as_array()
+            .unwrap()
+        {
             let mut event = item.clone();
             event["apiVersion"] = json!("v1");
             event["kind"] = json!("Event");
@@ -373,7 +376,11 @@ async fn events_select_on_their_involved_object_like_exchanges_124_to_127() {
         let path = captured["request"]["path"].as_str().unwrap();
         let (code, body) = send(http.get(url(&server, path))).await;
         let real = &captured["response"];
-        assert_eq!(u64::from(code), real["status"].as_u64().unwrap(), "{prefix}: {body}");
+        assert_eq!(
+            u64::from(code),
+            real["status"].as_u64().unwrap(),
+            "{prefix}: {body}"
+        );
         if code == 200 {
             assert_eq!(names(&body), names(&real["body"]), "{prefix}");
         } else {

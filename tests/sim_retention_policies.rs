@@ -198,3 +198,79 @@ async fn workload_resources_are_served_on_request_only() {
         SimConfig::default().resources.len() + 10
     );
 }
+
+/// Exchanges 08–17 and 24: what the real server refuses by the CRDs' schema and CEL rules,
+/// refused by the sim with the same status and `Status` body. 18–19 (pruning and strict
+/// decoding of an unknown field) are not reproduced.
+#[tokio::test]
+async fn invalid_policies_are_refused_like_the_real_server() {
+    let server = start(SimConfig::default()).await;
+    let http = client();
+    for prefix in [
+        "08-", "09-", "10-", "11-", "12-", "13-", "14-", "15-", "16-", "17-", "24-",
+    ] {
+        let real = real(prefix);
+        let path = real["request"]["path"].as_str().unwrap();
+        assert_eq!(real["request"]["method"], "POST", "{prefix}");
+        let (code, body) = send(http.post(url(&server, path)).json(&real["request"]["body"])).await;
+        assert_eq!(code, real["response"]["status"], "{prefix}: {body}");
+        assert_eq!(body, real["response"]["body"], "{prefix}");
+    }
+    // Exchange 23: without history limits, ttlSecondsAfterCreation decides alone.
+    let real = real("23-");
+    let (code, body) = send(
+        http.post(url(&server, real["request"]["path"].as_str().unwrap()))
+            .json(&real["request"]["body"]),
+    )
+    .await;
+    assert_eq!(code, real["response"]["status"], "{body}");
+}
+
+/// The same rules guard updates: a PUT or a merge patch of the main resource that would make
+/// the policy of exchange 06 one of the refused ones is refused with the same causes.
+#[tokio::test]
+async fn invalid_updates_are_refused_too() {
+    let server = start(SimConfig::default()).await;
+    let http = client();
+    let cluster = format!("{GROUP_VERSION}/clusterretentionpolicies");
+    let (code, policy) = send(
+        http.post(url(&server, &cluster))
+            .json(&real("06-")["request"]["body"]),
+    )
+    .await;
+    assert_eq!(code, 201, "{policy}");
+    let name = policy["metadata"]["name"].as_str().unwrap().to_owned();
+    let expected = |prefix: &str| {
+        let mut body = real(prefix)["response"]["body"].clone();
+        body["details"]["name"] = json!(name);
+        body["message"] = json!(body["message"]
+            .as_str()
+            .unwrap()
+            .replace("\"bad\"", &format!("{name:?}")));
+        body
+    };
+
+    let mut changed = policy.clone();
+    changed["spec"]["propagationPolicy"] = json!("Cascade");
+    let (code, body) = send(
+        http.put(url(&server, &format!("{cluster}/{name}")))
+            .json(&changed),
+    )
+    .await;
+    assert_eq!(code, 422, "{body}");
+    assert_eq!(body, expected("16-"));
+
+    let (code, body) = send(
+        http.patch(url(&server, &format!("{cluster}/{name}")))
+            .header("content-type", "application/merge-patch+json")
+            .json(&json!({"spec": {"ttlSecondsAfterFinished": -1, "failedHistoryLimit": -2}})),
+    )
+    .await;
+    assert_eq!(code, 422, "{body}");
+    assert_eq!(body, expected("11-"));
+
+    // Nothing was stored.
+    let (code, stored) = send(http.get(url(&server, &format!("{cluster}/{name}")))).await;
+    assert_eq!(code, 200);
+    assert_eq!(stored["spec"], policy["spec"]);
+}

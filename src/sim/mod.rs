@@ -50,7 +50,8 @@
 //!
 //! Deliberate simplifications; none of them is something a controller should rely on:
 //! - No `managedFields`, no defaulting of spec fields (a Job's selector, pod template defaults,
-//!   …), no schema validation beyond names, ownerReferences and finalizers.
+//!   …), no schema validation beyond names, ownerReferences, finalizers and kube-gc's own
+//!   retention policies (checked against their CRDs: [`validation::crd`]).
 //! - No `deletecollection`, no server-side apply (`application/apply-patch+yaml` → 415), no
 //!   YAML (JSON instead); `as=Table` only for kube-gc's retention policies ([`table`]; other
 //!   resources answer the JSON clients offer as a fallback).

@@ -3,14 +3,18 @@
 //! Contract: only the checks a controller can trip over are implemented, with the real server's
 //! field paths, cause reasons and messages: a missing or malformed name, incomplete
 //! ownerReferences (exchange 35), more than one controller reference, a changed uid on update,
-//! and new finalizers on an object that is being deleted. Everything else a real server
-//! validates (pod specs, label syntax, …) is accepted as is.
+//! and new finalizers on an object that is being deleted. Custom resources the sim has a CRD
+//! for (kube-gc's retention policies) are also checked against its schema and CEL rules, in
+//! [`crd`]. Everything else a real server validates (pod specs, label syntax, …) is accepted
+//! as is.
 //!
 //! Before validation comes decoding: the real server decodes a request body into Go structs, so a
 //! metadata field of the wrong JSON type (a number as a label value, a string as the finalizer
 //! list) is refused with 400 BadRequest and a `json: cannot unmarshal …` message before any rule
 //! runs. [`check_metadata_types`] does that for the metadata fields clients decode with fixed
 //! types, so nothing the sim stores could fail to decode in a real client.
+
+pub mod crd;
 
 use serde_json::Value;
 

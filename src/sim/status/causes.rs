@@ -20,6 +20,8 @@ pub enum CauseType {
     Forbidden,
     /// `FieldValueNotSupported`: the value is not one of the allowed ones.
     NotSupported,
+    /// `FieldValueTypeInvalid`: the value has the wrong type (a custom resource's schema).
+    TypeInvalid,
 }
 
 impl CauseType {
@@ -31,6 +33,7 @@ impl CauseType {
             CauseType::Duplicate => "FieldValueDuplicate",
             CauseType::Forbidden => "FieldValueForbidden",
             CauseType::NotSupported => "FieldValueNotSupported",
+            CauseType::TypeInvalid => "FieldValueTypeInvalid",
         }
     }
 
@@ -42,6 +45,7 @@ impl CauseType {
             CauseType::Duplicate => "Duplicate value",
             CauseType::Forbidden => "Forbidden",
             CauseType::NotSupported => "Unsupported value",
+            CauseType::TypeInvalid => "Invalid value",
         }
     }
 }
@@ -125,10 +129,36 @@ pub fn aggregate_causes(causes: &[Cause]) -> Option<String> {
 }
 
 /// Renders a value the way apimachinery's field errors print a bad value: strings quoted,
-/// numbers and booleans bare, `null` as `null`, anything else as JSON.
+/// numbers and booleans bare, `null` as `null`, maps and lists in Go syntax (`%#v` of an
+/// unstructured value: `map[string]interface {}{"foo":1}`, exchange 14 of
+/// `fixtures/retention/crd-validation/`).
 fn go_value(value: &Value) -> String {
     match value {
         Value::String(s) => quote(s),
+        Value::Array(_) | Value::Object(_) => go_syntax(value),
+        other => other.to_string(),
+    }
+}
+
+/// Go's `%#v` of a decoded JSON value inside an `interface{}`: maps with their keys sorted,
+/// as `fmt` prints them.
+fn go_syntax(value: &Value) -> String {
+    match value {
+        Value::Null => "interface {}(nil)".to_owned(),
+        Value::String(s) => quote(s),
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(go_syntax).collect();
+            format!("[]interface {{}}{{{}}}", items.join(", "))
+        }
+        Value::Object(members) => {
+            let mut entries: Vec<(&String, &Value)> = members.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            let entries: Vec<String> = entries
+                .into_iter()
+                .map(|(k, v)| format!("{}:{}", quote(k), go_syntax(v)))
+                .collect();
+            format!("map[string]interface {{}}{{{}}}", entries.join(", "))
+        }
         other => other.to_string(),
     }
 }

@@ -56,7 +56,9 @@ impl Store {
             self.require_namespace(&state, ns)?;
         }
         let name = self.resolve_name(&state, resource, namespace.as_deref(), &mut obj);
-        let errors = validation::validate_create(def, &obj);
+        let mut errors = validation::validate_create(def, &obj);
+        // Custom resources the sim has a CRD for are checked against its schema and rules.
+        errors.extend(validation::crd::causes(def, &obj));
         if !errors.is_empty() {
             return Err(StoreError::Invalid {
                 resource,
@@ -135,7 +137,8 @@ impl Store {
         validation::check_metadata_types(def, &requested).map_err(StoreError::BadRequest)?;
         check_preconditions(resource, name, &existing, &requested)?;
         let updated = merge_update(def, &existing, requested, target);
-        let errors = validation::validate_update(&existing, &updated);
+        let mut errors = validation::validate_update(&existing, &updated);
+        errors.extend(validation::crd::causes(def, &updated));
         if !errors.is_empty() {
             return Err(StoreError::Invalid {
                 resource,
