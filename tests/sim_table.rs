@@ -71,6 +71,25 @@ async fn kubectl_get_crp_prints_the_crds_columns_like_capture_22() {
     )
     .await;
     assert_eq!(one["rows"][0]["cells"], real["rows"][0]["cells"]);
+    assert!(one["metadata"]["resourceVersion"].is_string());
+    // A page says where the rest is, so a paging kubectl get sees it.
+    server
+        .create(
+            &policies,
+            json!({"apiVersion": "kube-gc.io/v1alpha1", "kind": "ClusterRetentionPolicy",
+                "metadata": {"name": "second"}, "spec": {"preset": "pods"}}),
+        )
+        .unwrap();
+    let (_, page) = send(
+        http.get(url(
+            &server,
+            "/apis/kube-gc.io/v1alpha1/clusterretentionpolicies?limit=1",
+        ))
+        .header("Accept", KUBECTL),
+    )
+    .await;
+    assert_eq!(page["rows"].as_array().map(Vec::len), Some(1));
+    assert!(page["metadata"]["continue"].is_string(), "{page}");
     // Resources without known columns answer JSON, as before.
     let (_, jobs) = send(
         http.get(url(&server, "/apis/batch/v1/jobs"))

@@ -15,6 +15,8 @@
 //!   this reader cannot follow gets `null` cells.
 //! - Each row carries the object's metadata as `PartialObjectMetadata` (the server's default
 //!   `includeObject=Metadata`), without `managedFields`.
+//! - GET and LIST only: a watch asked for `Table` (`kubectl get -w`) is answered with plain
+//!   JSON events, which kubectl prints with its default columns.
 
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
@@ -98,11 +100,13 @@ pub fn asked_first(accept: Option<&str>) -> bool {
             .all(|p| params.contains(p))
 }
 
-/// The `Table` of `objects` under `columns` at `now`; `resource_version` for a list.
+/// The `Table` of `objects` under `columns` at `now`, with `metadata` the list's (its
+/// `resourceVersion`, and `continue` and `remainingItemCount` of a page, so that a paging
+/// `kubectl get` sees the rest) or the object's `resourceVersion`.
 pub fn table(
     columns: &[PrinterColumn],
     objects: &[Value],
-    resource_version: Option<&str>,
+    metadata: Value,
     now: DateTime<Utc>,
 ) -> Value {
     let mut definitions = vec![json!({"name": "Name", "type": "string", "format": "name",
@@ -120,10 +124,6 @@ pub fn table(
         );
     }
     let rows: Vec<Value> = objects.iter().map(|o| row(columns, o, now)).collect();
-    let metadata = match resource_version {
-        Some(rv) => json!({"resourceVersion": rv}),
-        None => json!({}),
-    };
     json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": metadata,
         "columnDefinitions": definitions, "rows": rows})
 }
@@ -134,11 +134,13 @@ fn row(columns: &[PrinterColumn], object: &Value, now: DateTime<Utc>) -> Value {
         let value = at_path(object, &column.json_path)
             .cloned()
             .unwrap_or(Value::Null);
-        cells.push(match (column.kind.as_str(), value.as_str()) {
-            ("date", Some(text)) => match DateTime::parse_from_rfc3339(text) {
+        cells.push(match (column.kind.as_str(), &value) {
+            ("date", Value::String(text)) => match DateTime::parse_from_rfc3339(text) {
                 Ok(at) => Value::from(human_duration(now - at.with_timezone(&Utc))),
                 Err(_) => Value::Null,
             },
+            // The server prints a string column's value as text whatever its JSON type.
+            ("string", Value::Number(_) | Value::Bool(_)) => Value::from(value.to_string()),
             _ => value,
         });
     }

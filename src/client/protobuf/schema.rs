@@ -208,7 +208,10 @@ impl Field {
 
 /// Tables that list every field their message has in Kubernetes v1.28 (the test
 /// `complete_tables_have_every_field_of_v1_28` holds each to `generated.proto`). Others — a pod
-/// template, a container, a volume — list what kube-gc reads and skip the rest.
+/// template, a container, a volume — list what kube-gc reads and skip the rest. Complete means
+/// complete for v1.28: later servers add fields to some (`ContainerStatus` gains `volumeMounts`
+/// in v1.30), which a transcoded subtree then lacks — so no reader may rely on a field newer
+/// than v1.28 inside these, and a table is re-checked here before one does.
 static COMPLETE_TABLES: &[&Message] = &[
     &meta::OBJECT_META,
     &meta::OWNER_REFERENCE,

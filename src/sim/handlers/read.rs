@@ -40,7 +40,8 @@ pub fn get(
     let def = ctx.store.resources().def(target.resource);
     if let Some(columns) = table_columns(incoming, def) {
         let now = ctx.store.clock().now();
-        let answer = table::table(&columns, std::slice::from_ref(&*obj), None, now);
+        let metadata = serde_json::json!({"resourceVersion": obj["metadata"]["resourceVersion"]});
+        let answer = table::table(&columns, std::slice::from_ref(&*obj), metadata, now);
         return Ok(response::json(StatusCode::OK, &answer));
     }
     match encoding::for_resource(incoming.header(ACCEPT), def) {
@@ -81,9 +82,16 @@ pub async fn list(
     let def = ctx.store.resources().def(target.resource);
     if let Some(columns) = table_columns(incoming, def) {
         let objects: Vec<serde_json::Value> = page.items.iter().map(|o| (**o).clone()).collect();
-        let version = page.resource_version.to_string();
+        let mut metadata =
+            serde_json::json!({"resourceVersion": page.resource_version.to_string()});
+        if let Some(token) = &page.continue_token {
+            metadata["continue"] = serde_json::Value::from(token.as_str());
+        }
+        if let Some(remaining) = page.remaining_item_count {
+            metadata["remainingItemCount"] = serde_json::Value::from(remaining);
+        }
         let now = ctx.store.clock().now();
-        let answer = table::table(&columns, &objects, Some(&version), now);
+        let answer = table::table(&columns, &objects, metadata, now);
         return Ok(response::json(StatusCode::OK, &answer));
     }
     match encoding::for_resource(incoming.header(ACCEPT), def) {

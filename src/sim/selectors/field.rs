@@ -68,11 +68,12 @@ impl SelectableField {
             SelectableField::Namespace => text(&object["metadata"]["namespace"]),
             SelectableField::Event(label) => match label.split_once('.') {
                 Some((_, member)) => text(&object["involvedObject"][member]),
-                // core/v1 calls the reporting controller `reportingComponent` here, and
-                // `source` falls back to it when `source.component` is empty.
-                None if label == "reportingComponent" => text(&object["reportingController"]),
+                // core/v1 Events store the reporting controller as `reportingComponent`
+                // (events.k8s.io/v1's `reportingController`), and `source` falls back to it
+                // when `source.component` is empty.
+                None if label == "reportingComponent" => text(&object["reportingComponent"]),
                 None if label == "source" => match text(&object["source"]["component"]) {
-                    "" => text(&object["reportingController"]),
+                    "" => text(&object["reportingComponent"]),
                     component => component,
                 },
                 None => text(&object[label]),
@@ -233,7 +234,7 @@ mod tests {
     fn events_select_on_their_own_fields_and_refuse_others_in_their_own_words() {
         let event = json!({"metadata": {"name": "e", "namespace": "ns"},
             "involvedObject": {"kind": "Pod", "name": "p", "uid": "u1"},
-            "reason": "Failed", "type": "Warning", "reportingController": "kube-gc"});
+            "reason": "Failed", "type": "Warning", "reportingComponent": "kube-gc"});
         let matches = |s: &str| {
             FieldSelector::parse_for(s, FieldSet::Event)
                 .unwrap()

@@ -7,7 +7,7 @@ use serde::de::IgnoredAny;
 use crate::api::DeleteOptions;
 use crate::client::Api;
 use crate::controllers::retention::judgement::Judgement;
-use crate::controllers::retention::policy::CompiledPolicy;
+use crate::controllers::retention::policy::{CompiledPolicy, Origin};
 use crate::runtime::cache::Cacheable;
 
 use super::super::watch::ResourceWatch;
@@ -65,7 +65,7 @@ impl RetentionReconciler {
             self.tally.deleted(policy, reason.label(), true, None);
             tracing::info!(
                 controller = self.settings.controller,
-                retention_policy = %policy.label(),
+                retention_policy = retention_policy(policy),
                 resource = %watch.target,
                 namespace = key.namespace().unwrap_or(""),
                 name = key.name(),
@@ -119,7 +119,7 @@ impl RetentionReconciler {
         let key = judged.key();
         tracing::info!(
             controller = self.settings.controller,
-            retention_policy = %policy.label(),
+            retention_policy = retention_policy(policy),
             resource = %watch.target,
             namespace = key.namespace().unwrap_or(""),
             name = key.name(),
@@ -129,5 +129,14 @@ impl RetentionReconciler {
             latency_seconds = latency,
             "deleted"
         );
+    }
+}
+
+/// The `retention_policy` log key: the policy object a deletion was made under, absent for a
+/// TTL controller's fixed policy (its `controller` key says which).
+fn retention_policy(policy: &CompiledPolicy) -> Option<String> {
+    match policy.origin {
+        Origin::Object => Some(policy.label().to_string()),
+        Origin::Controller(_) => None,
     }
 }
