@@ -289,3 +289,27 @@ async fn deleting_a_custom_resource_definition_deletes_its_objects_and_ends_its_
     assert_eq!(watched, captured("76-watch-after-its-crd-is-deleted"));
     assert!(server.list(&gvr, None).unwrap().is_empty());
 }
+
+/// `/openapi/v2`, as kubectl asks before `create -f` (exchange 128): 200 with the real
+/// server's `Content-Type`; the document itself is empty (see `response::empty_openapi_v2`).
+#[tokio::test]
+async fn openapi_v2_answers_as_kubectl_needs_like_exchange_128() {
+    let server = start(SimConfig::default()).await;
+    let captured = exchange("128-");
+    let accept = captured["request"]["headers"]["Accept"].as_str().unwrap();
+    let response = client()
+        .get(url(&server, "/openapi/v2"))
+        .header("Accept", accept)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        u64::from(response.status().as_u16()),
+        captured["response"]["status"].as_u64().unwrap()
+    );
+    assert_eq!(
+        response.headers()["content-type"].to_str().unwrap(),
+        captured["response"]["headers"]["content-type"]
+    );
+    assert!(response.bytes().await.unwrap().is_empty());
+}

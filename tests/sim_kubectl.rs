@@ -95,3 +95,60 @@ async fn kubectl_lists_jobs_and_streams_a_raw_watch() {
     assert_eq!(watches.len(), 1);
     assert_eq!(watches[0].header("authorization"), Some("Bearer"));
 }
+
+/// What a new user types first (issue 30, item 1): `kubectl create -f` and `apply -f` of a Job
+/// and of a retention policy (kubectl reads `/openapi/v2` first), `kubectl get crp` with the
+/// CRD's columns, and the real server's refusal of an invalid policy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_creates_and_applies_files_and_prints_policies() {
+    let server = start(SimConfig::default().with_tls().with_token("kubectl-token")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    server.write_kubeconfig(&kubeconfig).unwrap();
+    let job = dir.path().join("job.yaml");
+    std::fs::write(
+        &job,
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: from-file, namespace: default}\n\
+         spec:\n  ttlSecondsAfterFinished: 60\n  template: {spec: {restartPolicy: Never, \
+         containers: [{name: c, image: busybox}]}}\n",
+    )
+    .unwrap();
+    let policy = |ttl: i64| {
+        format!(
+            "apiVersion: kube-gc.io/v1alpha1\nkind: ClusterRetentionPolicy\n\
+             metadata: {{name: from-file}}\nspec: {{preset: pods, ttlSecondsAfterFinished: {ttl}}}\n"
+        )
+    };
+    let crp = dir.path().join("crp.yaml");
+    std::fs::write(&crp, policy(3600)).unwrap();
+    let file = |p: &std::path::Path| p.display().to_string();
+
+    let Some((ok, _, stderr)) = kubectl(&kubeconfig, &["create", "-f", &file(&job)]).await else {
+        return;
+    };
+    assert!(ok, "kubectl create -f: {stderr}");
+    let (ok, _, stderr) = kubectl(&kubeconfig, &["apply", "-f", &file(&job)])
+        .await
+        .unwrap();
+    assert!(ok, "kubectl apply -f of the Job: {stderr}");
+    let (ok, _, stderr) = kubectl(&kubeconfig, &["apply", "-f", &file(&crp)])
+        .await
+        .unwrap();
+    assert!(ok, "kubectl apply -f of the policy: {stderr}");
+    let (ok, stdout, stderr) = kubectl(&kubeconfig, &["get", "crp"]).await.unwrap();
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.starts_with("NAME") && stdout.contains("PRESET") && stdout.contains("from-file"),
+        "{stdout}"
+    );
+    std::fs::write(&crp, policy(-5)).unwrap();
+    let (ok, _, stderr) = kubectl(&kubeconfig, &["apply", "-f", &file(&crp)])
+        .await
+        .unwrap();
+    assert!(!ok);
+    assert!(
+        stderr
+            .contains("spec.ttlSecondsAfterFinished in body should be greater than or equal to 0"),
+        "{stderr}"
+    );
+}

@@ -54,7 +54,9 @@
 //!   retention policies (checked against their CRDs: [`validation::crd`]).
 //! - No `deletecollection`, no server-side apply (`application/apply-patch+yaml` → 415), no
 //!   YAML (JSON instead); `as=Table` only for kube-gc's retention policies ([`table`]; other
-//!   resources answer the JSON clients offer as a fallback).
+//!   resources answer the JSON clients offer as a fallback); `/openapi/v2` is an empty document
+//!   (enough for `kubectl create/apply -f`, which then skips its client-side validation) and
+//!   `/openapi/v3` a 404.
 //!   Protobuf is negotiated for GET, LIST, WATCH and error `Status` bodies
 //!   ([`handlers::encoding`]) but written only for the kinds `client::protobuf`'s tables
 //!   describe (Job, Pod, Namespace, ConfigMap, `Status`, `PartialObjectMetadata`): another

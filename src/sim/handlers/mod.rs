@@ -253,7 +253,10 @@ fn classify(incoming: &Incoming, route: &Route) -> Verb {
     Verb::classify(
         &incoming.method,
         incoming.is_watch(),
-        matches!(route, Route::Discovery(_) | Route::Health),
+        matches!(
+            route,
+            Route::Discovery(_) | Route::Health | Route::OpenApiV2
+        ),
         has_name,
     )
 }
@@ -289,6 +292,7 @@ async fn respond(
             response::plain_text(StatusCode::NOT_FOUND, "404 page not found\n")
         }
         Route::Health => etcd::health(ctx, &incoming.path),
+        Route::OpenApiV2 => response::empty_openapi_v2(),
         Route::Discovery(which) => {
             if incoming.method != Method::GET {
                 return response::status(status::not_found_path());

@@ -160,6 +160,20 @@ pub fn protobuf_bytes(status: StatusCode, bytes: Vec<u8>) -> Response<Body> {
     with_content_type(response, encoding::PROTOBUF_CONTENT_TYPE)
 }
 
+/// `/openapi/v2` as an OpenAPI document with no definitions. kubectl (v1.28) reads it, in
+/// protobuf only, before `create -f` and `apply -f` to validate the file on the client; the
+/// real server sends its whole schema (1.6 MB on v1.28.7) with this `Content-Type`. An empty
+/// protobuf message is a valid, empty document: kubectl finds no schema for the kind, skips
+/// the client-side validation, and sends the object; the server's own checks
+/// (`sim::validation`) still apply. `/openapi/v3` stays a 404, which kubectl falls back from.
+pub fn empty_openapi_v2() -> Response<Body> {
+    let response = Response::new(full(Vec::new()));
+    with_content_type(
+        response,
+        "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+    )
+}
+
 /// A streaming protobuf watch: length-prefixed frames, sent chunked.
 pub fn protobuf_watch(body: Body) -> Response<Body> {
     with_content_type(Response::new(body), encoding::PROTOBUF_WATCH_CONTENT_TYPE)

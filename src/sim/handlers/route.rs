@@ -1,7 +1,7 @@
 //! Turning a request path into what it names.
 //!
 //! Contract: [`Route::parse`] understands the API server's URL layout —
-//! `/healthz`, `/livez`, `/readyz`, `/version`, `/api`, `/api/v1`, `/apis`, `/apis/{group}`, `/apis/{group}/{version}` for
+//! `/healthz`, `/livez`, `/readyz`, `/openapi/v2`, `/version`, `/api`, `/api/v1`, `/apis`, `/apis/{group}`, `/apis/{group}/{version}` for
 //! discovery, and for resources `/api/v1/...` or `/apis/{group}/{version}/...` followed by
 //! `{resource}[/{name}[/{subresource}]]` or `namespaces/{ns}/{resource}[/{name}[/{subresource}]]`.
 //! Paths naming nothing served parse to [`Route::NotFound`].
@@ -43,6 +43,8 @@ pub struct Target {
 pub enum Route {
     /// `/healthz`, `/livez` or `/readyz`.
     Health,
+    /// `/openapi/v2`, which kubectl reads before it creates or applies a file.
+    OpenApiV2,
     /// A discovery document.
     Discovery(Discovery),
     /// An object or collection.
@@ -61,6 +63,7 @@ impl Route {
         let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
         match segments.as_slice() {
             ["healthz" | "livez" | "readyz"] => Route::Health,
+            ["openapi", "v2"] => Route::OpenApiV2,
             ["version"] => Route::Discovery(Discovery::Version),
             ["api"] => Route::Discovery(Discovery::CoreVersions),
             ["api", "v1"] => Route::Discovery(Discovery::CoreResources),
