@@ -102,7 +102,8 @@ pub fn asked_first(accept: Option<&str>) -> bool {
 
 /// The `Table` of `objects` under `columns` at `now`, with `metadata` the list's (its
 /// `resourceVersion`, and `continue` and `remainingItemCount` of a page, so that a paging
-/// `kubectl get` sees the rest) or the object's `resourceVersion`.
+/// `kubectl get` sees the rest: exchange 129 of `fixtures/real-apiserver/`) or the object's
+/// `resourceVersion`.
 pub fn table(
     columns: &[PrinterColumn],
     objects: &[Value],
