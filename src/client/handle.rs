@@ -152,14 +152,7 @@ impl<K> Api<K> {
     /// as it arrives (no `K` is built).
     pub fn pager_with<T: 'static>(&self, params: ListParams, decoder: ItemDecoder<T>) -> Pager<T> {
         let asking = negotiate::objects(&self.resource, decoder.reads());
-        Pager::with_item_decoder(
-            self.client.clone(),
-            self.collection_url(),
-            asking.accept,
-            params,
-            decoder,
-        )
-        .keeping(asking.keep)
+        self.negotiated_pager(params, decoder, asking)
     }
 
     /// WATCH, each object of an `ADDED`, `MODIFIED` or `DELETED` event turned into a `T` by
@@ -182,14 +175,7 @@ impl<K> Api<K> {
         decoder: ItemDecoder<T>,
     ) -> Pager<T> {
         let asking = negotiate::metadata(true, decoder.reads());
-        Pager::with_item_decoder(
-            self.client.clone(),
-            self.collection_url(),
-            asking.accept,
-            params,
-            decoder,
-        )
-        .keeping(asking.keep)
+        self.negotiated_pager(params, decoder, asking)
     }
 
     /// As [`watch_with`](Api::watch_with), but the server sends each object's metadata only.
@@ -201,6 +187,23 @@ impl<K> Api<K> {
         let asking = negotiate::metadata(false, decoder.reads());
         let request = self.watch_request(params, asking.accept);
         self.client.watch_with(&request, decoder, asking.keep).await
+    }
+
+    /// A pager asking as `asking` says and keeping what it says of a protobuf answer.
+    fn negotiated_pager<T: 'static>(
+        &self,
+        params: ListParams,
+        decoder: ItemDecoder<T>,
+        asking: negotiate::Asking,
+    ) -> Pager<T> {
+        Pager::with_item_decoder(
+            self.client.clone(),
+            self.collection_url(),
+            asking.accept,
+            params,
+            decoder,
+        )
+        .keeping(asking.keep)
     }
 
     fn watch_request(&self, params: &WatchParams, accept: &'static str) -> ApiRequest {
