@@ -64,8 +64,8 @@ async fn aggregated_discovery_reads_two_documents_and_finds_what_the_legacy_docu
     }
     assert_eq!(
         legacy_paths.len(),
-        10,
-        "the roots and 8 group versions: {legacy_paths:?}"
+        11,
+        "the roots and 9 group versions: {legacy_paths:?}"
     );
     assert!(aggregated.failures().is_empty() && legacy.failures().is_empty());
     assert_eq!(found(&aggregated), found(&legacy));
@@ -118,11 +118,11 @@ async fn failing_group_versions_are_reported_and_the_rest_is_kept() {
         unthrottled(),
     )
     .await;
-    // Seed 4 with a 30% failure rate passes `/api` and `/apis` (the first two decisions) and
+    // Seed 6 with a 30% failure rate passes `/api` and `/apis` (the first two decisions) and
     // fails exactly one of the group-version documents read after them.
     h.sim
         .faults()
-        .set_plan(FaultPlan::new(4).fail(Verb::Discovery, 0.3, &[503]));
+        .set_plan(FaultPlan::new(6).fail(Verb::Discovery, 0.3, &[503]));
     let discovery = Discovery::run(&h.client).await.unwrap();
 
     // Which document gets which decision depends on arrival order, but how many fail does not.

@@ -152,3 +152,44 @@ async fn kubectl_creates_and_applies_files_and_prints_policies() {
         "{stderr}"
     );
 }
+
+/// What a user types to install kube-gc's CRDs, then waits for: `kubectl apply -k deploy/crds/`
+/// finds them installed as that command installs them (`unchanged`, no warning), `kubectl wait
+/// --for condition=established` returns, and `kubectl get crd` lists them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_applies_the_crds_and_waits_for_them() {
+    let server = start(SimConfig::default().with_tls().with_token("kubectl-token")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    server.write_kubeconfig(&kubeconfig).unwrap();
+    let crds = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/crds");
+    let crds = crds.display().to_string();
+
+    let Some((ok, stdout, stderr)) = kubectl(&kubeconfig, &["apply", "-k", &crds]).await else {
+        return;
+    };
+    assert!(ok, "kubectl apply -k deploy/crds/: {stderr}");
+    assert_eq!(
+        stdout.lines().filter(|l| l.ends_with(" unchanged")).count(),
+        2,
+        "{stdout}"
+    );
+    assert!(!stderr.contains("Warning"), "{stderr}");
+    let (ok, _, stderr) = kubectl(
+        &kubeconfig,
+        &[
+            "wait",
+            "--for",
+            "condition=established",
+            "--timeout=10s",
+            "crd/retentionpolicies.kube-gc.io",
+            "crd/clusterretentionpolicies.kube-gc.io",
+        ],
+    )
+    .await
+    .unwrap();
+    assert!(ok, "kubectl wait: {stderr}");
+    let (ok, stdout, stderr) = kubectl(&kubeconfig, &["get", "crd"]).await.unwrap();
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("jobs.batch.volcano.sh"), "{stdout}");
+}

@@ -20,7 +20,8 @@
 //!   watch streaming, Status bodies for errors).
 //! - [`store`]: objects, the global resourceVersion, etcd's history, the watch caches, watchers;
 //!   the rules of writes and deletions and the LIST table.
-//! - Building blocks: [`resources`] (what is served), [`history`] (the change log),
+//! - Building blocks: [`resources`] (what is served), [`crds`] (the CustomResourceDefinitions
+//!   of the custom resources served, created and deleted as on a real server), [`history`] (the change log),
 //!   [`filter`] (selectors applied to objects), [`object`] (metadata access), [`validation`],
 //!   [`clock`].
 //!
@@ -77,11 +78,17 @@
 //!   the paused clock do not wait in real time.
 //! - BOOKMARKs come every `bookmark_interval` on watches that allow them; a real v1.28 server is
 //!   less regular (exchange 23).
+//! - The resources served are a catalogue fixed at start ([`resources`]; `kube-gc sim
+//!   --workload-crds` adds the workloads' custom resources): creating the definition of one the
+//!   catalogue declares serves it, one it does not declare is refused (422) where a real server
+//!   would serve it, and a changed definition is stored without changing how its resource is
+//!   served or validated ([`crds`]).
 //! - Authentication is a single bearer token or any client certificate signed by the server's CA;
 //!   there is no authorization.
 
 pub mod clock;
 pub mod config;
+pub mod crds;
 pub mod faults;
 pub mod filter;
 pub mod handlers;

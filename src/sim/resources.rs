@@ -282,8 +282,9 @@ impl Default for Resources {
 }
 
 /// The resources a default server serves: what kube-gc and its tests touch, plus one more
-/// cluster-scoped type, and kube-gc's own CRDs (`deploy/crds/`): `RetentionPolicy` and
-/// `ClusterRetentionPolicy`, with a status subresource, so generation moves on spec changes only.
+/// cluster-scoped type, kube-gc's own CRDs (`deploy/crds/`): `RetentionPolicy` and
+/// `ClusterRetentionPolicy`, with a status subresource, so generation moves on spec changes
+/// only, and the CustomResourceDefinitions of the custom resources ([`crate::sim::crds`]).
 pub fn default_resources() -> Vec<ResourceDef> {
     vec![
         ResourceDef::new("", "v1", "namespaces", "Namespace")
@@ -349,6 +350,7 @@ pub fn default_resources() -> Vec<ResourceDef> {
         .custom()
         .with_short_names(&["crp"])
         .with_categories(&["kube-gc"]),
+        crate::sim::crds::definitions_resource(),
     ]
 }
 

@@ -61,24 +61,11 @@ struct CrdVersion {
     additional_printer_columns: Vec<PrinterColumn>,
 }
 
-/// The CRDs whose columns this server serves, by plural.
-fn crd_text(def: &ResourceDef) -> Option<&'static str> {
-    match (def.group.as_str(), def.resource.as_str()) {
-        ("kube-gc.io", "retentionpolicies") => Some(include_str!(
-            "../../deploy/crds/kube-gc.io_retentionpolicies.yaml"
-        )),
-        ("kube-gc.io", "clusterretentionpolicies") => Some(include_str!(
-            "../../deploy/crds/kube-gc.io_clusterretentionpolicies.yaml"
-        )),
-        _ => None,
-    }
-}
-
 /// The printer columns of `def`'s version, if this server serves `Table` for it.
 pub fn columns(def: &ResourceDef) -> Option<Vec<PrinterColumn>> {
     // The CRDs are part of this repository; one that does not parse fails the tests that read
     // it (`the_policies_columns_are_the_crds`), and the server then answers JSON.
-    let crd: Crd = serde_saphyr::from_str(crd_text(def)?).ok()?;
+    let crd: Crd = serde_saphyr::from_str(crate::sim::crds::shipped_definition(def)?).ok()?;
     crd.spec
         .versions
         .into_iter()

@@ -6,7 +6,8 @@
 //! update/patch, and on delete either a `Status` Success (the object is gone, exchange 29) or the
 //! object still marked for deletion (exchanges 25, 30, 32). Strategic merge patch is refused for
 //! custom resources (415, exchange 49) and server-side apply (`application/apply-patch+yaml`) is
-//! not implemented (415). Every handler honours `dryRun=All`.
+//! not implemented (415). Every handler honours `dryRun=All`. Creating and deleting a
+//! CustomResourceDefinition also serves and unserves its resource ([`crds`]).
 
 use http::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
 use http::{Response, StatusCode};
@@ -16,6 +17,7 @@ use super::errors::HandlerError;
 use super::response::{self, Body, Representation};
 use super::route::Target;
 use super::{Context, Incoming};
+use crate::sim::crds;
 use crate::sim::patch::{apply_json_patch, apply_merge_patch, apply_strategic_merge_patch};
 use crate::sim::resources::ResourceDef;
 use crate::sim::status::{self, Cause, CauseType, GroupKind, CUSTOM_RESOURCE_PATCH_TYPES};
@@ -38,12 +40,17 @@ pub fn create(
     target: &Target,
 ) -> Result<Response<Body>, HandlerError> {
     let obj = object_body(incoming)?;
-    let created = ctx.store.create(
-        target.resource,
-        target.namespace.as_deref(),
-        obj,
-        incoming.dry_run(),
-    )?;
+    let def = ctx.store.resources().def(target.resource);
+    let created = if crds::is_definitions(def) {
+        crds::create(ctx, target.resource, obj, incoming.dry_run())?
+    } else {
+        ctx.store.create(
+            target.resource,
+            target.namespace.as_deref(),
+            obj,
+            incoming.dry_run(),
+        )?
+    };
     Ok(object_response(incoming, StatusCode::CREATED, &created))
 }
 
@@ -102,9 +109,12 @@ pub fn delete(
     let def = ctx.store.resources().def(target.resource);
     let options = delete_options(incoming)?;
     let name = target.name.as_deref().unwrap_or_default();
-    let outcome = ctx
-        .store
-        .delete(target.resource, target.namespace.as_deref(), name, &options)?;
+    let outcome = if crds::is_definitions(def) {
+        crds::delete(ctx, target.resource, name, &options)?
+    } else {
+        ctx.store
+            .delete(target.resource, target.namespace.as_deref(), name, &options)?
+    };
     let mut response = match outcome {
         // Pods, Namespaces and a few more answer with what they deleted (exchange 67).
         DeleteOutcome::Deleted(last) if def.returns_deleted_object => {

@@ -10,13 +10,14 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::{SimError, SimServer};
+use crate::sim::crds;
 use crate::sim::filter::ObjectFilter;
 use crate::sim::history::Change;
 use crate::sim::object;
 use crate::sim::resources::{Gvr, ResourceId};
 use crate::sim::store::{
-    DeleteOptions, DeleteOutcome, DeletionRecord, Store, StoreError, UpdateTarget, WatchItem,
-    WatchStart, WatcherId,
+    DeleteOptions, DeleteOutcome, DeletionRecord, Store, UpdateTarget, WatchItem, WatchStart,
+    WatcherId,
 };
 
 impl SimServer {
@@ -84,46 +85,34 @@ impl SimServer {
     }
 
     /// Stops serving a declared resource, as before its CustomResourceDefinition exists: it
-    /// leaves discovery and every request to it answers 404. Objects stored are kept and
-    /// watches already open stay open; [`SimServer::delete_custom_resource_definition`] is
-    /// what deleting the definition of a resource in use does.
+    /// leaves discovery, its definition is removed and every request to it answers 404.
+    /// Objects stored are kept and watches already open stay open;
+    /// [`SimServer::delete_custom_resource_definition`] is what deleting the definition of a
+    /// resource in use does.
     pub fn unserve_resource(&self, gvr: &Gvr) -> Result<(), SimError> {
         let resource = self.resource(gvr)?;
         self.ctx.unserved.write().insert(resource);
-        Ok(())
+        Ok(crds::forget_definition_of(&self.ctx.store, resource)?)
     }
 
     /// Deletes a resource's CustomResourceDefinition as the real server does (exchanges
-    /// 74–76): it stops being served (lists and watches answer the plain-text 404 of exchange
-    /// 66), the definition's cleanup deletes every object of it — a DELETED event each to the
-    /// watches open on it — and then those watches end. Deleting one the way a DELETE request
-    /// would: an object a finalizer holds is only marked, where the real server would keep the
-    /// definition `Terminating` until it goes.
+    /// 74–76, 135, 136; see [`crds`]): it stops being served (lists and watches answer the
+    /// plain-text 404 of exchange 66), the definition's cleanup deletes every object of it — a
+    /// DELETED event each to the watches open on it — those watches end, and the definition
+    /// goes. Objects are deleted the way a DELETE request would: one a finalizer holds is only
+    /// marked, where the real server would keep the definition `Terminating` until it goes.
     pub fn delete_custom_resource_definition(&self, gvr: &Gvr) -> Result<(), SimError> {
-        self.unserve_resource(gvr)?;
         let resource = self.resource(gvr)?;
-        let store = &self.ctx.store;
-        for object in store.snapshot(resource, None) {
-            let (Some(name), namespace) = (object::name(&object), object::namespace(&object))
-            else {
-                continue;
-            };
-            match store.delete(resource, namespace, name, &DeleteOptions::default()) {
-                Ok(_) | Err(StoreError::NotFound { .. }) => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-        store.close_watches_of(resource);
-        Ok(())
+        Ok(crds::delete_definition_of(&self.ctx, resource)?)
     }
 
     /// Serves a declared resource again (or for the first time, after
     /// [`SimServer::unserve_resource`] at start-up), as when its CustomResourceDefinition is
-    /// created: it appears in discovery and answers requests.
+    /// created: it appears in discovery, answers requests and has its definition again.
     pub fn serve_resource(&self, gvr: &Gvr) -> Result<(), SimError> {
         let resource = self.resource(gvr)?;
         self.ctx.unserved.write().remove(&resource);
-        Ok(())
+        Ok(crds::ensure_definition(&self.ctx.store, resource)?)
     }
 
     /// The current resourceVersion.

@@ -114,6 +114,7 @@ impl SimServer {
             },
         ));
         create_namespaces(&store, &config.namespaces)?;
+        crate::sim::crds::ensure_definitions(&store, &Default::default())?;
         let root = CancellationToken::new();
         let generations = Arc::new(Generations::new(root.clone()));
         let ctx = Arc::new(Context {
