@@ -98,7 +98,7 @@ pub use error_handler::WatchErrorHandler;
 pub use event::{ReflectorEvent, ReflectorSink};
 pub use metrics::{MetricsSnapshot, ReflectorMetrics};
 pub use source::{Decoded, EventStream, Form, ListWatch, Listed, MetadataOnly};
-pub use state::{list_limit, ListFrom, Next, State, WatchEnd};
+pub use state::{list_limit, ListBy, ListFrom, Next, State, StreamingListEnd, WatchEnd};
 
 /// A watch shorter than this that delivered nothing counts as a failure (client-go).
 pub const MIN_HEALTHY_WATCH: Duration = Duration::from_secs(1);
@@ -209,7 +209,8 @@ where
             failed_unavailable: false,
             early_retry_armed: true,
             rng,
-            watch_list_supported: self.config.use_watch_list,
+            list_by: ListBy::configured(self.config.use_watch_list),
+            streamed: None,
             server_pages: false,
             listed_before: false,
             resource: self.source.describe(),
@@ -219,9 +220,7 @@ where
             on_error: self.on_error,
             sink: &*sink,
         };
-        let mut state = State::Listing {
-            from: ListFrom::AnyCached,
-        };
+        let mut state = run.list_by.list(ListFrom::AnyCached);
         loop {
             tracing::trace!(?state, "reflector state");
             state = tokio::select! {
@@ -252,8 +251,11 @@ struct Run<'s, L: ListWatch, S: ?Sized> {
     early_retry_armed: bool,
     /// Draws the watch timeouts.
     rng: StdRng,
-    /// WatchList is enabled and the server has not refused it.
-    watch_list_supported: bool,
+    /// Streaming lists while WatchList is enabled and the server has not refused it, else LISTs.
+    list_by: ListBy,
+    /// The stream of a streaming list whose initial events are complete: the watch that
+    /// `Watching`, the state it leads to, follows instead of opening one.
+    streamed: Option<StreamedWatch<L::Object>>,
     /// A list at `resourceVersion=0` came back in pages: the server has no watch cache for
     /// this resource, so every list pages (client-go's `paginatedResult`).
     server_pages: bool,
@@ -261,6 +263,25 @@ struct Run<'s, L: ListWatch, S: ?Sized> {
     listed_before: bool,
     /// What is reflected, for the logs.
     resource: String,
+}
+
+/// A watch stream a streaming list opened, handed on to `Watching`. (A stream is `Send` but not
+/// `Sync`, so the loop's methods that await take `&mut self`: a `&Run` held across an await
+/// would need `Run: Sync`.)
+struct StreamedWatch<T> {
+    stream: EventStream<T>,
+    /// When it is deemed stalled: set when the streaming list was sent.
+    deadline: Instant,
+}
+
+/// What became of a watch request.
+enum Opened<T> {
+    /// The server answered with a stream.
+    Stream(EventStream<T>),
+    /// The server answered with an error, or could not be reached.
+    Failed(Error),
+    /// The server did not answer within the stall grace (counted as a stalled watch).
+    Unanswered,
 }
 
 /// How following a watch stream ended.
@@ -281,8 +302,12 @@ where
     /// Does what `state` waits for and answers the next state.
     async fn step(&mut self, state: State) -> State {
         match state {
+            State::StreamingList { fallback } => self.stream_list(fallback).await,
             State::Listing { from } => self.list(from).await,
-            State::Watching { resource_version } => self.watch(resource_version).await,
+            State::Watching { resource_version } => match self.streamed.take() {
+                Some(streamed) => self.follow_streamed(streamed, resource_version).await,
+                None => self.watch(resource_version).await,
+            },
             State::BackingOff { delay, then } => {
                 self.back_off(delay).await;
                 *then
@@ -338,14 +363,8 @@ where
         }
     }
 
-    /// `Listing`: a streaming list if enabled, else (or if it fails) a paged LIST.
+    /// `Listing`: a paged LIST.
     async fn list(&mut self, from: ListFrom) -> State {
-        if self.watch_list_supported {
-            match self.stream_list().await {
-                Some(next) => return self.resolve(next),
-                None => self.metrics.watch_list_fell_back(),
-            }
-        }
         let params = ListParams {
             label_selector: self.config.label_selector.clone(),
             field_selector: self.config.field_selector.clone(),
@@ -361,12 +380,12 @@ where
                 }
                 let resource_version = list.metadata.resource_version.unwrap_or_default();
                 self.deliver_list(list.items, resource_version.clone());
-                state::after_list(&from, Ok(resource_version))
+                state::after_list(&from, Ok(resource_version), self.list_by)
             }
             Err(e) => {
                 warn_unless_unavailable!(e, resource = %self.resource, err = %e, ?from, "reflector list failed");
                 self.tell_owner(&e);
-                state::after_list(&from, Err(&e))
+                state::after_list(&from, Err(&e), self.list_by)
             }
         };
         self.resolve(next)
@@ -384,9 +403,19 @@ where
         });
     }
 
-    /// A streaming list, then the watch on the same stream. `None` if the list could not be
-    /// completed and a paged LIST must be made instead.
-    async fn stream_list(&mut self) -> Option<Next> {
+    /// `StreamingList`: the initial events of a streaming list, delivered as one list, and
+    /// the stream kept for `Watching`; or, if they cannot be had, a fallback to `Listing`.
+    async fn stream_list(&mut self, fallback: ListFrom) -> State {
+        let end = self.streaming_list().await;
+        if end == StreamingListEnd::Incomplete {
+            self.metrics.watch_list_fell_back();
+        }
+        state::after_streaming_list(fallback, end)
+    }
+
+    /// Sends a streaming list and reads its initial events; if they end at their bookmark,
+    /// delivers them and keeps the stream in `self.streamed`.
+    async fn streaming_list(&mut self) -> StreamingListEnd {
         self.metrics.watch_list_started();
         self.metrics.watch_started();
         let started = Instant::now();
@@ -394,39 +423,38 @@ where
             send_initial_events: true,
             ..self.watch_params(None)
         };
-        let mut stream = match self.open_watch(&params).await? {
-            Ok(stream) => {
+        let mut stream = match self.open_watch(&params).await {
+            Opened::Stream(stream) => {
                 self.answered();
                 stream
             }
-            Err(e) => {
+            Opened::Failed(e) => {
                 if refuses_watch_list(&e) {
                     tracing::info!(error = %e, "the API server refuses streaming lists; using LIST from now on");
-                    self.watch_list_supported = false;
+                    self.list_by = ListBy::Paging;
                 } else {
                     warn_unless_unavailable!(e, resource = %self.resource, err = %e, "streaming list failed; falling back to LIST");
                 }
-                return None;
+                return StreamingListEnd::Incomplete;
             }
+            Opened::Unanswered => return StreamingListEnd::Incomplete,
         };
         let deadline = self.stall_deadline(started, &params);
-        let (objects, resource_version) = self.initial_events(&mut stream, deadline).await?;
+        let Some((objects, resource_version)) = self.initial_events(&mut stream, deadline).await
+        else {
+            return StreamingListEnd::Incomplete;
+        };
         self.deliver_list(objects, resource_version.clone());
         self.metrics.watch_worked();
-        let followed = self.follow(stream, resource_version, deadline).await;
-        // The initial events arrived, so this watch was not a "very short" one.
-        Some(state::after_watch(
-            followed.resource_version,
-            followed.end,
-            true,
-        ))
+        self.streamed = Some(StreamedWatch { stream, deadline });
+        StreamingListEnd::Complete { resource_version }
     }
 
     /// The objects of a streaming list and the version of the bookmark that ends them; `None`
     /// if anything else comes first, or nothing comes by `deadline`. Even a malformed line ends
     /// it: skipping it would leave an object missing from the cache until it next changes.
     async fn initial_events(
-        &self,
+        &mut self,
         stream: &mut EventStream<L::Object>,
         deadline: Instant,
     ) -> Option<(Vec<L::Object>, String)> {
@@ -458,17 +486,37 @@ where
         }
     }
 
+    /// `Watching` the stream a streaming list opened, after its initial events.
+    async fn follow_streamed(
+        &mut self,
+        streamed: StreamedWatch<L::Object>,
+        resource_version: String,
+    ) -> State {
+        let followed = self
+            .follow(streamed.stream, resource_version, streamed.deadline)
+            .await;
+        // Its initial events arrived, so this watch was not a "very short" one. Unlike a watch
+        // `watch` opened, it leaves the backoff and the early retry as they are (as it always
+        // has; whether it should reset them too is an open question).
+        self.resolve(state::after_watch(
+            followed.resource_version,
+            followed.end,
+            true,
+            self.list_by,
+        ))
+    }
+
     /// `Watching`: opens a watch from `resource_version` and follows it to its end.
     async fn watch(&mut self, resource_version: String) -> State {
         self.metrics.watch_started();
         let params = self.watch_params(Some(resource_version.clone()));
         let started = Instant::now();
-        let Some(opened) = self.open_watch(&params).await else {
-            let end = WatchEnd::Retryable { retry_after: None };
-            return self.resolve(state::after_watch(resource_version, end, false));
-        };
-        let next = match opened {
-            Ok(stream) => {
+        let next = match self.open_watch(&params).await {
+            Opened::Unanswered => {
+                let end = WatchEnd::Retryable { retry_after: None };
+                state::after_watch(resource_version, end, false, self.list_by)
+            }
+            Opened::Stream(stream) => {
                 self.answered();
                 let deadline = self.stall_deadline(started, &params);
                 let followed = self.follow(stream, resource_version, deadline).await;
@@ -478,12 +526,18 @@ where
                     self.backoff.reset();
                     self.early_retry_armed = true;
                 }
-                state::after_watch(followed.resource_version, followed.end, healthy)
+                state::after_watch(
+                    followed.resource_version,
+                    followed.end,
+                    healthy,
+                    self.list_by,
+                )
             }
-            Err(e) => {
+            Opened::Failed(e) => {
                 warn_unless_unavailable!(e, resource = %self.resource, err = %e, %resource_version, "reflector watch failed");
                 self.tell_owner(&e);
-                state::after_watch(resource_version, WatchEnd::from_error(&e), false)
+                let end = WatchEnd::from_error(&e);
+                state::after_watch(resource_version, end, false, self.list_by)
             }
         };
         self.resolve(next)
@@ -516,23 +570,21 @@ where
         }
     }
 
-    /// Sends a watch request; `None` (counted as a stalled watch) if the server has not answered
-    /// it within the stall grace. Without this a server that accepts the connection and never
-    /// responds would hold the reflector forever: watches have no request timeout, by design.
-    async fn open_watch(
-        &self,
-        params: &WatchParams,
-    ) -> Option<Result<EventStream<L::Object>, Error>> {
+    /// Sends a watch request and waits for its answer, but no longer than the stall grace.
+    /// Without this a server that accepts the connection and never responds would hold the
+    /// reflector forever: watches have no request timeout, by design.
+    async fn open_watch(&mut self, params: &WatchParams) -> Opened<L::Object> {
         let grace = self.config.watch_stall_grace;
         match tokio::time::timeout(grace, self.source.watch(params)).await {
-            Ok(opened) => Some(opened),
+            Ok(Ok(stream)) => Opened::Stream(stream),
+            Ok(Err(e)) => Opened::Failed(e),
             Err(_) => {
                 self.metrics.stalled_watch();
                 tracing::warn!(
                     ?grace,
                     "the API server did not answer a watch request in time"
                 );
-                None
+                Opened::Unanswered
             }
         }
     }

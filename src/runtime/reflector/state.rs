@@ -1,33 +1,25 @@
 //! The reflector's states and the decisions between them, as pure functions with no I/O.
 //!
-//! Each state is named after what the loop is waiting for:
+//! Each state is named after what the loop is waiting for; the diagram of the transitions is in
+//! the parent module's contract.
 //!
-//! ```text
-//!            ┌──── 410 / too large: again at once, without a resourceVersion ────┐
-//!            ▼                                                                    │
-//!  start ──▶ Listing{from} ───────────────────────────────────────────────────────┘
-//!            │    ▲
-//!         ok │    │ 410 Expired
-//!            ▼    │
-//!            Watching{rv} ◀──── ended (timeout, cut): resume from the last rv ───┐
-//!            │    │                                                               │
-//!            │    └───────────────────────────────────────────────────────────────┘
-//!            │ any failure of a list or a watch, or a very short watch
-//!            ▼
-//!            BackingOff{delay, then} ──▶ then: a Listing, or Watching{rv} again
-//! ```
-//!
-//! - [`State::Listing`] waits for a complete list; [`ListFrom`] says which resourceVersion it
-//!   asks for (client-go's rules: `0` the first time, the last synced version on a relist, none
-//!   at all once that one is known to be unavailable), and [`list_limit`] whether it is paged.
-//! - [`State::Watching`] waits for the events of a watch from a resourceVersion. With WatchList
-//!   enabled a list is a streaming list, whose initial events end at a bookmark; following the
-//!   stream after that bookmark is watching.
+//! - [`State::StreamingList`] waits for the initial events of a streaming list (WatchList) and
+//!   the bookmark that ends them; the same stream then goes on as the watch, so it is followed
+//!   in [`State::Watching`]. If the streaming list cannot be completed, [`after_streaming_list`]
+//!   falls back to a paged [`State::Listing`] at once.
+//! - [`State::Listing`] waits for a complete (paged) list; [`ListFrom`] says which
+//!   resourceVersion it asks for (client-go's rules: `0` the first time, the last synced version
+//!   on a relist, none at all once that one is known to be unavailable), and [`list_limit`]
+//!   whether it is paged.
+//! - [`State::Watching`] waits for the events of a watch from a resourceVersion.
 //! - [`State::BackingOff`] waits out a delay, then enters the state it holds.
 //!
-//! The run loop (in the parent module) does the I/O and calls [`after_list`] and
-//! [`after_watch`] to learn where to go next; they answer a [`Next`], and the loop turns a
-//! [`Next::BackOff`] into a [`State::BackingOff`] with a delay from its
+//! Where a list is due, [`ListBy::list`] says which of the two list states makes it: a
+//! streaming list while they are enabled and the server has not refused one, else a LIST.
+//!
+//! The run loop (in the parent module) does the I/O and calls [`after_streaming_list`],
+//! [`after_list`] and [`after_watch`] to learn where to go next; the last two answer a [`Next`],
+//! and the loop turns a [`Next::BackOff`] into a [`State::BackingOff`] with a delay from its
 //! [`Backoff`](super::backoff::Backoff).
 
 use std::time::Duration;
@@ -81,7 +73,13 @@ pub fn list_limit(from: &ListFrom, page_size: u32, server_pages: bool) -> Option
 /// What the reflector is waiting for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum State {
-    /// A complete list of the resource.
+    /// The initial events of a streaming list, up to the bookmark that ends them.
+    StreamingList {
+        /// What the paged LIST made instead, should the streaming list fail, asks for. (The
+        /// streaming list itself asks for no resourceVersion: the latest state.)
+        fallback: ListFrom,
+    },
+    /// A complete list of the resource, by LIST.
     Listing {
         /// The resourceVersion asked for.
         from: ListFrom,
@@ -98,6 +96,58 @@ pub enum State {
         /// Where to go afterwards.
         then: Box<State>,
     },
+}
+
+/// How the reflector makes a list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ListBy {
+    /// A streaming list (WatchList), which falls back to a LIST when it fails.
+    StreamingList,
+    /// A paged LIST.
+    Paging,
+}
+
+impl ListBy {
+    /// How a reflector configured with `use_watch_list` starts to list.
+    pub fn configured(use_watch_list: bool) -> ListBy {
+        if use_watch_list {
+            ListBy::StreamingList
+        } else {
+            ListBy::Paging
+        }
+    }
+
+    /// The state that makes a list asking `from`.
+    pub fn list(self, from: ListFrom) -> State {
+        match self {
+            ListBy::StreamingList => State::StreamingList { fallback: from },
+            ListBy::Paging => State::Listing { from },
+        }
+    }
+}
+
+/// How a streaming list ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StreamingListEnd {
+    /// Its initial events ended at a bookmark of this resourceVersion; the stream goes on.
+    Complete {
+        /// The end bookmark's resourceVersion: the version of the list.
+        resource_version: String,
+    },
+    /// Refused, failed, unanswered, stalled, or ended before its initial events did.
+    Incomplete,
+}
+
+/// Where to go after a streaming list that may have fallen back to a LIST asking `fallback`.
+///
+/// A complete one goes on as the watch on its own stream. An incomplete one is replaced at once
+/// by the LIST client-go makes without WatchList: its failure says nothing about the LIST's, so
+/// there is nothing to wait for (client-go's `fallbackToList`).
+pub fn after_streaming_list(fallback: ListFrom, end: StreamingListEnd) -> State {
+    match end {
+        StreamingListEnd::Complete { resource_version } => State::Watching { resource_version },
+        StreamingListEnd::Incomplete => State::Listing { from: fallback },
+    }
 }
 
 /// Where to go after a list or a watch.
@@ -152,36 +202,34 @@ pub fn version_unavailable(error: &Error) -> bool {
     error.is_gone() || error.kind() == Some(ApiErrorKind::ResourceVersionTooLarge)
 }
 
-/// Where to go after a list asked `from` ended with `result` (its resourceVersion, or the
-/// error).
-pub fn after_list(from: &ListFrom, result: Result<String, &Error>) -> Next {
+/// Where to go after a LIST asked `from` ended with `result` (its resourceVersion, or the
+/// error); a list made again is made `by`.
+pub fn after_list(from: &ListFrom, result: Result<String, &Error>, by: ListBy) -> Next {
     match result {
         Ok(resource_version) => Next::Go(State::Watching { resource_version }),
         // client-go retries at once with a consistent read: the version is gone for good, so
         // waiting would not help, and a consistent list always succeeds if the server is up.
-        Err(e) if version_unavailable(e) && *from != ListFrom::Latest => Next::Go(State::Listing {
-            from: ListFrom::Latest,
-        }),
+        Err(e) if version_unavailable(e) && *from != ListFrom::Latest => {
+            Next::Go(by.list(ListFrom::Latest))
+        }
         Err(e) => Next::BackOff {
-            then: State::Listing { from: from.clone() },
+            then: by.list(from.clone()),
             retry_after: e.retry_after(),
         },
     }
 }
 
-/// Where to go after a watch from (last) `resource_version` ended with `end`. `healthy` is
-/// false for a watch that delivered no event and lasted under a second: a server that closes
-/// every watch at once must not be hammered (client-go's "very short watch").
-pub fn after_watch(resource_version: String, end: WatchEnd, healthy: bool) -> Next {
+/// Where to go after a watch from (last) `resource_version` ended with `end`; a relist is made
+/// `by`. `healthy` is false for a watch that delivered no event and lasted under a second: a
+/// server that closes every watch at once must not be hammered (client-go's "very short watch").
+pub fn after_watch(resource_version: String, end: WatchEnd, healthy: bool, by: ListBy) -> Next {
     let rewatch = State::Watching {
         resource_version: resource_version.clone(),
     };
     // A relist after a 410 asks for the last synced version, not for a consistent read: the
     // API server answers it from its watch cache if it can, and `after_list` falls back to a
     // consistent read if it cannot (client-go does the same).
-    let relist = State::Listing {
-        from: ListFrom::LastSynced(resource_version),
-    };
+    let relist = by.list(ListFrom::LastSynced(resource_version));
     match end {
         WatchEnd::Closed if healthy => Next::Go(rewatch),
         WatchEnd::Closed => Next::BackOff {
@@ -262,7 +310,7 @@ mod tests {
     #[test]
     fn a_list_leads_to_a_watch_from_its_version() {
         assert_eq!(
-            after_list(&ListFrom::AnyCached, Ok("12".into())),
+            after_list(&ListFrom::AnyCached, Ok("12".into()), ListBy::Paging),
             Next::Go(watching("12"))
         );
     }
@@ -272,14 +320,14 @@ mod tests {
         let from = ListFrom::LastSynced("3".into());
         for error in [expired(), too_large()] {
             assert_eq!(
-                after_list(&from, Err(&error)),
+                after_list(&from, Err(&error), ListBy::Paging),
                 Next::Go(listing(ListFrom::Latest)),
                 "{error}"
             );
         }
         // A consistent list has nothing to fall back to: back off and try it again.
         assert_eq!(
-            after_list(&ListFrom::Latest, Err(&expired())),
+            after_list(&ListFrom::Latest, Err(&expired()), ListBy::Paging),
             Next::BackOff {
                 then: listing(ListFrom::Latest),
                 retry_after: None
@@ -293,7 +341,7 @@ mod tests {
         headers.insert(http::header::RETRY_AFTER, "4".parse().unwrap());
         let throttled: Error = ApiError::from_response(429, &headers, b"").into();
         assert_eq!(
-            after_list(&ListFrom::AnyCached, Err(&throttled)),
+            after_list(&ListFrom::AnyCached, Err(&throttled), ListBy::Paging),
             Next::BackOff {
                 then: listing(ListFrom::AnyCached),
                 retry_after: Some(Duration::from_secs(4))
@@ -304,11 +352,11 @@ mod tests {
     #[test]
     fn a_closed_watch_resumes_from_the_last_version_backing_off_only_if_it_was_short() {
         assert_eq!(
-            after_watch("9".into(), WatchEnd::Closed, true),
+            after_watch("9".into(), WatchEnd::Closed, true, ListBy::Paging),
             Next::Go(watching("9"))
         );
         assert_eq!(
-            after_watch("9".into(), WatchEnd::Closed, false),
+            after_watch("9".into(), WatchEnd::Closed, false, ListBy::Paging),
             Next::BackOff {
                 then: watching("9"),
                 retry_after: None
@@ -320,11 +368,11 @@ mod tests {
     fn an_expired_watch_relists_from_the_last_synced_version() {
         let relist = listing(ListFrom::LastSynced("9".into()));
         assert_eq!(
-            after_watch("9".into(), WatchEnd::Expired, true),
+            after_watch("9".into(), WatchEnd::Expired, true, ListBy::Paging),
             Next::Go(relist.clone())
         );
         assert_eq!(
-            after_watch("9".into(), WatchEnd::Expired, false),
+            after_watch("9".into(), WatchEnd::Expired, false, ListBy::Paging),
             Next::BackOff {
                 then: relist,
                 retry_after: None
@@ -352,7 +400,7 @@ mod tests {
         );
         assert_eq!(WatchEnd::from_error(&api_error(403, "")), WatchEnd::Failed);
         assert_eq!(
-            after_watch("5".into(), WatchEnd::Failed, true),
+            after_watch("5".into(), WatchEnd::Failed, true, ListBy::Paging),
             Next::BackOff {
                 then: listing(ListFrom::LastSynced("5".into())),
                 retry_after: None
@@ -364,12 +412,71 @@ mod tests {
                 WatchEnd::Retryable {
                     retry_after: Some(Duration::from_secs(2))
                 },
-                true
+                true,
+                ListBy::Paging
             ),
             Next::BackOff {
                 then: watching("5"),
                 retry_after: Some(Duration::from_secs(2))
             }
+        );
+    }
+
+    #[test]
+    fn a_list_is_made_by_streaming_list_while_the_server_may_serve_one() {
+        assert_eq!(ListBy::configured(true), ListBy::StreamingList);
+        assert_eq!(ListBy::configured(false), ListBy::Paging);
+        assert_eq!(
+            ListBy::StreamingList.list(ListFrom::AnyCached),
+            State::StreamingList {
+                fallback: ListFrom::AnyCached
+            }
+        );
+        assert_eq!(
+            ListBy::Paging.list(ListFrom::AnyCached),
+            listing(ListFrom::AnyCached)
+        );
+    }
+
+    #[test]
+    fn a_complete_streaming_list_goes_on_as_the_watch_and_an_incomplete_one_lists_at_once() {
+        let fallback = ListFrom::LastSynced("4".into());
+        let complete = StreamingListEnd::Complete {
+            resource_version: "6".into(),
+        };
+        assert_eq!(
+            after_streaming_list(fallback.clone(), complete),
+            watching("6")
+        );
+        assert_eq!(
+            after_streaming_list(fallback.clone(), StreamingListEnd::Incomplete),
+            listing(fallback)
+        );
+    }
+
+    #[test]
+    fn every_list_made_again_is_made_the_way_the_reflector_lists() {
+        let streaming = |from| State::StreamingList { fallback: from };
+        let by = ListBy::StreamingList;
+        assert_eq!(
+            after_list(&ListFrom::LastSynced("3".into()), Err(&expired()), by),
+            Next::Go(streaming(ListFrom::Latest))
+        );
+        assert_eq!(
+            after_list(&ListFrom::AnyCached, Err(&api_error(500, "")), by),
+            Next::BackOff {
+                then: streaming(ListFrom::AnyCached),
+                retry_after: None
+            }
+        );
+        assert_eq!(
+            after_watch("9".into(), WatchEnd::Expired, true, by),
+            Next::Go(streaming(ListFrom::LastSynced("9".into())))
+        );
+        // A watch that can resume resumes, however lists are made.
+        assert_eq!(
+            after_watch("9".into(), WatchEnd::Closed, true, by),
+            Next::Go(watching("9"))
         );
     }
 }
