@@ -1,8 +1,42 @@
 //! The reflector: lists one resource, then watches it, and reports everything it learns to a
 //! sink, for as long as it runs (client-go's `Reflector`, kube-rs' `watcher`).
 //!
+//! Reading order: this contract and its state diagram; [`state`] (the states and the pure
+//! decisions between them); then the I/O of each state: `list.rs` (`StreamingList`, `Listing`),
+//! `watch.rs` (`Watching`), `watchdog.rs` (stalls and the stuck report of one watch), and
+//! [`backoff`] (`BackingOff`); the loop that runs them is [`Reflector::run`] below. Around
+//! them: [`source`] (the two requests, behind a trait), [`event`] (what the sink receives),
+//! [`metrics`], [`error_handler`]. Tests: `tests.rs` (the scripted harness and the basic loop),
+//! then `tests/streaming_list.rs`, `tests/stall.rs`, `tests/relist.rs`.
+//!
 //! ```text
 //!   API server ──LIST / WATCH──▶ Reflector::run ──ReflectorEvent──▶ sink (the informer)
+//! ```
+//!
+//! The states ([`State`]), each named after what the loop waits for. `◇ list{from}` is not a
+//! state but a choice ([`ListBy::list`]): `StreamingList{fallback: from}` while streaming lists
+//! are enabled and the server has not refused one, else `Listing{from}`.
+//!
+//! ```text
+//!  start ──▶ ◇ list{AnyCached}
+//!
+//!  StreamingList{fallback} ── refused, failed, unanswered, ──▶ Listing{from} ── 410, or 504 too
+//!    │                        stalled or cut short: at once,    │    │          large, asked with
+//!    │                        as Listing{fallback}           ok │    │          a version: at once
+//!    │ the initial-events-end bookmark:                         │    │          ◇ list{Latest}
+//!    │ the same stream goes on as the watch                     │    │
+//!    ▼                                                          │    │ any other failure
+//!  Watching{rv} ◀───────────────────────────────────────────────┘    │
+//!    │ │  ▲                                                          │
+//!    │ └──┘ ended (the server's timeout, a cut, a stall):            │
+//!    │      at once, from the last rv                                │
+//!    │ 410 Expired: at once ◇ list{LastSynced(rv)}                   │
+//!    │                                                               │
+//!    │ any other failure; or a very short watch, however it ended    │
+//!    │                                                               │
+//!    ▼                                                               │
+//!  BackingOff{delay, then} ◀─────────────────────────────────────────┘
+//!    └──▶ then: ◇ list{…}, or Watching{rv} again
 //! ```
 //!
 //! Contract:
@@ -17,11 +51,12 @@
 //!   ([`state::list_limit`]); watches ask for bookmarks and a random timeout between
 //!   [`ReflectorConfig::min_watch_timeout`] and twice that (5–10 min), so that many clients do
 //!   not all reconnect at the same moment.
-//! - With [`ReflectorConfig::use_watch_list`], a list is a streaming list (WatchList,
-//!   `sendInitialEvents=true`): one watch request whose first events are the current objects,
-//!   ending at a bookmark annotated `k8s.io/initial-events-end`, after which the same stream is
-//!   the watch. A server that refuses it (422/400, the `WatchList` feature gate off) is not
-//!   asked again; any other failure falls back to a paged list for this time only.
+//! - With [`ReflectorConfig::use_watch_list`] (off by default: a v1.28 API server refuses
+//!   them), a list is a streaming list (WatchList, `sendInitialEvents=true`): one watch request
+//!   whose first events are the current objects, ending at a bookmark annotated
+//!   `k8s.io/initial-events-end`, after which the same stream is the watch. A server that
+//!   refuses it (422/400, the `WatchList` feature gate off) is not asked again; any other
+//!   failure falls back to a paged list for this time only.
 //! - A watch the server fails to end — a wedged proxy, a connection that stays open but
 //!   silent — is given up [`ReflectorConfig::watch_stall_grace`] after the `timeoutSeconds` it
 //!   asked for: it ends as if closed, so the next watch resumes from the last resourceVersion
@@ -32,8 +67,8 @@
 //! - Failures never end the loop: it backs off ([`Backoff`]: 0.8 s doubling to 30 s, jitter,
 //!   `Retry-After` honoured) and tries again. A malformed watch line is logged, counted and
 //!   skipped. Only the cancellation token ends [`Reflector::run`].
-//! - The states and the decisions between them are in [`state`], pure and tested without I/O;
-//!   this module does the I/O. [`ReflectorMetrics`] counts what happened.
+//! - [`ReflectorMetrics`] counts what happened; a list after the first of the same run counts
+//!   as a relist.
 //!
 //! Time is tokio's and randomness comes from a seed you can set ([`ReflectorConfig::seed`]),
 //! so a test on the paused clock can predict every request and delay.
@@ -70,9 +105,12 @@
 pub mod backoff;
 pub mod error_handler;
 pub mod event;
+mod list;
 pub mod metrics;
 pub mod source;
 pub mod state;
+mod watch;
+mod watchdog;
 
 #[cfg(test)]
 mod tests;
@@ -80,18 +118,15 @@ mod tests;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::api::WatchEvent;
-use crate::client::availability::warn_unless_unavailable;
-use crate::client::Availability;
-use crate::client::{ApiErrorKind, Error, ListParams, WatchParams};
-use crate::clock::sleep_until_some;
+use crate::client::{Availability, Error};
 use crate::runtime::cache::Cacheable;
+use watch::OpenWatch;
+use watchdog::report_stuck;
 
 pub use backoff::{Backoff, BackoffConfig};
 pub use error_handler::WatchErrorHandler;
@@ -213,7 +248,7 @@ where
             streamed: None,
             server_pages: false,
             listed_before: false,
-            resource: self.source.describe(),
+            resource: self.source.describe().into(),
             source: self.source,
             config: self.config,
             metrics: self.metrics,
@@ -254,43 +289,17 @@ struct Run<'s, L: ListWatch, S: ?Sized> {
     /// Streaming lists while WatchList is enabled and the server has not refused it, else LISTs.
     list_by: ListBy,
     /// The stream of a streaming list whose initial events are complete: the watch that
-    /// `Watching`, the state it leads to, follows instead of opening one.
-    streamed: Option<StreamedWatch<L::Object>>,
+    /// `Watching`, the state it leads to, follows instead of opening one. (A stream is `Send`
+    /// but not `Sync`, so the loop's methods that await take `&mut self`: a `&Run` held across
+    /// an await would need `Run: Sync`.)
+    streamed: Option<OpenWatch<L::Object>>,
     /// A list at `resourceVersion=0` came back in pages: the server has no watch cache for
     /// this resource, so every list pages (client-go's `paginatedResult`).
     server_pages: bool,
     /// This run has delivered a list: the next one is a relist.
     listed_before: bool,
     /// What is reflected, for the logs.
-    resource: String,
-}
-
-/// A watch stream a streaming list opened, handed on to `Watching`. (A stream is `Send` but not
-/// `Sync`, so the loop's methods that await take `&mut self`: a `&Run` held across an await
-/// would need `Run: Sync`.)
-struct StreamedWatch<T> {
-    stream: EventStream<T>,
-    /// When it is deemed stalled: set when the streaming list was sent.
-    deadline: Instant,
-}
-
-/// What became of a watch request.
-enum Opened<T> {
-    /// The server answered with a stream.
-    Stream(EventStream<T>),
-    /// The server answered with an error, or could not be reached.
-    Failed(Error),
-    /// The server did not answer within the stall grace (counted as a stalled watch).
-    Unanswered,
-}
-
-/// How following a watch stream ended.
-struct Followed {
-    /// The last resourceVersion seen.
-    resource_version: String,
-    end: WatchEnd,
-    /// Events received, bookmarks included.
-    events: u64,
+    resource: Arc<str>,
 }
 
 impl<L, S> Run<'_, L, S>
@@ -363,186 +372,6 @@ where
         }
     }
 
-    /// `Listing`: a paged LIST.
-    async fn list(&mut self, from: ListFrom) -> State {
-        let params = ListParams {
-            label_selector: self.config.label_selector.clone(),
-            field_selector: self.config.field_selector.clone(),
-            limit: state::list_limit(&from, self.config.page_size, self.server_pages),
-            resource_version: from.resource_version().map(str::to_owned),
-            ..ListParams::default()
-        };
-        let next = match self.source.list(&params).await {
-            Ok(Listed { list, paged }) => {
-                self.answered();
-                if paged && from == ListFrom::AnyCached {
-                    self.server_pages = true;
-                }
-                let resource_version = list.metadata.resource_version.unwrap_or_default();
-                self.deliver_list(list.items, resource_version.clone());
-                state::after_list(&from, Ok(resource_version), self.list_by)
-            }
-            Err(e) => {
-                warn_unless_unavailable!(e, resource = %self.resource, err = %e, ?from, "reflector list failed");
-                self.tell_owner(&e);
-                state::after_list(&from, Err(&e), self.list_by)
-            }
-        };
-        self.resolve(next)
-    }
-
-    fn deliver_list(&mut self, objects: Vec<L::Object>, resource_version: String) {
-        // A relist is a list this run needed because its watch could not resume. The first
-        // list of a run is not one, even when the run is a shared source restarting for a
-        // subscriber that joined late (the counters outlive the run).
-        self.metrics.listed(self.listed_before);
-        self.listed_before = true;
-        self.sink.apply(ReflectorEvent::Replaced {
-            objects,
-            resource_version,
-        });
-    }
-
-    /// `StreamingList`: the initial events of a streaming list, delivered as one list, and
-    /// the stream kept for `Watching`; or, if they cannot be had, a fallback to `Listing`.
-    async fn stream_list(&mut self, fallback: ListFrom) -> State {
-        let end = self.streaming_list().await;
-        if end == StreamingListEnd::Incomplete {
-            self.metrics.watch_list_fell_back();
-        }
-        state::after_streaming_list(fallback, end)
-    }
-
-    /// Sends a streaming list and reads its initial events; if they end at their bookmark,
-    /// delivers them and keeps the stream in `self.streamed`.
-    async fn streaming_list(&mut self) -> StreamingListEnd {
-        self.metrics.watch_list_started();
-        self.metrics.watch_started();
-        let started = Instant::now();
-        let params = WatchParams {
-            send_initial_events: true,
-            ..self.watch_params(None)
-        };
-        let mut stream = match self.open_watch(&params).await {
-            Opened::Stream(stream) => {
-                self.answered();
-                stream
-            }
-            Opened::Failed(e) => {
-                if refuses_watch_list(&e) {
-                    tracing::info!(error = %e, "the API server refuses streaming lists; using LIST from now on");
-                    self.list_by = ListBy::Paging;
-                } else {
-                    warn_unless_unavailable!(e, resource = %self.resource, err = %e, "streaming list failed; falling back to LIST");
-                }
-                return StreamingListEnd::Incomplete;
-            }
-            Opened::Unanswered => return StreamingListEnd::Incomplete,
-        };
-        let deadline = self.stall_deadline(started, &params);
-        let Some((objects, resource_version)) = self.initial_events(&mut stream, deadline).await
-        else {
-            return StreamingListEnd::Incomplete;
-        };
-        self.deliver_list(objects, resource_version.clone());
-        self.metrics.watch_worked();
-        self.streamed = Some(StreamedWatch { stream, deadline });
-        StreamingListEnd::Complete { resource_version }
-    }
-
-    /// The objects of a streaming list and the version of the bookmark that ends them; `None`
-    /// if anything else comes first, or nothing comes by `deadline`. Even a malformed line ends
-    /// it: skipping it would leave an object missing from the cache until it next changes.
-    async fn initial_events(
-        &mut self,
-        stream: &mut EventStream<L::Object>,
-        deadline: Instant,
-    ) -> Option<(Vec<L::Object>, String)> {
-        let mut objects = Vec::new();
-        loop {
-            let Ok(next) = tokio::time::timeout_at(deadline, stream.next()).await else {
-                self.stalled(objects.len() as u64);
-                return None;
-            };
-            match next {
-                Some(Ok(WatchEvent::Added(object))) => objects.push(object),
-                Some(Ok(WatchEvent::Bookmark(b))) if b.is_initial_events_end() => {
-                    return Some((objects, b.metadata.resource_version));
-                }
-                // An ordinary bookmark's version means nothing before the set is complete.
-                Some(Ok(WatchEvent::Bookmark(_))) => {}
-                other => {
-                    if matches!(&other, Some(Err(e)) if is_malformed(e)) {
-                        self.metrics.malformed_event();
-                    }
-                    let event = other.map(|item| item.map(|e| e.event_type()));
-                    tracing::warn!(
-                        ?event,
-                        "streaming list ended before its initial events did; falling back to LIST"
-                    );
-                    return None;
-                }
-            }
-        }
-    }
-
-    /// `Watching` the stream a streaming list opened, after its initial events.
-    async fn follow_streamed(
-        &mut self,
-        streamed: StreamedWatch<L::Object>,
-        resource_version: String,
-    ) -> State {
-        let followed = self
-            .follow(streamed.stream, resource_version, streamed.deadline)
-            .await;
-        // Its initial events arrived, so this watch was not a "very short" one. Unlike a watch
-        // `watch` opened, it leaves the backoff and the early retry as they are (as it always
-        // has; whether it should reset them too is an open question).
-        self.resolve(state::after_watch(
-            followed.resource_version,
-            followed.end,
-            true,
-            self.list_by,
-        ))
-    }
-
-    /// `Watching`: opens a watch from `resource_version` and follows it to its end.
-    async fn watch(&mut self, resource_version: String) -> State {
-        self.metrics.watch_started();
-        let params = self.watch_params(Some(resource_version.clone()));
-        let started = Instant::now();
-        let next = match self.open_watch(&params).await {
-            Opened::Unanswered => {
-                let end = WatchEnd::Retryable { retry_after: None };
-                state::after_watch(resource_version, end, false, self.list_by)
-            }
-            Opened::Stream(stream) => {
-                self.answered();
-                let deadline = self.stall_deadline(started, &params);
-                let followed = self.follow(stream, resource_version, deadline).await;
-                let healthy = followed.events > 0 || started.elapsed() >= MIN_HEALTHY_WATCH;
-                if healthy {
-                    // The loop worked: whatever ended this watch is a new incident.
-                    self.backoff.reset();
-                    self.early_retry_armed = true;
-                }
-                state::after_watch(
-                    followed.resource_version,
-                    followed.end,
-                    healthy,
-                    self.list_by,
-                )
-            }
-            Opened::Failed(e) => {
-                warn_unless_unavailable!(e, resource = %self.resource, err = %e, %resource_version, "reflector watch failed");
-                self.tell_owner(&e);
-                let end = WatchEnd::from_error(&e);
-                state::after_watch(resource_version, end, false, self.list_by)
-            }
-        };
-        self.resolve(next)
-    }
-
     /// Notes that the server answered a request of this loop (a list, a watch opened, an error
     /// that is not unavailability). If the loop's last failures met an unavailable server, the
     /// backoff they grew says nothing about the loop and starts over, so the failure that
@@ -569,176 +398,4 @@ where
             handler.failed(error);
         }
     }
-
-    /// Sends a watch request and waits for its answer, but no longer than the stall grace.
-    /// Without this a server that accepts the connection and never responds would hold the
-    /// reflector forever: watches have no request timeout, by design.
-    async fn open_watch(&mut self, params: &WatchParams) -> Opened<L::Object> {
-        let grace = self.config.watch_stall_grace;
-        match tokio::time::timeout(grace, self.source.watch(params)).await {
-            Ok(Ok(stream)) => Opened::Stream(stream),
-            Ok(Err(e)) => Opened::Failed(e),
-            Err(_) => {
-                self.metrics.stalled_watch();
-                tracing::warn!(
-                    ?grace,
-                    "the API server did not answer a watch request in time"
-                );
-                Opened::Unanswered
-            }
-        }
-    }
-
-    fn watch_params(&mut self, resource_version: Option<String>) -> WatchParams {
-        let min = self.config.min_watch_timeout.as_secs_f64();
-        let timeout = min * (1.0 + self.rng.random::<f64>());
-        WatchParams {
-            label_selector: self.config.label_selector.clone(),
-            field_selector: self.config.field_selector.clone(),
-            resource_version,
-            timeout_seconds: Some(timeout as u32),
-            allow_bookmarks: true,
-            send_initial_events: false,
-        }
-    }
-
-    /// When a watch started at `started` with `params` is deemed stalled: the server should
-    /// have ended it at `timeoutSeconds`; the grace covers clock skew and a slow last read.
-    fn stall_deadline(&self, started: Instant, params: &WatchParams) -> Instant {
-        let timeout = Duration::from_secs(params.timeout_seconds.unwrap_or_default().into());
-        started + timeout + self.config.watch_stall_grace
-    }
-
-    /// Counts and reports a watch abandoned at its stall deadline after `events` events.
-    fn stalled(&self, events: u64) {
-        self.metrics.stalled_watch();
-        tracing::warn!(
-            events,
-            grace = ?self.config.watch_stall_grace,
-            "watch outlived its timeoutSeconds: abandoning it as stalled"
-        );
-    }
-
-    /// Delivers the events of `stream` until it ends, or until `deadline` (then it counts as
-    /// stalled and ends as closed), tracking the last resourceVersion.
-    async fn follow(
-        &mut self,
-        mut stream: EventStream<L::Object>,
-        mut resource_version: String,
-        deadline: Instant,
-    ) -> Followed {
-        let mut events = 0;
-        self.metrics.watch_opened();
-        // A stuck reflector says it recovered as soon as this watch proves to work (an event,
-        // or a second without an error), not when the watch ends minutes later.
-        let mut recovery_check = self
-            .metrics
-            .reported_stuck()
-            .then(|| Instant::now() + MIN_HEALTHY_WATCH);
-        // One timer for the whole watch, armed once: a timeout around each read would put a
-        // timer in the runtime's wheel and take it out again whenever the stream had to wait,
-        // several times for every object deleted in a burst.
-        let stall = tokio::time::sleep_until(deadline);
-        tokio::pin!(stall);
-        let end = loop {
-            let next = tokio::select! {
-                biased;
-                next = stream.next() => next,
-                () = &mut stall => {
-                    self.stalled(events);
-                    break WatchEnd::Closed;
-                }
-                () = sleep_until_some(recovery_check) => {
-                    recovery_check = None;
-                    self.report_stuck();
-                    continue;
-                }
-            };
-            let event = match next {
-                None => break WatchEnd::Closed,
-                Some(Ok(event)) => event,
-                Some(Err(e)) if is_malformed(&e) => {
-                    self.metrics.malformed_event();
-                    tracing::warn!(error = %e, "skipping a malformed watch event");
-                    continue;
-                }
-                Some(Err(e)) => {
-                    // The connection broke: the stream is over, the resourceVersion still good.
-                    tracing::debug!(resource = %self.resource, err = %e, "watch stream ended by an error");
-                    break WatchEnd::Closed;
-                }
-            };
-            self.metrics.event(event.event_type());
-            let delivered = match event {
-                WatchEvent::Added(o) => ReflectorEvent::Added(o),
-                WatchEvent::Modified(o) => ReflectorEvent::Modified(o),
-                WatchEvent::Deleted(o) => ReflectorEvent::Deleted(o),
-                WatchEvent::Bookmark(b) => ReflectorEvent::Bookmark {
-                    resource_version: b.metadata.resource_version,
-                },
-                WatchEvent::Error(status) => {
-                    let error = Error::from(*status);
-                    tracing::debug!(resource = %self.resource, err = %error, "watch ended by an ERROR event");
-                    // Not counted in `events`: a watch refused at once is still a short one.
-                    break WatchEnd::from_error(&error);
-                }
-            };
-            events += 1;
-            self.metrics.watch_worked();
-            if recovery_check.take().is_some() {
-                self.report_stuck();
-            }
-            if let Some(rv) = resource_version_of(&delivered).filter(|rv| !rv.is_empty()) {
-                rv.clone_into(&mut resource_version);
-            }
-            self.sink.apply(delivered);
-        };
-        self.metrics.watch_ended();
-        Followed {
-            resource_version,
-            end,
-            events,
-        }
-    }
-}
-
-/// Says once, at default verbosity, that the reflector became stuck (it cannot see changes) or
-/// recovered.
-fn report_stuck(metrics: &ReflectorMetrics, resource: &str) {
-    match metrics.stuck_change() {
-        Some(metrics::StuckChange::BecameStuck(for_how_long)) => tracing::warn!(
-            resource,
-            seconds_without_sync = for_how_long.as_secs(),
-            "informer is not seeing changes: no list and watch has worked; /readyz fails until it does"
-        ),
-        Some(metrics::StuckChange::Recovered) => {
-            tracing::info!(resource, "informer is watching again")
-        }
-        None => {}
-    }
-}
-
-/// The resourceVersion a watch event moves the reflector to.
-fn resource_version_of<T: Cacheable>(event: &ReflectorEvent<T>) -> Option<&str> {
-    match event {
-        ReflectorEvent::Added(o) | ReflectorEvent::Modified(o) | ReflectorEvent::Deleted(o) => {
-            Some(o.resource_version())
-        }
-        ReflectorEvent::Bookmark { resource_version } => Some(resource_version),
-        ReflectorEvent::Replaced { .. } => None,
-    }
-}
-
-/// A watch item that is bad input, not a broken connection: skip it and read on.
-fn is_malformed(error: &Error) -> bool {
-    matches!(error, Error::Decode { .. } | Error::LineTooLong { .. })
-}
-
-/// The server does not serve streaming lists (the `WatchList` feature gate is off): it rejects
-/// `sendInitialEvents` as an invalid or bad parameter.
-fn refuses_watch_list(error: &Error) -> bool {
-    matches!(
-        error.kind(),
-        Some(ApiErrorKind::Invalid | ApiErrorKind::BadRequest)
-    )
 }

@@ -11,8 +11,8 @@ use parking_lot::Mutex;
 use serde_json::{json, Value};
 
 use super::*;
-use crate::api::{Bookmark, BookmarkMeta, List, ListMeta, Status, StatusReason};
-use crate::client::ApiError;
+use crate::api::{Bookmark, BookmarkMeta, List, ListMeta, Status, StatusReason, WatchEvent};
+use crate::client::{ApiError, ListParams, WatchParams};
 
 /// One request the reflector made, and when.
 #[derive(Debug)]
@@ -424,90 +424,6 @@ async fn the_owner_hears_of_every_failed_list_and_watch_request() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_refused_watch_list_falls_back_to_list_and_is_not_asked_again() {
-    let script = Scripted::default()
-        .watch(Err(http_error(422, &[])))
-        .list(list("5", vec![obj("a", "5")]))
-        .watch(Ok(vec![
-            Ok(WatchEvent::Added(obj("b", "6"))),
-            expired_event(),
-        ]))
-        .list(list("8", vec![obj("a", "5")]));
-    let config = ReflectorConfig {
-        use_watch_list: true,
-        ..ReflectorConfig::default()
-    };
-    let out = run(script, config).await;
-    assert_eq!(
-        call_summary(&out.calls),
-        [
-            "watch-list",
-            "list rv=0",
-            "watch rv=5",
-            "list rv=6",
-            "watch rv=8"
-        ]
-    );
-    assert_eq!(out.sink, ["replaced@5 a", "added b@6", "replaced@8 a"]);
-    let m = out.metrics;
-    assert_eq!((m.watch_lists, m.watch_list_fallbacks), (1, 1));
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_watch_list_delivers_its_initial_events_as_one_replace_then_watches_on() {
-    let script = Scripted::default().watch(Ok(vec![
-        Ok(WatchEvent::Added(obj("a", "3"))),
-        bookmark("3", false),
-        Ok(WatchEvent::Added(obj("b", "4"))),
-        bookmark("6", true),
-        Ok(WatchEvent::Modified(obj("a", "7"))),
-    ]));
-    let config = ReflectorConfig {
-        use_watch_list: true,
-        ..ReflectorConfig::default()
-    };
-    let out = run(script, config).await;
-    assert_eq!(call_summary(&out.calls), ["watch-list", "watch rv=7"]);
-    let Call::Watch(p) = &out.calls[0].1 else {
-        panic!()
-    };
-    assert!(p.allow_bookmarks && p.resource_version.is_none());
-    assert_eq!(out.sink, ["replaced@6 a,b", "modified a@7"]);
-    let m = out.metrics;
-    assert_eq!((m.lists, m.watch_lists, m.watch_list_fallbacks), (1, 1, 0));
-}
-
-#[tokio::test(start_paused = true)]
-async fn an_incomplete_watch_list_falls_back_this_time_only() {
-    let script = Scripted::default()
-        .watch(Ok(vec![Ok(WatchEvent::Added(obj("a", "3")))])) // ends before its bookmark
-        .list(list("5", vec![obj("a", "5")]))
-        .watch(Ok(vec![expired_event()]))
-        .watch(Ok(vec![
-            Ok(WatchEvent::Added(obj("a", "8"))),
-            bookmark("9", true),
-        ]));
-    let config = ReflectorConfig {
-        use_watch_list: true,
-        ..ReflectorConfig::default()
-    };
-    let out = run(script, config).await;
-    assert_eq!(
-        call_summary(&out.calls),
-        [
-            "watch-list",
-            "list rv=0",
-            "watch rv=5",
-            "watch-list",
-            "watch rv=9"
-        ]
-    );
-    assert_eq!(out.sink, ["replaced@5 a", "replaced@9 a"]);
-    let m = out.metrics;
-    assert_eq!((m.watch_lists, m.watch_list_fallbacks), (2, 1));
-}
-
-#[tokio::test(start_paused = true)]
 async fn cancelling_ends_the_loop_in_the_middle_of_a_backoff() {
     let script = Scripted::default().list(Err(http_error(500, &[])));
     let reflector = Reflector::new(
@@ -526,115 +442,55 @@ async fn cancelling_ends_the_loop_in_the_middle_of_a_backoff() {
     assert_eq!(started.elapsed(), Duration::from_millis(100));
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_malformed_initial_event_abandons_the_streaming_list_rather_than_lose_an_object() {
-    let script = Scripted::default()
-        .watch(Ok(vec![
-            Ok(WatchEvent::Added(obj("a", "3"))),
-            malformed(),
-            bookmark("4", true),
-        ]))
-        .list(list("4", vec![obj("a", "3"), obj("b", "4")]));
-    let config = ReflectorConfig {
-        use_watch_list: true,
-        ..ReflectorConfig::default()
-    };
-    let out = run(script, config).await;
-    assert_eq!(
-        call_summary(&out.calls),
-        ["watch-list", "list rv=0", "watch rv=4"]
-    );
-    assert_eq!(out.sink, ["replaced@4 a,b"]);
-    let m = out.metrics;
-    assert_eq!((m.malformed_events, m.watch_list_fallbacks), (1, 1));
+/// The variant's name; exhaustive, so a new state fails to compile here until it is named
+/// (and then drawn: see the test below).
+fn variant_name(state: &State) -> &'static str {
+    match state {
+        State::StreamingList { .. } => "StreamingList",
+        State::Listing { .. } => "Listing",
+        State::Watching { .. } => "Watching",
+        State::BackingOff { .. } => "BackingOff",
+    }
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_stalled_watch_is_abandoned_after_its_timeout_and_grace_and_resumed() {
-    let script = Scripted::default()
-        .list(list("1", vec![]))
-        .stalled_watch(vec![Ok(WatchEvent::Added(obj("a", "2")))]);
-    let config = ReflectorConfig {
-        watch_stall_grace: Duration::from_secs(30),
-        ..ReflectorConfig::default()
+#[test]
+fn the_diagram_in_the_module_contract_draws_exactly_the_states_of_the_enum() {
+    let contract = include_str!("mod.rs");
+    let start = contract.find("//!  start ──▶").expect("the diagram");
+    let end = start + contract[start..].find("//! ```").expect("its end");
+    // Every `Name{` in the diagram whose name is capitalised is a state.
+    let mut drawn: Vec<&str> = contract[start..end]
+        .split('{')
+        .filter_map(|before| {
+            let name = before.rsplit(|c: char| !c.is_alphanumeric()).next()?;
+            name.starts_with(char::is_uppercase).then_some(name)
+        })
+        .collect();
+    drawn.sort_unstable();
+    drawn.dedup();
+    let backing_off = State::BackingOff {
+        delay: Duration::ZERO,
+        then: Box::new(State::Listing {
+            from: ListFrom::Latest,
+        }),
     };
-    let out = run(script, config).await;
-    assert_eq!(
-        call_summary(&out.calls),
-        ["list rv=0", "watch rv=1", "watch rv=2"]
-    );
-    let Call::Watch(stalled) = &out.calls[1].1 else {
-        panic!("the second call is a watch")
-    };
-    let timeout = Duration::from_secs(stalled.timeout_seconds.unwrap().into());
-    // Given up exactly at timeoutSeconds + grace, and resumed at once: no backoff, no relist.
-    assert_eq!(gap(&out.calls, 2), timeout + Duration::from_secs(30));
-    assert_eq!(out.sink, ["replaced@1 ", "added a@2"]);
-    let m = out.metrics;
-    assert_eq!((m.stalled_watches, m.backoffs, m.relists), (1, 0, 0));
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_watch_list_stalled_before_its_initial_events_end_falls_back_to_list() {
-    let script = Scripted::default()
-        .stalled_watch(vec![Ok(WatchEvent::Added(obj("a", "3")))])
-        .list(list("5", vec![obj("a", "5")]));
-    let config = ReflectorConfig {
-        use_watch_list: true,
-        ..ReflectorConfig::default()
-    };
-    let out = run(script, config).await;
-    assert_eq!(
-        call_summary(&out.calls),
-        ["watch-list", "list rv=0", "watch rv=5"]
-    );
-    let Call::Watch(stalled) = &out.calls[0].1 else {
-        panic!("the first call is a watch")
-    };
-    let timeout = Duration::from_secs(stalled.timeout_seconds.unwrap().into());
-    assert_eq!(gap(&out.calls, 1), timeout + Duration::from_secs(30));
-    assert_eq!(out.sink, ["replaced@5 a"]);
-    let m = out.metrics;
-    assert_eq!((m.stalled_watches, m.watch_list_fallbacks), (1, 1));
-}
-
-#[tokio::test(start_paused = true)]
-async fn an_unanswered_watch_request_is_given_up_after_the_grace_and_retried_after_a_backoff() {
-    let script = Scripted::default()
-        .list(list("1", vec![]))
-        .unanswered_watch()
-        .watch(Ok(vec![Ok(WatchEvent::Added(obj("a", "2")))]));
-    let out = run(script, ReflectorConfig::default()).await;
-    assert_eq!(
-        call_summary(&out.calls),
-        ["list rv=0", "watch rv=1", "watch rv=1", "watch rv=2"]
-    );
-    let waited = gap(&out.calls, 2);
-    let backoff = waited - Duration::from_secs(30);
-    assert!(in_jitter_range(backoff, 800), "{waited:?}");
-    assert_eq!(out.sink, ["replaced@1 ", "added a@2"]);
-    let m = out.metrics;
-    assert_eq!((m.stalled_watches, m.backoffs, m.relists), (1, 1, 0));
-}
-
-#[tokio::test(start_paused = true)]
-async fn an_unanswered_watch_list_falls_back_to_list_after_the_grace() {
-    let script = Scripted::default()
-        .unanswered_watch()
-        .list(list("5", vec![obj("a", "5")]));
-    let config = ReflectorConfig {
-        use_watch_list: true,
-        ..ReflectorConfig::default()
-    };
-    let out = run(script, config).await;
-    assert_eq!(
-        call_summary(&out.calls),
-        ["watch-list", "list rv=0", "watch rv=5"]
-    );
-    assert_eq!(gap(&out.calls, 1), Duration::from_secs(30));
-    assert_eq!(out.sink, ["replaced@5 a"]);
-    let m = out.metrics;
-    assert_eq!((m.stalled_watches, m.watch_list_fallbacks), (1, 1));
+    let mut states: Vec<&str> = [
+        ListBy::StreamingList.list(ListFrom::AnyCached),
+        State::Listing {
+            from: ListFrom::AnyCached,
+        },
+        State::Watching {
+            resource_version: "1".into(),
+        },
+        backing_off,
+    ]
+    .iter()
+    .map(variant_name)
+    .collect();
+    states.sort_unstable();
+    assert_eq!(drawn, states);
 }
 
 mod relist;
+mod stall;
+mod streaming_list;
