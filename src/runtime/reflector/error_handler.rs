@@ -4,9 +4,11 @@
 //! after the reflector has logged it and before it backs off; the reflector retries on its own
 //! whatever the handler does. It runs on the reflector's task, so it must return at once (set
 //! a flag, wake a task). Why an owner wants it: a reflector cannot tell a resource that is gone
-//! for good (its CustomResourceDefinition deleted: 404, exchanges 74–76) from one that is
-//! briefly unreachable, and would list it forever; its owner can look again at what the server
-//! serves and stop it.
+//! for good from one that is briefly unreachable, and would list it forever; its owner can look
+//! again at what the server serves and stop it. When a CustomResourceDefinition is deleted, a
+//! real API server deletes its objects (a DELETED event each on an open watch), ends the watch
+//! cleanly, and answers every later list and watch of the resource with the plain-text
+//! `404 page not found` of a group no API serves (exchanges 74–76).
 
 use std::fmt;
 use std::sync::Arc;

@@ -52,13 +52,16 @@ impl ListFrom {
 
 /// The `limit` of a list asked `from`, for lists of `page_size`: client-go's pager rules.
 ///
-/// A relist at the last synced version goes **unpaged**. The reason is the real API server's
-/// LIST table (exchanges 56–58): a LIST with a non-zero `resourceVersion`, a `limit` and no
-/// `resourceVersionMatch` is read from etcd at *exactly* that revision — after an API server
-/// restart that is the old state at the old version, and the watch from it is refused with 410
-/// again, forever. Without `limit` the same LIST is served from the watch cache as "not older
-/// than", at the current version. `0` goes to the watch cache, which ignores `limit`; no
-/// resourceVersion is a consistent read from etcd, paged.
+/// A relist at the last synced version goes **unpaged**, because of where a real API server
+/// reads a LIST from. With a non-zero `resourceVersion`, a `limit` and no
+/// `resourceVersionMatch`, kube-apiserver reads etcd at *exactly* that revision (the legacy
+/// rule for `limit`): after an API server restart that is the old state at the old version,
+/// and the watch from it is refused with 410 again, forever (exchanges 56, 59). Without `limit`
+/// the same LIST is served from the watch cache as "not older than" that version: the present,
+/// at the current version, from which the watch works (exchanges 57, 60). (`limit` with
+/// `resourceVersionMatch=NotOlderThan` would give the present too, read from etcd, exchange 58;
+/// client-go drops `limit` instead, and so does kube-gc.) `0` goes to the watch cache, which
+/// ignores `limit`; no resourceVersion is a consistent read from etcd, paged.
 ///
 /// `server_pages`: a list at `0` once came back in pages, so this server has no watch cache for
 /// the resource (client-go's `paginatedResult`); then every list keeps paging, since there is
@@ -297,7 +300,8 @@ mod tests {
     #[test]
     fn a_relist_at_the_last_synced_version_is_unpaged_unless_the_server_has_no_watch_cache() {
         let relist = ListFrom::LastSynced("1587".into());
-        // Exchanges 56 and 57: paged, it reads etcd at exactly 1587; unpaged, the present.
+        // Paged, a real API server reads etcd at exactly 1587, the state before its restart
+        // (exchange 56); unpaged, it serves its watch cache's present (exchange 57).
         assert_eq!(list_limit(&relist, 500, false), None);
         assert_eq!(list_limit(&ListFrom::AnyCached, 500, false), Some(500));
         assert_eq!(list_limit(&ListFrom::Latest, 500, false), Some(500));

@@ -1,7 +1,8 @@
-//! Relisting as client-go does, pinned by the real server's answers after a restart
-//! (`fixtures/real-apiserver/exchanges/55–60`): the relist after a 410 asks for the last synced
-//! version without `limit`, so the API server serves it from its watch cache at the current
-//! version instead of reading etcd at exactly the old one.
+//! Relisting as client-go does, pinned by a real API server's answers after a restart: its
+//! watch cache starts again at the current revision, so a watch from an older version gets 410;
+//! the relist then asks for the last synced version without `limit`, which the server serves
+//! from its watch cache at the current version, where a LIST with `limit` would have been read
+//! from etcd at exactly the old one (`fixtures/real-apiserver/exchanges/55–60`).
 
 use super::*;
 
@@ -16,14 +17,18 @@ fn list_params(call: &Call) -> &ListParams {
 async fn a_relist_after_a_410_asks_for_the_last_synced_version_without_limit() {
     let script = Scripted::default()
         .list(list("1587", vec![obj("before-1", "1586")]))
-        // Exchange 59: the restarted server's watch cache starts after 1587.
+        // A restarted API server's watch cache starts at the current revision, after 1587: the
+        // watch gets one ERROR event with a 410 `Expired` Status, and the stream ends
+        // (exchange 59).
         .watch(Ok(vec![expired_event()]))
-        // Exchange 57: unpaged, the relist is the present.
+        // Unpaged, the relist is served from the watch cache, not older than 1587: the current
+        // objects at the current version (exchange 57).
         .list(list(
             "1594",
             vec![obj("after-1", "1594"), obj("before-1", "1586")],
         ))
-        // Exchange 60: the watch from the relist's version works.
+        // A watch from the relist's version is inside the new watch cache's window and delivers
+        // what changes after it (exchange 60).
         .watch(Ok(vec![Ok(WatchEvent::Added(obj("after-2", "1595")))]));
     let out = run(script, ReflectorConfig::default()).await;
     assert_eq!(
