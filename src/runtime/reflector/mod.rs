@@ -313,6 +313,7 @@ where
         match state {
             State::StreamingList { fallback } => self.stream_list(fallback).await,
             State::Listing { from } => self.list(from).await,
+            // Right after a complete streaming list, its stream is the watch to follow.
             State::Watching { resource_version } => match self.streamed.take() {
                 Some(streamed) => self.follow_streamed(streamed, resource_version).await,
                 None => self.watch(resource_version).await,
