@@ -1,5 +1,11 @@
 //! The controller runtime: the machinery every controller runs on.
 //!
+//! Reading order — the way an object travels, from the wire to a worker: [`reflector`] (list,
+//! then watch), [`sources`] (one reflector per resource, shared), [`cache`] (where objects
+//! are kept), [`informer`] (the cache written, then handlers told), [`workqueue`] (the keys
+//! handlers add), [`controller`] (the workers that take them). `docs/learn.md` walks the same
+//! path file by file; `examples/` runs each piece on its own.
+//!
 //! - [`workqueue`]: a de-duplicating, delaying, rate-limited queue of keys that worker tasks
 //!   take work from (client-go's `util/workqueue`, in async Rust).
 //! - [`cache`]: the sharded, indexed object cache the reflector writes and workers read

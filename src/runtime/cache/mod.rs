@@ -1,3 +1,7 @@
+//! Reading order: `tests/cache_walkthrough.rs` (the store used as an informer uses it), then
+//! `key.rs`, `store.rs` (the API and its lock discipline), `shard.rs`, `index.rs`, `diff.rs`
+//! (what a relist changed), `cacheable.rs`.
+//!
 //! The informer's object cache: a sharded, indexed, thread-safe map from [`ObjectKey`] to
 //! `Arc<T>` (client-go's `ThreadSafeStore` + `Indexer`), written by the reflector and read by
 //! workers.

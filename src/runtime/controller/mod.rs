@@ -1,3 +1,7 @@
+//! Reading order: the example below, then `reconcile.rs` (what a controller implements),
+//! `worker.rs` (one key, start to finish), `runner.rs` (start-up, sync, shut-down),
+//! `server_wait/` (keys that wait out an API server outage), `counters.rs`.
+//!
 //! The worker loop every controller runs: start informers, wait for their caches, then run N
 //! workers that take keys from a workqueue and reconcile them — with retries, requeues, caught
 //! panics and a clean shut-down (the pattern of every kcm controller's `Run`, `worker` and

@@ -1,3 +1,7 @@
+//! Reading order: this contract, then `handler.rs` (what a handler is told), `shared.rs`
+//! (`apply`: write the cache, then queue a notification per handler), `listener.rs` (one
+//! handler's buffer and task), `synced.rs` (waiting for the initial list).
+//!
 //! The shared informer: one cache of one resource, kept current by a reflector, and any number
 //! of event handlers told about every change (client-go's `SharedIndexInformer`).
 //!

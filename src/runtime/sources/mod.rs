@@ -1,3 +1,6 @@
+//! Reading order: this contract, then [`fanout`] (one object decoded for each subscriber),
+//! [`source`] (one resource's reflector and its restarts), [`gate`] (the start-up wait).
+//!
 //! [`Sources`]: one list and one watch per resource per process, shared by every controller
 //! that reads the resource (client-go's `SharedInformerFactory`, extended to the garbage
 //! collector's metadata monitors, which in kube-controller-manager v1.28 list and watch Jobs a
@@ -8,9 +11,6 @@
 //!  LIST / WATCH batch/v1 jobs ─text─┤
 //!  (one reflector)                  └─▶ metadata decoder ─▶ PartialObjectMetadata ─▶ GC graph
 //! ```
-//!
-//! Read [`fanout`] for how one object serves several subscribers, [`source`] for one
-//! resource's reflector and its restarts, [`gate`] for the start-up wait.
 //!
 //! Contract:
 //! - A [`Subscriber`] is a name, the [`Form`] it needs (whole objects or metadata), an item
