@@ -61,9 +61,9 @@ use kube_gc::client::{Client, ClientOptions, ResourceRef};
 use kube_gc::controllers::retention::engine::{
     plan_served, RetentionController, RetentionMetrics, RetentionOptions, WatchMap,
 };
-use kube_gc::controllers::retention::judgement::{project, Judged, Judgement, Rules};
+use kube_gc::controllers::retention::judgement::{needed, project, Judged, Judgement, Rules};
 use kube_gc::controllers::retention::policy::{PolicyId, RetentionPolicyObject};
-use kube_gc::controllers::retention::wire::{decode as decode_object, decode_needed, Need};
+use kube_gc::controllers::retention::wire::{decode as decode_object, decode_needed};
 use kube_gc::controllers::retention::CelExpr;
 use kube_gc::runtime::cache::Store;
 use kube_gc::sim::{Gvr, SimConfig, SimServer};
@@ -308,7 +308,7 @@ fn rate(jobs: &[Vec<u8>], n: usize, mut decode: impl FnMut(&[u8])) -> f64 {
 
 /// The watch's item decoder: what the rules read as a `Value`, judged, dropped.
 fn retention_path(rules: Arc<Rules>, now: DateTime<Utc>) -> impl FnMut(&[u8]) {
-    let need = Need::of(&rules.policies);
+    let need = needed(&rules.policies);
     move |bytes: &[u8]| {
         let object: Value = decode_needed(bytes, &need).unwrap_or_default();
         black_box(project(&object, &rules, now));

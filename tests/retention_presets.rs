@@ -136,9 +136,9 @@ fn every_fixture_directory_names_a_preset() {
 fn the_pruned_object_is_judged_as_the_whole_one() {
     use std::sync::Arc;
 
-    use kube_gc::controllers::retention::judgement::{project, Rules};
+    use kube_gc::controllers::retention::judgement::{needed, project, Rules};
     use kube_gc::controllers::retention::policy::{compile, RetentionPolicyObject};
-    use kube_gc::controllers::retention::wire::{decode_needed, Need};
+    use kube_gc::controllers::retention::wire::decode_needed;
 
     let mut judged_in_protobuf = 0;
     for name in NAMES {
@@ -149,7 +149,7 @@ fn the_pruned_object_is_judged_as_the_whole_one() {
             let yaml = format!("metadata: {{name: p}}\nspec: {spec}");
             let policy: RetentionPolicyObject = serde_saphyr::from_str(&yaml).unwrap();
             let compiled = Arc::new(compile(&policy, true).unwrap_or_else(|e| panic!("{yaml}: {e:?}")));
-            let need = Need::of(std::slice::from_ref(&compiled));
+            let need = needed(std::slice::from_ref(&compiled));
             let rules = Rules { policies: vec![compiled], namespaces: Default::default() };
             for file in fixtures(&root().join(name)) {
                 let fixture: Fixture = serde_json::from_str(&fs::read_to_string(&file).unwrap()).unwrap();
@@ -179,7 +179,7 @@ fn the_pruned_object_is_judged_as_the_whole_one() {
 /// would ask for protobuf for it (its kind has tables that cover what `need` reads).
 fn judged_from_protobuf(
     object: &serde_json::Value,
-    need: &kube_gc::controllers::retention::wire::Need,
+    need: &kube_gc::controllers::retention::need::Need,
 ) -> Option<serde_json::Value> {
     use kube_gc::client::negotiate::covers;
     use kube_gc::client::protobuf::{encode, schema, transcode};

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-use super::wire::Need;
+use super::need::Need;
 
 /// The variables an expression may read.
 pub const VARIABLES: [&str; 2] = ["object", "now"];
@@ -97,6 +97,15 @@ impl CelExpr {
     /// The paths into the object it reads; `None` when it uses the object whole.
     pub fn reads(&self) -> Option<&Need> {
         self.reads.as_deref()
+    }
+
+    /// Adds what it reads to `need`: its paths, or everything when it uses the object whole
+    /// (the decoder must then keep all of it for the expression to see what it would see).
+    pub fn add_reads_to(&self, need: &mut Need) {
+        match self.reads() {
+            Some(read) => need.merge(read),
+            None => *need = Need::All,
+        }
     }
 
     /// The text it was compiled from.

@@ -28,11 +28,12 @@ use crate::api::{null_as_default, Time};
 use crate::runtime::cache::{Cacheable, ObjectKey};
 
 use super::judge::Facts;
+use super::need::Need;
 use super::policy::CompiledPolicy;
 use super::precedence::{self, Candidate, Scope};
 use super::rule::{own_ttl_field, GroupBy};
 use super::ttl::{self, Ttl, TtlSource};
-use super::wire::{expect_object, Need};
+use super::wire::expect_object;
 
 /// The policies of one resource, and what they are applied with.
 #[derive(Debug, Default)]
@@ -222,6 +223,22 @@ pub fn judged_metadata() -> Need {
     }
     for field in ["uid", "controller"] {
         need.add(&["metadata", "ownerReferences", field]);
+    }
+    need
+}
+
+/// What the decoder must build of an object for [`project`] under `policies`: the metadata
+/// [`Meta`] reads, plus what each policy's `match`, finish rule and own TTL fields read.
+pub fn needed(policies: &[Arc<CompiledPolicy>]) -> Need {
+    let mut need = judged_metadata();
+    for policy in policies {
+        if let Some(expr) = &policy.match_expr {
+            expr.add_reads_to(&mut need);
+        }
+        policy.finish.add_reads_to(&mut need);
+        for field in &policy.own_ttl {
+            field.add_reads_to(&mut need);
+        }
     }
     need
 }

@@ -11,7 +11,8 @@
 //! | `policy/compile.rs` | a policy checked and compiled, or the field at fault |
 //! | `cel.rs` | [`CelExpr`]: compiled CEL, evaluated per object |
 //! | `path.rs` | [`FieldPath`](path::FieldPath): dotted (and bracketed) paths into an object's JSON |
-//! | `rule.rs` | finish rules: has it finished, how, and when; own TTLs (`rule/from_spec.rs`: from a policy) |
+//! | `need.rs` | [`Need`](need::Need): which fields of an object are read; the bottom layer |
+//! | `rule.rs` | finish rules: has it finished, how, and when; own TTLs (`policy/finish.rs`: from a policy) |
 //! | `preset/` | the presets, a file per family: Pods and Jobs, Volcano, Argo, Tekton, Kubeflow, Spark, Ray |
 //! | `wire.rs` | an object decoded for judging, without `metadata.managedFields` |
 //! | `judgement.rs` | [`Judgement`](judgement::Judgement): what is cached per object, judged as it is decoded |
@@ -26,6 +27,7 @@ pub mod engine;
 pub mod history;
 pub mod judge;
 pub mod judgement;
+pub mod need;
 pub mod path;
 pub mod policy;
 pub mod precedence;
@@ -35,24 +37,3 @@ pub mod ttl;
 pub mod wire;
 
 pub use cel::{CelCompileError, CelEvalError, CelExpr};
-
-/// A policy field that cannot be applied, named by its path in the object
-/// (`spec.finished.field.path`): what `Ready=False` and the Warning Event say.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{field}: {message}")]
-pub struct FieldError {
-    /// The field's path, from the object's root.
-    pub field: String,
-    /// What is wrong with it.
-    pub message: String,
-}
-
-impl FieldError {
-    /// `field`: `message`.
-    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        FieldError {
-            field: field.into(),
-            message: message.into(),
-        }
-    }
-}

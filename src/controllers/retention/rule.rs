@@ -19,16 +19,16 @@
 //! - [`own_ttl`]: the first [`TtlField`] that applies to the outcome and is present gives the
 //!   TTL; it must be a non-negative integer.
 //!
-//! `from_spec` (in `rule/from_spec.rs`) builds a rule from a policy's `finished` field; the
-//! time readers are in `rule/time.rs`.
+//! The time readers are in `rule/time.rs`. A rule is built from a policy's `finished` field by
+//! `policy/finish.rs`: this module knows nothing of policies.
 
-mod from_spec;
 mod time;
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::cel::{CelEvalError, CelExpr};
+use super::need::Need;
 use super::path::FieldPath;
 
 /// How a finished object ended: which history limit it counts against.
@@ -187,6 +187,14 @@ impl TtlField {
         }
     }
 
+    /// Adds to `need` the fields [`own_ttl`] reads through this one.
+    pub fn add_reads_to(&self, need: &mut Need) {
+        need.add(self.path.keys());
+        if let Some(when) = &self.when {
+            need.add(when.path.keys());
+        }
+    }
+
     fn applies(&self, object: &Value, outcome: Option<Outcome>) -> bool {
         let outcome_ok = self.outcome.is_none() || self.outcome == outcome;
         let when_ok = self.when.as_ref().is_none_or(|w| {
@@ -285,6 +293,45 @@ impl FinishRule {
         };
         let at = self.time.read(object, matched, now)?;
         Ok(Some(Finished { outcome, at }))
+    }
+
+    /// Adds to `need` what [`FinishRule::evaluate`] reads, so that the decoder keeps it: a rule
+    /// evaluated on the pruned object must give what it gives on the whole one.
+    pub fn add_reads_to(&self, need: &mut Need) {
+        match &self.kind {
+            // Nothing is read: not even the time, which is never looked at.
+            FinishKind::Never => return,
+            FinishKind::Conditions(_) => need.add(&["status", "conditions"]),
+            FinishKind::Field { path, .. } => need.add(path.keys()),
+            FinishKind::Cel { finished, failed } => {
+                finished.add_reads_to(need);
+                if let Some(failed) = failed {
+                    failed.add_reads_to(need);
+                }
+            }
+        }
+        self.time.add_reads_to(need);
+    }
+}
+
+impl FinishTime {
+    fn add_reads_to(&self, need: &mut Need) {
+        match self {
+            FinishTime::MatchedCondition | FinishTime::Condition(_) => {
+                need.add(&["status", "conditions"])
+            }
+            FinishTime::Field(path) => need.add(path.keys()),
+            FinishTime::ContainersTerminated => {
+                need.add(&["status", "containerStatuses"]);
+                need.add(&["status", "initContainerStatuses"]);
+                // Only what tells a sidecar (`rule::time::sidecar_names`): a container's
+                // protobuf table is partial, its statuses' tables complete, so a Pod read for
+                // this is asked in protobuf.
+                need.add(&["spec", "initContainers", "name"]);
+                need.add(&["spec", "initContainers", "restartPolicy"]);
+            }
+            FinishTime::Cel(expr) => expr.add_reads_to(need),
+        }
     }
 }
 

@@ -1,148 +1,21 @@
-//! Decoding an object for judging: only what the judgement and the policies' rules can read,
-//! as a `serde_json::Value` — of `metadata` the fields the judgement reads (names, UID,
-//! resourceVersion, times, labels, the two `kube-gc.io` annotations, the owners' UIDs and
-//! controller flags), never `managedFields` (about half of a real object's bytes); of the rest
-//! the paths the finish rules, own TTL fields and CEL expressions name ([`Need`]). Everything
-//! else is skipped without being built.
+//! The decoder: an object's JSON text to a `serde_json::Value` holding only what a [`Need`]
+//! names, never `metadata.managedFields` (about half of a real object's bytes); everything
+//! else is skipped without being built. It knows only the field tree: which fields a decision
+//! reads is said above it (`assessment::needed`: the metadata an assessment reads, plus the
+//! paths the policies' finish rules, own TTL fields and CEL expressions name).
 //!
 //! Contract: a rule evaluated on the pruned object gives what it gives on the whole one
 //! (`tests/retention_presets.rs` checks every preset fixture both ways): a path is kept with
 //! its whole subtree, a CEL expression keeps each top-level field it reads, and one that uses
 //! `object` whole keeps everything.
 
-use crate::client::protobuf::Selection;
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::Arc;
 
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::{Map, Value};
 
-use super::cel::CelExpr;
-use super::judgement::judged_metadata;
-use super::policy::CompiledPolicy;
-use super::rule::{FinishKind, FinishTime};
-
-/// Which parts of an object are needed: all of a subtree, or some of its fields.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum Need {
-    /// The whole subtree.
-    #[default]
-    All,
-    /// These fields, each with what is needed below it.
-    Fields(BTreeMap<String, Need>),
-}
-
-impl Need {
-    /// The same tree as a transcoding [`Selection`]: what a protobuf answer must carry for
-    /// the judgement to be the one JSON would give.
-    pub fn selection(&self) -> Selection {
-        match self {
-            Need::All => Selection::all(),
-            Need::Fields(fields) => fields
-                .iter()
-                .fold(Selection::none(), |selection, (name, below)| {
-                    selection.with_member(name, below.selection())
-                }),
-        }
-    }
-
-    /// Nothing yet; paths are added.
-    pub fn nothing() -> Need {
-        Need::Fields(BTreeMap::new())
-    }
-
-    /// What the rules of `policies` read, plus the metadata a judgement reads.
-    pub fn of(policies: &[Arc<CompiledPolicy>]) -> Need {
-        let mut need = judged_metadata();
-        for policy in policies {
-            if let Some(expr) = &policy.match_expr {
-                need.add_cel(expr);
-            }
-            need.add_finish(&policy.finish.kind, &policy.finish.time);
-            for field in &policy.own_ttl {
-                need.add(field.path.keys());
-                if let Some(when) = &field.when {
-                    need.add(when.path.keys());
-                }
-            }
-        }
-        need
-    }
-
-    /// Needs the subtree at `path` (an empty path: everything).
-    pub fn add<S: AsRef<str>>(&mut self, path: &[S]) {
-        let Need::Fields(fields) = self else {
-            return;
-        };
-        let Some((first, rest)) = path.split_first() else {
-            *self = Need::All;
-            return;
-        };
-        let child = fields
-            .entry(first.as_ref().to_owned())
-            .or_insert_with(Need::nothing);
-        if rest.is_empty() {
-            *child = Need::All;
-        } else {
-            child.add(rest);
-        }
-    }
-
-    fn add_cel(&mut self, expr: &CelExpr) {
-        match expr.reads() {
-            Some(read) => self.merge(read),
-            None => *self = Need::All,
-        }
-    }
-
-    /// Needs also what `other` needs.
-    pub fn merge(&mut self, other: &Need) {
-        match (&mut *self, other) {
-            (Need::All, _) => {}
-            (_, Need::All) => *self = Need::All,
-            (Need::Fields(mine), Need::Fields(theirs)) => {
-                for (key, below) in theirs {
-                    mine.entry(key.clone())
-                        .or_insert_with(Need::nothing)
-                        .merge(below);
-                }
-            }
-        }
-    }
-
-    fn add_finish(&mut self, kind: &FinishKind, time: &FinishTime) {
-        match kind {
-            // Nothing is read: not even the time, which is never looked at.
-            FinishKind::Never => return,
-            FinishKind::Conditions(_) => self.add(&["status", "conditions"]),
-            FinishKind::Field { path, .. } => self.add(path.keys()),
-            FinishKind::Cel { finished, failed } => {
-                self.add_cel(finished);
-                if let Some(failed) = failed {
-                    self.add_cel(failed);
-                }
-            }
-        }
-        match time {
-            FinishTime::MatchedCondition | FinishTime::Condition(_) => {
-                self.add(&["status", "conditions"])
-            }
-            FinishTime::Field(path) => self.add(path.keys()),
-            FinishTime::ContainersTerminated => {
-                self.add(&["status", "containerStatuses"]);
-                self.add(&["status", "initContainerStatuses"]);
-                // Only what tells a sidecar (`rule::time::sidecar_names`): a container's
-                // protobuf table is partial, its statuses' tables complete, so a Pod read for
-                // this is asked in protobuf.
-                self.add(&["spec", "initContainers", "name"]);
-                self.add(&["spec", "initContainers", "restartPolicy"]);
-            }
-            FinishTime::Cel(expr) => self.add_cel(expr),
-        }
-    }
-}
+use super::need::Need;
 
 /// Decodes one object whole, but for `metadata.managedFields`.
 ///
@@ -351,30 +224,5 @@ mod tests {
         // A scalar where an object was expected is kept, for the rule to report.
         let odd = decode_needed(br#"{"status":"weird"}"#, &need).unwrap();
         assert_eq!(odd, json!({"status": "weird"}));
-    }
-
-    #[test]
-    fn of_metadata_only_what_the_judgement_reads_is_built() {
-        let text = r#"{"metadata":{"name":"j","namespace":"n","uid":"u","generation":3,
-            "finalizers":["f"],"labels":{"app":"x"},
-            "annotations":{"kube-gc.io/ttl":"1h","last-applied":"{...}"},
-            "ownerReferences":[{"apiVersion":"batch/v1","kind":"CronJob","name":"c",
-                                "uid":"o","controller":true,"blockOwnerDeletion":true}],
-            "managedFields":[{"manager":"m"}]},"spec":{"big":1}}"#;
-        let value = decode_needed(text.as_bytes(), &Need::of(&[])).unwrap();
-        assert_eq!(
-            value,
-            json!({"metadata":{"name":"j","namespace":"n","uid":"u","labels":{"app":"x"},
-                   "annotations":{"kube-gc.io/ttl":"1h"},
-                   "ownerReferences":[{"uid":"o","controller":true}]}})
-        );
-        // Asked for by name, managedFields is still never built; a whole need on the owner
-        // references keeps them whole.
-        let mut need = Need::of(&[]);
-        need.add(&["metadata", "managedFields"]);
-        need.add(&["metadata", "ownerReferences"]);
-        let value = decode_needed(text.as_bytes(), &need).unwrap();
-        assert!(value["metadata"].get("managedFields").is_none());
-        assert_eq!(value["metadata"]["ownerReferences"][0]["kind"], "CronJob");
     }
 }

@@ -18,9 +18,8 @@ use std::sync::Arc;
 use crate::client::ResourceRef;
 use crate::controllers::retention::judgement::Rules;
 use crate::controllers::retention::policy::{
-    compile, CompiledPolicy, PolicyId, RetentionPolicyObject, Target,
+    compile, CompiledPolicy, FieldError, PolicyId, RetentionPolicyObject, Target,
 };
-use crate::controllers::retention::FieldError;
 
 /// What is known about one policy after planning.
 #[derive(Clone, Debug, PartialEq)]

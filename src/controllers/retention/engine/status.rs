@@ -215,7 +215,7 @@ fn overlap_condition(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controllers::retention::FieldError;
+    use crate::controllers::retention::policy::FieldError;
 
     fn at(secs: i64) -> DateTime<Utc> {
         DateTime::from_timestamp(1_800_000_000 + secs, 0).unwrap_or_default()

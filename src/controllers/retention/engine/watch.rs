@@ -24,9 +24,10 @@ use tokio_util::sync::CancellationToken;
 use crate::client::{Api, Client, DecodeItem, ItemDecoder, ResourceRef};
 use crate::clock::SharedClock;
 use crate::controllers::retention::judge::{judge, Verdict};
-use crate::controllers::retention::judgement::{gone, project, Judged, Judgement, Rules};
+use crate::controllers::retention::judgement::{gone, needed, project, Judged, Judgement, Rules};
+use crate::controllers::retention::need::Need;
 use crate::controllers::retention::policy::Target;
-use crate::controllers::retention::wire::{decode_needed, Need};
+use crate::controllers::retention::wire::decode_needed;
 use crate::runtime::cache::{Cacheable, Store};
 use crate::runtime::informer::{HandlerFns, InformerSynced, SharedInformer};
 use crate::runtime::reflector::{Form, ReflectorMetrics, WatchErrorHandler};
@@ -186,7 +187,7 @@ pub fn judging(
     rules: Arc<Rules>,
     now: impl Fn() -> chrono::DateTime<chrono::Utc> + Send + Sync + 'static,
 ) -> ItemDecoder<Judgement> {
-    let need = Need::of(&rules.policies);
+    let need = needed(&rules.policies);
     Arc::new(Judging { rules, need, now })
 }
 

@@ -8,6 +8,7 @@ use super::*;
 use crate::controllers::retention::judge::{judge, KeepReason, Verdict};
 use crate::controllers::retention::policy::{compile, RetentionPolicyObject};
 use crate::controllers::retention::rule::Outcome;
+use crate::controllers::retention::wire::decode_needed;
 
 fn policy(yaml: &str, cluster: bool) -> Arc<CompiledPolicy> {
     let object: RetentionPolicyObject = serde_saphyr::from_str(yaml).unwrap();
@@ -285,4 +286,29 @@ fn a_deleted_objects_final_state_keeps_the_identity_project_gives_and_nothing_el
     ] {
         assert!(gone(text).is_err(), "{}", String::from_utf8_lossy(text));
     }
+}
+
+#[test]
+fn of_metadata_only_what_the_judgement_reads_is_built() {
+    let text = r#"{"metadata":{"name":"j","namespace":"n","uid":"u","generation":3,
+        "finalizers":["f"],"labels":{"app":"x"},
+        "annotations":{"kube-gc.io/ttl":"1h","last-applied":"{...}"},
+        "ownerReferences":[{"apiVersion":"batch/v1","kind":"CronJob","name":"c",
+                            "uid":"o","controller":true,"blockOwnerDeletion":true}],
+        "managedFields":[{"manager":"m"}]},"spec":{"big":1}}"#;
+    let value = decode_needed(text.as_bytes(), &needed(&[])).unwrap();
+    assert_eq!(
+        value,
+        json!({"metadata":{"name":"j","namespace":"n","uid":"u","labels":{"app":"x"},
+               "annotations":{"kube-gc.io/ttl":"1h"},
+               "ownerReferences":[{"uid":"o","controller":true}]}})
+    );
+    // Asked for by name, managedFields is still never built; a whole need on the owner
+    // references keeps them whole.
+    let mut need = needed(&[]);
+    need.add(&["metadata", "managedFields"]);
+    need.add(&["metadata", "ownerReferences"]);
+    let value = decode_needed(text.as_bytes(), &need).unwrap();
+    assert!(value["metadata"].get("managedFields").is_none());
+    assert_eq!(value["metadata"]["ownerReferences"][0]["kind"], "CronJob");
 }

@@ -15,15 +15,14 @@
 
 use chrono::Duration;
 
+use super::spec::{ResourceSpec, RetentionPolicyObject, RetentionPolicySpec};
+use super::{finish, FieldError};
 use crate::api::{LabelSelector, PropagationPolicy};
 use crate::controllers::retention::cel::CelExpr;
 use crate::controllers::retention::history::Limits;
 use crate::controllers::retention::preset::{self, PresetResource};
 use crate::controllers::retention::rule::{FinishRule, GroupBy, TtlField};
 use crate::controllers::retention::ttl::{PolicyTtl, Since};
-use crate::controllers::retention::FieldError;
-
-use super::spec::{ResourceSpec, RetentionPolicyObject, RetentionPolicySpec};
 
 /// Which policy: a `RetentionPolicy` has a namespace, a `ClusterRetentionPolicy` none.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -379,7 +378,7 @@ fn finish_rule(
     errors: &mut Vec<FieldError>,
 ) -> Option<FinishRule> {
     match (&spec.finished, source) {
-        (Some(finished), _) => FinishRule::from_spec(finished, "spec.finished")
+        (Some(finished), _) => finish::finish_rule(finished, "spec.finished")
             .map_err(|e| errors.push(e))
             .ok(),
         (None, Some(source)) => match &source.finish {
@@ -474,7 +473,7 @@ fn group_by(
 ) -> Option<GroupBy> {
     match &spec.group_by {
         None => source.map(|s| s.group_by.clone()),
-        Some(group_by) => GroupBy::from_spec(group_by, "spec.groupBy")
+        Some(group_by) => finish::group_by(group_by, "spec.groupBy")
             .map_err(|e| errors.push(e))
             .ok(),
     }

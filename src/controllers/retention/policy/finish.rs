@@ -1,5 +1,7 @@
 //! A policy's `finished` and `groupBy` fields, checked and turned into a [`FinishRule`] and a
-//! [`GroupBy`], or the field at fault ([`FieldError`], named from the object's root).
+//! [`GroupBy`] ([`finish_rule`], [`group_by`]), or the field at fault ([`FieldError`], named
+//! from the object's root). Here, in the policy layer, because it reads the CRD's wire types:
+//! the finish rules (`rule.rs`) know nothing of how a policy spells them.
 //!
 //! Contract (what `docs/retention.md` promises users):
 //! - Exactly one of `conditions`, `field` and `cel`.
@@ -13,68 +15,68 @@
 //!   `lastTransitionTime`) and required with `field` and `cel`; when given it holds exactly one
 //!   of `field`, `condition` and `cel`.
 
-use crate::controllers::retention::policy::{
+use crate::controllers::retention::cel::CelExpr;
+use crate::controllers::retention::path::FieldPath;
+use crate::controllers::retention::rule::{
+    ConditionRule, FinishKind, FinishRule, FinishTime, GroupBy, Outcome,
+};
+
+use super::spec::{
     CelFinishedSpec, ConditionSpec, FieldSpec, FinishTimeSpec, FinishedSpec, GroupBySpec,
 };
-use crate::controllers::retention::{CelExpr, FieldError};
+use super::FieldError;
 
-use super::{ConditionRule, FieldPath, FinishKind, FinishRule, FinishTime, GroupBy, Outcome};
-
-impl FinishRule {
-    /// Checks `spec`, found at `field` in the policy (`spec.finished`), and builds the rule.
-    ///
-    /// # Errors
-    ///
-    /// [`FieldError`] naming the first field at fault.
-    pub fn from_spec(spec: &FinishedSpec, field: &str) -> Result<FinishRule, FieldError> {
-        let kinds = [
-            !spec.conditions.is_empty(),
-            spec.field.is_some(),
-            spec.cel.is_some(),
-        ];
-        if kinds.iter().filter(|set| **set).count() != 1 {
-            return Err(FieldError::new(
-                field,
-                "exactly one of conditions, field and cel",
-            ));
-        }
-        let kind = if let Some(f) = &spec.field {
-            field_kind(f, &format!("{field}.field"))?
-        } else if let Some(cel) = &spec.cel {
-            cel_kind(cel, &format!("{field}.cel"))?
-        } else {
-            conditions_kind(&spec.conditions, &format!("{field}.conditions"))?
-        };
-        let time_field = format!("{field}.finishTime");
-        let time = match (&spec.finish_time, &kind) {
-            (None, FinishKind::Conditions(_)) => FinishTime::MatchedCondition,
-            (None, _) => {
-                return Err(FieldError::new(time_field, "required with field and cel"));
-            }
-            (Some(time), _) => finish_time(time, &time_field)?,
-        };
-        Ok(FinishRule { kind, time })
+/// Checks `spec`, found at `field` in the policy (`spec.finished`), and builds the rule.
+///
+/// # Errors
+///
+/// [`FieldError`] naming the first field at fault.
+pub fn finish_rule(spec: &FinishedSpec, field: &str) -> Result<FinishRule, FieldError> {
+    let kinds = [
+        !spec.conditions.is_empty(),
+        spec.field.is_some(),
+        spec.cel.is_some(),
+    ];
+    if kinds.iter().filter(|set| **set).count() != 1 {
+        return Err(FieldError::new(
+            field,
+            "exactly one of conditions, field and cel",
+        ));
     }
+    let kind = if let Some(f) = &spec.field {
+        field_kind(f, &format!("{field}.field"))?
+    } else if let Some(cel) = &spec.cel {
+        cel_kind(cel, &format!("{field}.cel"))?
+    } else {
+        conditions_kind(&spec.conditions, &format!("{field}.conditions"))?
+    };
+    let time_field = format!("{field}.finishTime");
+    let time = match (&spec.finish_time, &kind) {
+        (None, FinishKind::Conditions(_)) => FinishTime::MatchedCondition,
+        (None, _) => {
+            return Err(FieldError::new(time_field, "required with field and cel"));
+        }
+        (Some(time), _) => finish_time(time, &time_field)?,
+    };
+    Ok(FinishRule { kind, time })
 }
 
-impl GroupBy {
-    /// Checks a policy's `groupBy`, found at `field`: `owner` or `{label: <key>}`.
-    ///
-    /// # Errors
-    ///
-    /// [`FieldError`] for another keyword or an empty label key.
-    pub fn from_spec(spec: &GroupBySpec, field: &str) -> Result<GroupBy, FieldError> {
-        match spec {
-            GroupBySpec::Keyword(word) if word == "owner" => Ok(GroupBy::Owner),
-            GroupBySpec::Keyword(word) => Err(FieldError::new(
-                field,
-                format!("{word:?} is not a grouping: owner, or {{label: <key>}}"),
-            )),
-            GroupBySpec::Label { label } if label.is_empty() => {
-                Err(FieldError::new(format!("{field}.label"), "required"))
-            }
-            GroupBySpec::Label { label } => Ok(GroupBy::Label(label.clone())),
+/// Checks a policy's `groupBy`, found at `field`: `owner` or `{label: <key>}`.
+///
+/// # Errors
+///
+/// [`FieldError`] for another keyword or an empty label key.
+pub fn group_by(spec: &GroupBySpec, field: &str) -> Result<GroupBy, FieldError> {
+    match spec {
+        GroupBySpec::Keyword(word) if word == "owner" => Ok(GroupBy::Owner),
+        GroupBySpec::Keyword(word) => Err(FieldError::new(
+            field,
+            format!("{word:?} is not a grouping: owner, or {{label: <key>}}"),
+        )),
+        GroupBySpec::Label { label } if label.is_empty() => {
+            Err(FieldError::new(format!("{field}.label"), "required"))
         }
+        GroupBySpec::Label { label } => Ok(GroupBy::Label(label.clone())),
     }
 }
 
@@ -172,14 +174,14 @@ mod tests {
     }
 
     fn error(json: &str) -> String {
-        FinishRule::from_spec(&finished(json), "spec.finished")
+        finish_rule(&finished(json), "spec.finished")
             .unwrap_err()
             .to_string()
     }
 
     #[test]
     fn conditions_default_to_true_succeeded_and_the_matched_time() {
-        let rule = FinishRule::from_spec(
+        let rule = finish_rule(
             &finished(
                 r#"{"conditions":[{"type":"Complete"},{"type":"Failed","outcome":"Failed"}]}"#,
             ),
@@ -209,7 +211,7 @@ mod tests {
 
     #[test]
     fn a_field_rule_with_its_time() {
-        let rule = FinishRule::from_spec(
+        let rule = finish_rule(
             &finished(
                 r#"{"field":{"path":"status.phase","succeeded":["Succeeded"],"failed":["Failed"]},
                     "finishTime":{"field":"metadata.annotations['x.io/done']"}}"#,
@@ -226,7 +228,7 @@ mod tests {
 
     #[test]
     fn a_cel_rule_with_a_condition_time() {
-        let rule = FinishRule::from_spec(
+        let rule = finish_rule(
             &finished(
                 r#"{"cel":{"finished":"object.status.done","failed":"object.status.bad"},
                     "finishTime":{"condition":"Done"}}"#,
@@ -323,29 +325,24 @@ mod tests {
     #[test]
     fn group_by_owner_or_a_label() {
         let owner = GroupBySpec::Keyword("owner".into());
-        assert_eq!(
-            GroupBy::from_spec(&owner, "spec.groupBy"),
-            Ok(GroupBy::Owner)
-        );
+        assert_eq!(group_by(&owner, "spec.groupBy"), Ok(GroupBy::Owner));
         let label = GroupBySpec::Label {
             label: "tekton.dev/pipeline".into(),
         };
         assert_eq!(
-            GroupBy::from_spec(&label, "spec.groupBy"),
+            group_by(&label, "spec.groupBy"),
             Ok(GroupBy::Label("tekton.dev/pipeline".into()))
         );
         let bad = GroupBySpec::Keyword("namespace".into());
         assert_eq!(
-            GroupBy::from_spec(&bad, "spec.groupBy").unwrap_err().field,
+            group_by(&bad, "spec.groupBy").unwrap_err().field,
             "spec.groupBy"
         );
         let empty = GroupBySpec::Label {
             label: String::new(),
         };
         assert_eq!(
-            GroupBy::from_spec(&empty, "spec.groupBy")
-                .unwrap_err()
-                .to_string(),
+            group_by(&empty, "spec.groupBy").unwrap_err().to_string(),
             "spec.groupBy.label: required"
         );
     }
