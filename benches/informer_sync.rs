@@ -13,7 +13,7 @@
 //! 2. An informer per representation, each from scratch (new informer, empty cache), timed from
 //!    `run` to synced, its memory measured once synced: what the `ttl-after-finished` controller
 //!    caches — the retention engine's `Judgement` of each Job under the controller's fixed policy,
-//!    computed by the item decoder (`engine::judging`) —, a typed TTL projection decoded straight
+//!    computed by the item decoder (`engine::assessing`) —, a typed TTL projection decoded straight
 //!    from the wire (`TtlJob`, see `tests/job_support`), metadata-only (`PartialObjectMetadata`), the
 //!    crate's typed `Job` (metadata + the spec/status fields a GC reads), and the whole object
 //!    as `serde_json::Value` (only up to [`MAX_DYNAMIC`] Jobs: it is ~50 KB per Job).
@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use kube_gc::api::{Job, PartialObjectMetadata};
 use kube_gc::client::{Api, ApiRequest, Client, ResourceRef};
-use kube_gc::controllers::retention::engine::judging;
+use kube_gc::controllers::retention::engine::assessing;
 use kube_gc::controllers::ttl::{rules, BatchJob};
 use kube_gc::runtime::cache::Cacheable;
 use kube_gc::runtime::informer::SharedInformer;
@@ -95,7 +95,7 @@ async fn run(count: usize) {
     let jobs_api = |client: &Client| Api::<Job>::all(client.clone());
     let judged = Decoded::new(
         Api::dynamic(client.clone(), ResourceRef::of::<Job>(), None),
-        judging(std::sync::Arc::new(rules::<BatchJob>()), chrono::Utc::now),
+        assessing(std::sync::Arc::new(rules::<BatchJob>()), chrono::Utc::now),
     );
     sync("ttl-after-finished's judgements", judged, count).await;
     let ttl: Api<TtlJob> = Api::dynamic(client.clone(), ResourceRef::of::<Job>(), None);

@@ -11,14 +11,14 @@
 //! - `json/api-job`: `ListDecoder<api::Job>` — serde reads the metadata, the TTL and the
 //!   conditions and scans past the rest (the template, `managedFields`) byte by byte.
 //! - `protobuf/ttl-selection`: `ListStream` hands out each item; it is transcoded with the
-//!   TTL judgement's selection (`metadata`, `spec.ttlSecondsAfterFinished`,
+//!   TTL assessment's selection (`metadata`, `spec.ttlSecondsAfterFinished`,
 //!   `status.conditions`) — the template is skipped by its length — and the JSON is read as an
 //!   `api::Job` by the same serde code.
 //! - `protobuf/ttl-selection-without-managed-fields`: the same without `metadata.managedFields`.
 //! - `protobuf/everything`: transcoded whole, then read as an `api::Job`.
 //! - `protobuf/framing-only`: `ListStream` alone, items handed out and dropped.
-//! - `json/ttl-judgement` and `protobuf/ttl-judgement`: what the TTL controller does with a
-//!   list, end to end — each item to its `Judgement` by the controller's own judging decoder,
+//! - `json/ttl-assessment` and `protobuf/ttl-assessment`: what the TTL controller does with a
+//!   list, end to end — each item to its `Assessment` by the controller's own assessing decoder,
 //!   from the JSON text, or from the protobuf item transcoded with the members that decoder
 //!   says it reads (`DecodeItem::reads`), as the client does (issue 29's target: protobuf at
 //!   least 1.5× JSON's rate).
@@ -37,8 +37,8 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use kube_gc::api::Job;
 use kube_gc::client::protobuf::{encode, schema, transcode, ListEvent, ListStream, Selection};
 use kube_gc::client::{ItemDecoder, ListDecoder};
-use kube_gc::controllers::retention::engine::judging;
-use kube_gc::controllers::retention::judgement::Judgement;
+use kube_gc::controllers::retention::assessment::Assessment;
+use kube_gc::controllers::retention::engine::assessing;
 use kube_gc::controllers::ttl::{rules, BatchJob};
 use serde_json::{json, Value};
 
@@ -147,12 +147,12 @@ fn decode_protobuf(chunks: &[Bytes], selection: Option<&Selection>) -> Vec<Job> 
     jobs
 }
 
-/// The TTL controller's judging decoder for batch/v1 Jobs.
-fn ttl_judging() -> ItemDecoder<Judgement> {
-    judging(Arc::new(rules::<BatchJob>()), chrono::Utc::now)
+/// The TTL controller's assessing decoder for batch/v1 Jobs.
+fn ttl_assessing() -> ItemDecoder<Assessment> {
+    assessing(Arc::new(rules::<BatchJob>()), chrono::Utc::now)
 }
 
-fn judge_json(chunks: &[Bytes], decoder: &ItemDecoder<Judgement>) -> usize {
+fn judge_json(chunks: &[Bytes], decoder: &ItemDecoder<Assessment>) -> usize {
     let mut list = ListDecoder::with_item_decoder(Arc::clone(decoder));
     for chunk in chunks {
         list.feed(chunk).expect("JSON list");
@@ -160,10 +160,10 @@ fn judge_json(chunks: &[Bytes], decoder: &ItemDecoder<Judgement>) -> usize {
     list.finish().expect("JSON list").items.len()
 }
 
-fn judge_protobuf(chunks: &[Bytes], decoder: &ItemDecoder<Judgement>) -> usize {
-    let keep = decoder.reads().expect("the judgement says what it reads");
+fn judge_protobuf(chunks: &[Bytes], decoder: &ItemDecoder<Assessment>) -> usize {
+    let keep = decoder.reads().expect("the assessment says what it reads");
     let mut stream = ListStream::new();
-    let (mut judged, mut text) = (Vec::new(), Vec::new());
+    let (mut assessed, mut text) = (Vec::new(), Vec::new());
     for chunk in chunks {
         stream.feed(chunk.clone());
         while let Some(event) = stream.next_event().expect("protobuf list") {
@@ -171,12 +171,12 @@ fn judge_protobuf(chunks: &[Bytes], decoder: &ItemDecoder<Judgement>) -> usize {
                 text.clear();
                 transcode::write_json(&mut text, &schema::JOB, &item, None, &keep)
                     .expect("transcodes");
-                judged.push(decoder.decode(&text).expect("a judgement"));
+                assessed.push(decoder.decode(&text).expect("an assessment"));
             }
         }
     }
     stream.finish().expect("complete");
-    judged.len()
+    assessed.len()
 }
 
 fn ttl_selection() -> Selection {
@@ -196,7 +196,7 @@ fn bench(c: &mut Criterion) {
     let ttl = ttl_selection();
     let lean = ttl_selection().without("metadata.managedFields");
     // Both encodings give the same Jobs; the TTL selection leaves out only the start and
-    // completion times, which `api::Job` reads and the TTL judgement does not.
+    // completion times, which `api::Job` reads and the TTL assessment does not.
     let from_json = decode_json(&bodies.json);
     assert_eq!(
         decode_protobuf(&bodies.protobuf, Some(&Selection::all())),
@@ -229,14 +229,14 @@ fn bench(c: &mut Criterion) {
     group.bench_function("protobuf/everything", |b| {
         b.iter(|| black_box(decode_protobuf(&bodies.protobuf, Some(&Selection::all()))))
     });
-    let judging = ttl_judging();
-    assert_eq!(judge_json(&bodies.json, &judging), bodies.jobs);
-    assert_eq!(judge_protobuf(&bodies.protobuf, &judging), bodies.jobs);
-    group.bench_function("json/ttl-judgement", |b| {
-        b.iter(|| black_box(judge_json(&bodies.json, &judging)))
+    let assessing = ttl_assessing();
+    assert_eq!(judge_json(&bodies.json, &assessing), bodies.jobs);
+    assert_eq!(judge_protobuf(&bodies.protobuf, &assessing), bodies.jobs);
+    group.bench_function("json/ttl-assessment", |b| {
+        b.iter(|| black_box(judge_json(&bodies.json, &assessing)))
     });
-    group.bench_function("protobuf/ttl-judgement", |b| {
-        b.iter(|| black_box(judge_protobuf(&bodies.protobuf, &judging)))
+    group.bench_function("protobuf/ttl-assessment", |b| {
+        b.iter(|| black_box(judge_protobuf(&bodies.protobuf, &assessing)))
     });
     group.bench_function("protobuf/framing-only", |b| {
         b.iter(|| black_box(decode_protobuf(&bodies.protobuf, None)))

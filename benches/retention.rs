@@ -1,12 +1,12 @@
 //! Retention policies benchmark (issue 17; `harness = false`, prints its numbers).
 //!
-//! 1. **Memory** (`memory`): heap held by a `Store<Judgement>` — what the engine caches per
+//! 1. **Memory** (`memory`): heap held by a `Store<Assessment>` — what the engine caches per
 //!    object — after N Pods (~3.0 KB of JSON each: labels, annotations, a controlling
 //!    ownerReference, a container with env and mounts, conditions, a terminated container
-//!    status) are decoded as the engine decodes them (`retention::wire::decode`), judged (`judgement::project`) and
+//!    status) are decoded as the engine decodes them (`retention::wire::decode`), judged (`assessment::assess`) and
 //!    inserted, as the watch's item decoder and informer do, under three compiled policies:
 //!    a `ClusterRetentionPolicy` `pods` with a label selector, one with a CEL `match`, and a
-//!    `RetentionPolicy` in one namespace with a history limit (so its judgements keep a group).
+//!    `RetentionPolicy` in one namespace with a history limit (so its assessments keep a group).
 //!    Each Pod is governed by exactly one of them. In-process, no HTTP: the JSON of each Pod is
 //!    written on the fly and dropped once judged. Counted with the counting allocator of
 //!    `tests/memory_support` (requested bytes) as the growth of live bytes.
@@ -15,7 +15,7 @@
 //!    serde projection of a Job (`TypedJob`: the five metadata fields, `spec` and `status` as
 //!    `kube_gc::api`'s types — what the TTL controller decoded before it ran on the engine, and
 //!    the baseline the target was set against), (b) the retention path
-//!    (`Value`, then `project`) under the `batch-jobs` preset, (c) the same with a CEL `match`.
+//!    (`Value`, then `assess`) under the `batch-jobs` preset, (c) the same with a CEL `match`.
 //!    Then where the time of (c) goes: `Value` building alone, CEL's conversion of the object
 //!    alone (`cel::Context::add_variable`), and the whole `eval_bool` on a decoded object.
 //! 3. **Deletion latency** (`staggered`, `single`): a `RetentionController` over HTTP against
@@ -58,10 +58,12 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use kube_gc::client::{Client, ClientOptions, ResourceRef};
+use kube_gc::controllers::retention::assessment::{
+    assess, needed, Assessment, ResourcePolicies, Standing,
+};
 use kube_gc::controllers::retention::engine::{
     plan_served, RetentionController, RetentionMetrics, RetentionOptions, WatchMap,
 };
-use kube_gc::controllers::retention::judgement::{needed, project, Judged, Judgement, Rules};
 use kube_gc::controllers::retention::policy::{PolicyId, RetentionPolicyObject};
 use kube_gc::controllers::retention::wire::{decode as decode_object, decode_needed};
 use kube_gc::controllers::retention::CelExpr;
@@ -118,7 +120,7 @@ fn rules_for(
     policies: &[(RetentionPolicyObject, bool)],
     namespaces: &[String],
     resource: ResourceRef,
-) -> Arc<Rules> {
+) -> Arc<ResourcePolicies> {
     let namespaces: BTreeMap<String, BTreeMap<String, String>> = namespaces
         .iter()
         .map(|n| (n.clone(), BTreeMap::from([("team".to_owned(), n.clone())])))
@@ -216,7 +218,7 @@ fn memory(n: usize) {
     let mut json_bytes = 0usize;
 
     let baseline = memory_support::live_bytes();
-    let store: Store<Judgement> = Store::new();
+    let store: Store<Assessment> = Store::new();
     let mut buffer = String::with_capacity(4096);
     let mut governed = [0usize; 3];
     let mut other = 0usize;
@@ -228,20 +230,20 @@ fn memory(n: usize) {
             Ok(object) => object,
             Err(e) => panic!("pod {i}: {e}"),
         };
-        let judgement = project(&object, &rules, now);
+        let assessment = assess(&object, &rules, now);
         drop(object);
-        match &judgement.judged {
-            Judged::Governed(g) => governed[usize::from(g.policy).min(2)] += 1,
+        match &assessment.standing {
+            Standing::Governed(g) => governed[usize::from(g.policy).min(2)] += 1,
             _ => other += 1,
         }
-        store.apply_added(judgement);
+        store.apply_added(assessment);
     }
     let elapsed = started.elapsed();
     drop(buffer);
     let held = memory_support::live_bytes().saturating_sub(baseline);
     assert_eq!(store.len(), n);
     println!(
-        "memory {n:>8} Pods ({} bytes of JSON each on average, {} for Pod 0), governed {}/{}/{} by tier-a / tier-b-cel / ingest-history, {other} not governed: Store<Judgement> heap {:.1} MiB = {:.0} bytes per object; decoded and judged in {:.1} s ({:.0} Pods/s, one thread); process peak RSS {:.0} MiB",
+        "memory {n:>8} Pods ({} bytes of JSON each on average, {} for Pod 0), governed {}/{}/{} by tier-a / tier-b-cel / ingest-history, {other} not governed: Store<Assessment> heap {:.1} MiB = {:.0} bytes per object; decoded and judged in {:.1} s ({:.0} Pods/s, one thread); process peak RSS {:.0} MiB",
         json_bytes / n.max(1),
         sample.len(),
         governed[0],
@@ -307,11 +309,11 @@ fn rate(jobs: &[Vec<u8>], n: usize, mut decode: impl FnMut(&[u8])) -> f64 {
 }
 
 /// The watch's item decoder: what the rules read as a `Value`, judged, dropped.
-fn retention_path(rules: Arc<Rules>, now: DateTime<Utc>) -> impl FnMut(&[u8]) {
+fn retention_path(rules: Arc<ResourcePolicies>, now: DateTime<Utc>) -> impl FnMut(&[u8]) {
     let need = needed(&rules.policies);
     move |bytes: &[u8]| {
         let object: Value = decode_needed(bytes, &need).unwrap_or_default();
-        black_box(project(&object, &rules, now));
+        black_box(assess(&object, &rules, now));
     }
 }
 
@@ -346,20 +348,20 @@ fn decode(n: usize) {
         ResourceRef::new("batch", "v1", "jobs", "Job", true),
     );
     let now = Utc::now();
-    // The judgements must say what the engine would: every Job governed.
+    // The assessments must say what the engine would: every Job governed.
     for rules in [&plain, &with_cel] {
         let object: Value = decode_object(&jobs[0]).unwrap_or_default();
         assert!(
-            project(&object, rules, now).governed().is_some(),
+            assess(&object, rules, now).governed().is_some(),
             "{:?}",
-            project(&object, rules, now)
+            assess(&object, rules, now)
         );
     }
     let ttl_path = |bytes: &[u8]| {
         let job: Result<TypedJob, _> = serde_json::from_slice(bytes);
         black_box(job.ok());
     };
-    let retention = |rules: &Arc<Rules>| retention_path(Arc::clone(rules), now);
+    let retention = |rules: &Arc<ResourcePolicies>| retention_path(Arc::clone(rules), now);
     let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
     // Warm-up, then rounds alternating the three paths.
     rate(&jobs, DISTINCT, ttl_path);
@@ -420,10 +422,10 @@ fn decode(n: usize) {
         started.elapsed().mul_f64(n as f64 / n.min(20_000) as f64)
     };
     let project_plain = time(&mut |i| {
-        black_box(project(&decoded[i % DISTINCT], &plain, now));
+        black_box(assess(&decoded[i % DISTINCT], &plain, now));
     });
     let project_cel = time(&mut |i| {
-        black_box(project(&decoded[i % DISTINCT], &with_cel, now));
+        black_box(assess(&decoded[i % DISTINCT], &with_cel, now));
     });
     let conversion = time(&mut |i| {
         let mut context = cel::Context::default();
@@ -459,11 +461,11 @@ fn decode(n: usize) {
         per(drop_only, n)
     );
     println!(
-        "    project, no CEL, on a decoded Value              {:>7.2}",
+        "    assess, no CEL, on a decoded Value              {:>7.2}",
         per(project_plain, n)
     );
     println!(
-        "    project, with CEL, on a decoded Value            {:>7.2}",
+        "    assess, with CEL, on a decoded Value            {:>7.2}",
         per(project_cel, n)
     );
     println!(

@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use kube_gc::clock::SharedClock;
+use kube_gc::controllers::retention::assessment::assess;
 use kube_gc::controllers::retention::engine::{
     ResourceWatch, RetentionController, RetentionMetrics, RetentionOptions, RetentionReconciler,
     WorkKey,
 };
-use kube_gc::controllers::retention::judgement::project;
 use kube_gc::controllers::retention::policy::PolicyId;
 use kube_gc::events::CollectingRecorder;
 use kube_gc::runtime::cache::ObjectKey;
@@ -442,7 +442,7 @@ fn stale(world: &World, policy_yaml: &str, object: &Value) -> (RetentionReconcil
     let watch = ResourceWatch::detached(target.clone(), &wanted, world.harness.client.clone());
     watch
         .store
-        .apply_added(project(object, &watch.rules, world.now()));
+        .apply_added(assess(object, &watch.rules, world.now()));
     let watches = Arc::new(parking_lot::RwLock::new(std::collections::BTreeMap::from(
         [(target.clone(), Arc::clone(&watch))],
     )));

@@ -1,5 +1,5 @@
 //! Replays `fixtures/retention/presets/<preset>/*.json` against the presets: each fixture is
-//! an object shaped as its project's API object and what the preset must make of it (whether,
+//! an object shaped as its assess's API object and what the preset must make of it (whether,
 //! how and when it finished; its own TTL). Every preset must have fixtures, and every fixture
 //! directory must name a preset.
 
@@ -11,8 +11,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use kube_gc::api::Time;
+use kube_gc::controllers::retention::finish::{own_ttl, Finished, Outcome};
 use kube_gc::controllers::retention::preset::{named, NAMES};
-use kube_gc::controllers::retention::rule::{own_ttl, Finished, Outcome};
 
 #[derive(Deserialize)]
 struct Fixture {
@@ -136,7 +136,7 @@ fn every_fixture_directory_names_a_preset() {
 fn the_pruned_object_is_judged_as_the_whole_one() {
     use std::sync::Arc;
 
-    use kube_gc::controllers::retention::judgement::{needed, project, Rules};
+    use kube_gc::controllers::retention::assessment::{assess, needed, ResourcePolicies};
     use kube_gc::controllers::retention::policy::{compile, RetentionPolicyObject};
     use kube_gc::controllers::retention::wire::decode_needed;
 
@@ -150,17 +150,17 @@ fn the_pruned_object_is_judged_as_the_whole_one() {
             let policy: RetentionPolicyObject = serde_saphyr::from_str(&yaml).unwrap();
             let compiled = Arc::new(compile(&policy, true).unwrap_or_else(|e| panic!("{yaml}: {e:?}")));
             let need = needed(std::slice::from_ref(&compiled));
-            let rules = Rules { policies: vec![compiled], namespaces: Default::default() };
+            let rules = ResourcePolicies { policies: vec![compiled], namespaces: Default::default() };
             for file in fixtures(&root().join(name)) {
                 let fixture: Fixture = serde_json::from_str(&fs::read_to_string(&file).unwrap()).unwrap();
                 let bytes = serde_json::to_vec(&fixture.object).unwrap();
                 let pruned = decode_needed(&bytes, &need).unwrap();
                 assert!(serde_json::to_vec(&pruned).unwrap().len() <= bytes.len());
-                let whole = project(&fixture.object, &rules, now());
-                let from_pruned = project(&pruned, &rules, now());
+                let whole = assess(&fixture.object, &rules, now());
+                let from_pruned = assess(&pruned, &rules, now());
                 assert_eq!(whole, from_pruned, "{} under {spec}", file.display());
                 if let Some(from_protobuf) = judged_from_protobuf(&fixture.object, &need) {
-                    let from_protobuf = project(&from_protobuf, &rules, now());
+                    let from_protobuf = assess(&from_protobuf, &rules, now());
                     assert_eq!(whole, from_protobuf, "{} in protobuf under {spec}", file.display());
                     judged_in_protobuf += 1;
                 }

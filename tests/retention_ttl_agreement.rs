@@ -15,9 +15,9 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use kube_gc::controllers::retention::judge::{judge as judge_retention, Verdict};
-use kube_gc::controllers::retention::judgement::{project, Rules};
+use kube_gc::controllers::retention::assessment::{assess, ResourcePolicies};
 use kube_gc::controllers::retention::policy::{compile, RetentionPolicyObject};
+use kube_gc::controllers::retention::verdict::{decide, Verdict};
 use kube_gc::controllers::ttl::{
     judge as judge_ttl, judge_object, BatchJob, Finished, TtlKind, TtlState, Verdict as TtlVerdict,
     VolcanoJobs,
@@ -41,7 +41,7 @@ fn objects(preset: &str) -> Vec<(String, Value)> {
     found
 }
 
-/// The instants worth judging at: around the finish and the expiry, and far away.
+/// The instants worth assessing at: around the finish and the expiry, and far away.
 fn instants(finished: Option<DateTime<Utc>>, ttl: Option<i64>) -> Vec<DateTime<Utc>> {
     let base = finished.unwrap_or_else(|| DateTime::from_timestamp(1_800_000_000, 0).unwrap());
     let expiry = base + Duration::seconds(ttl.unwrap_or(0));
@@ -73,14 +73,14 @@ fn as_ttl_verdict(verdict: Verdict) -> TtlVerdict {
 }
 
 /// The rules of a `ClusterRetentionPolicy` that names `preset` and nothing else.
-fn policy_rules(preset: &str) -> Rules {
+fn policy_rules(preset: &str) -> ResourcePolicies {
     let object: RetentionPolicyObject = serde_json::from_value(serde_json::json!({
         "apiVersion": "kube-gc.io/v1alpha1", "kind": "ClusterRetentionPolicy",
         "metadata": {"name": "same-preset", "generation": 1},
         "spec": {"preset": preset}
     }))
     .unwrap();
-    Rules {
+    ResourcePolicies {
         policies: vec![Arc::new(compile(&object, true).unwrap())],
         namespaces: BTreeMap::new(),
     }
@@ -91,7 +91,7 @@ fn agree<K: TtlKind>(preset_name: &str) {
     let decoded_at = Utc::now();
     for (file, object) in objects(preset_name) {
         let state = TtlState::of(&judge_object::<K>(&object, decoded_at)).unwrap();
-        let by_policy = project(&object, &rules, decoded_at);
+        let by_policy = assess(&object, &rules, decoded_at);
         let governed = by_policy.governed().expect("the policy governs it");
         // Whether and when it finished.
         let controller_finish = match state.finished {
@@ -104,7 +104,7 @@ fn agree<K: TtlKind>(preset_name: &str) {
         // The same verdict at every instant.
         for now in instants(policy_finish.flatten(), state.ttl_seconds) {
             let by_controller = judge_ttl(&state, now);
-            let by_preset = judge_retention(&governed.facts, governed.ttl, now).map(as_ttl_verdict);
+            let by_preset = decide(&governed.facts, governed.ttl, now).map(as_ttl_verdict);
             match (by_controller, by_preset) {
                 (Ok(a), Ok(b)) => assert_eq!(a, b, "{file} at {now}"),
                 (Err(_), Err(_)) => {}

@@ -8,8 +8,8 @@ mod ttl_support;
 use std::sync::Arc;
 use std::time::Duration;
 
+use kube_gc::controllers::retention::assessment::Assessment;
 use kube_gc::controllers::retention::engine::{RetentionError, RetentionReconciler};
-use kube_gc::controllers::retention::judgement::Judgement;
 use kube_gc::controllers::ttl::{
     detached, judge_object, work_key, BatchJob, ErrorReason, FreshRead, TtlMetrics, TtlOptions,
     VolcanoJobs,
@@ -348,7 +348,7 @@ async fn volcano_jobs_in_a_finished_phase_are_deleted_and_aborted_ones_kept() {
 /// A reconciler over a cache the test fills itself, so the cached copy can be made stale on
 /// purpose: the state between the cache check and the server's answer.
 struct StaleCache {
-    cache: Arc<Store<Judgement>>,
+    cache: Arc<Store<Assessment>>,
     reconciler: RetentionReconciler,
     metrics: Arc<TtlMetrics>,
 }
@@ -381,8 +381,8 @@ fn stale_cache(world: &World, fresh_read: FreshRead) -> StaleCache {
     }
 }
 
-/// The judgement the controller makes of `object` when its event is decoded.
-fn projection(world: &World, object: &Value) -> Judgement {
+/// The assessment the controller makes of `object` when its event is decoded.
+fn projection(world: &World, object: &Value) -> Assessment {
     judge_object::<BatchJob>(object, world.now())
 }
 

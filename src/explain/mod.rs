@@ -5,7 +5,7 @@
 //! |---|---|
 //! | `resolve.rs` | `TYPE` → resource, as kubectl resolves it |
 //! | `gather.rs` | the read-only requests: the object, its owners, policies, dependents, Events |
-//! | `decide/` | the verdict of every controller, pure: the TTL controllers' `judge`, the retention engine's `project` / `judge` / `rank`, the garbage collector's `action` |
+//! | `decide/` | the verdict of every controller, pure: the TTL controllers' `judge`, the retention engine's `assess` / `decide` / `rank`, the garbage collector's `action` |
 //! | `render.rs` | the screen an operator reads |
 //! | `live/` | `/debug/explain` on a running kube-gc: the same decisions, from its caches |
 //! | `plan.rs` | `kube-gc plan`: every deletion to come, sorted, totalled, charted |

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use kube_gc::clock::{SharedClock, TokioClock};
-use kube_gc::controllers::retention::judgement::Judgement;
+use kube_gc::controllers::retention::assessment::Assessment;
 use kube_gc::controllers::ttl::{TtlController, TtlKind, TtlMetrics, TtlOptions};
 use kube_gc::events::CollectingRecorder;
 use kube_gc::runtime::cache::Store;
@@ -155,8 +155,8 @@ pub struct Running {
     pub metrics: Arc<TtlMetrics>,
     pub recorder: Arc<CollectingRecorder>,
     pub counters: Arc<ReconcileCounters>,
-    /// The controller's cache of judgements.
-    pub store: Arc<Store<Judgement>>,
+    /// The controller's cache of assessments.
+    pub store: Arc<Store<Assessment>>,
 }
 
 impl Running {

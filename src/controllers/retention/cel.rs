@@ -9,7 +9,7 @@
 //!   the wrong kind is a [`CelEvalError`] for that object, which the engine counts and answers
 //!   by keeping the object.
 //! - `object` is the whole object, so an expression may read any field; it is built for the
-//!   evaluation and dropped after it (the cache keeps only the judgement).
+//!   evaluation and dropped after it (the cache keeps only the assessment).
 
 use std::fmt;
 use std::sync::Arc;

@@ -14,7 +14,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::rule::Outcome;
+use super::finish::Outcome;
 
 /// The limits of one policy.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

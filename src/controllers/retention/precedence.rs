@@ -6,7 +6,7 @@
 //!    matches the fewest namespaces.
 //! 3. Then the name, in byte order — never the order the policies arrived in.
 //! - The object's own TTL field and the `kube-gc.io/ttl` / `kube-gc.io/expires-at` annotations
-//!   override the winner's TTL; that is the judge's business (`judge.rs`), not this one.
+//!   override the winner's TTL; that is the verdict's business (`verdict.rs`), not this one.
 //! - Overlaps are reported, not hidden: every policy that applied but lost is returned as
 //!   shadowed, and [`Choice::tie`] says when the first two rules could not tell the winner
 //!   from the runner-up, so the name decided.

@@ -54,7 +54,7 @@ pub(super) fn expect_object(bytes: &[u8]) -> serde_json::Result<()> {
 
 /// What of the tree being decoded is built: the part `need` names. Arrays are transparent: a
 /// [`Need::Fields`] on an array applies to each element (paths do not index arrays, so only
-/// the judgement's own `metadata.ownerReferences` need uses this).
+/// the assessment's own `metadata.ownerReferences` need uses this).
 #[derive(Clone, Copy)]
 struct Pruned<'n> {
     need: &'n Need,

@@ -8,7 +8,7 @@
 //!
 //! Contract: `build` wires everything and starts nothing; [`TtlController::run`] starts the
 //! informer, waits for its cache, runs the workers until the token is cancelled, then drains and
-//! stops (see [`Controller`]). The cache holds the engine's judgements, never the objects.
+//! stops (see [`Controller`]). The cache holds the engine's assessments, never the objects.
 
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
@@ -18,13 +18,13 @@ use parking_lot::RwLock;
 
 use crate::client::{Client, ResourceRef};
 use crate::clock::{SharedClock, SystemClock};
+use crate::controllers::retention::assessment::Assessment;
 use crate::controllers::retention::engine::{
     ReconcileSettings, ResourceWatch, RetentionReconciler, WatchContext, WatchMap, WatchPlan,
     WorkKey,
 };
-use crate::controllers::retention::judge::{judge as judge_facts, Verdict as FactsVerdict};
-use crate::controllers::retention::judgement::Judgement;
 use crate::controllers::retention::policy::Target;
+use crate::controllers::retention::verdict::{decide, Verdict as FactsVerdict};
 use crate::controllers::{Progress, ProgressProbe};
 use crate::events::{NoopRecorder, SharedRecorder};
 use crate::runtime::cache::{ObjectKey, Store};
@@ -234,14 +234,14 @@ impl<K: TtlKind> TtlController<K> {
         self.synced.clone()
     }
 
-    /// The engine's watch of the kind: its judgements and rules (read-only; for
+    /// The engine's watch of the kind: its assessments and rules (read-only; for
     /// `/debug/explain`, progress displays and tests).
     pub fn watch(&self) -> &Arc<ResourceWatch> {
         &self.watch
     }
 
-    /// The cached judgements.
-    pub fn store(&self) -> &Arc<Store<Judgement>> {
+    /// The cached assessments.
+    pub fn store(&self) -> &Arc<Store<Assessment>> {
         &self.watch.store
     }
 
@@ -268,19 +268,14 @@ impl<K: TtlKind> TtlController<K> {
         let queue = self.queue.clone();
         Arc::new(move || {
             let now = clock.now();
-            let judgements = store.list();
-            let waiting = judgements
+            let assessments = store.list();
+            let waiting = assessments
                 .iter()
                 .filter_map(|j| j.governed())
-                .filter(|g| {
-                    matches!(
-                        judge_facts(&g.facts, g.ttl, now),
-                        Ok(FactsVerdict::Wait { .. })
-                    )
-                })
+                .filter(|g| matches!(decide(&g.facts, g.ttl, now), Ok(FactsVerdict::Wait { .. })))
                 .count();
             Progress {
-                cached: judgements.len(),
+                cached: assessments.len(),
                 waiting,
                 queued: queue.len(),
             }

@@ -65,9 +65,9 @@ mod tests {
     #[test]
     fn the_ttl_judgement_of_a_job_reads_only_what_protobuf_tables_describe() {
         use crate::client::protobuf::schema;
-        use crate::controllers::retention::engine::judging;
+        use crate::controllers::retention::engine::assessing;
         use crate::controllers::ttl::state::rules;
-        let decoder = judging(std::sync::Arc::new(rules::<BatchJob>()), chrono::Utc::now);
+        let decoder = assessing(std::sync::Arc::new(rules::<BatchJob>()), chrono::Utc::now);
         let reads = decoder.reads().expect("the judgement says what it reads");
         assert!(
             crate::client::negotiate::covers(&schema::JOB, &reads),

@@ -1,6 +1,6 @@
 //! The TTL decision, as a pure function of an object's [`TtlState`] and the time: upstream's
 //! `processTTL` / `timeLeft`, with no I/O so every rule is unit-tested on its own. It is the
-//! retention engine's decision (`retention/judge.rs`) applied to the object's own TTL, so the
+//! retention engine's decision (`retention/verdict.rs`) applied to the object's own TTL, so the
 //! two controllers and the retention presets `batch-jobs` / `volcano-jobs` cannot disagree.
 //!
 //! Contract:
@@ -46,14 +46,14 @@ pub enum Verdict {
 #[error("finished, but its finish time is not set")]
 pub struct MissingFinishTime;
 
-/// Decides what to do with `state` at `now`: the retention engine's [`judge`] (one decision
+/// Decides what to do with `state` at `now`: the retention engine's [`decide`] (one decision
 /// function for every TTL kube-gc applies), with the object's own TTL counted from its finish.
 ///
-/// [`judge`]: crate::controllers::retention::judge::judge
+/// [`decide`]: crate::controllers::retention::verdict::decide
 pub fn judge(state: &TtlState, now: DateTime<Utc>) -> Result<Verdict, MissingFinishTime> {
-    use crate::controllers::retention::judge::{self as shared, Facts};
-    use crate::controllers::retention::rule::{Finished as Done, Outcome};
+    use crate::controllers::retention::finish::{Finished as Done, Outcome};
     use crate::controllers::retention::ttl::{Since, Ttl};
+    use crate::controllers::retention::verdict::{self as shared, Facts};
 
     let Some(ttl) = state.ttl_seconds else {
         return Ok(Verdict::Keep);
@@ -78,7 +78,7 @@ pub fn judge(state: &TtlState, now: DateTime<Utc>) -> Result<Verdict, MissingFin
         since: Since::Finished,
         length: chrono::Duration::seconds(ttl),
     };
-    match shared::judge(&facts, ttl, now) {
+    match shared::decide(&facts, ttl, now) {
         Ok(shared::Verdict::Keep(_)) => Ok(Verdict::Keep),
         Ok(shared::Verdict::Wait {
             expires_at,

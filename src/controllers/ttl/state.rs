@@ -1,10 +1,10 @@
 //! [`TtlState`]: what a TTL controller's decision reads of an object — whether it is being
 //! deleted, its own TTL, and whether and when it finished — read off the
-//! [`Judgement`] the engine made of it under the controller's fixed policy.
+//! [`Assessment`] the engine made of it under the controller's fixed policy.
 //!
-//! Contract: the engine caches judgements, never objects; this is a view of one, for the
+//! Contract: the engine caches assessments, never objects; this is a view of one, for the
 //! places that word the TTL controllers' decision (`kube-gc explain`, `/debug/explain`,
-//! progress). A judgement the engine could not make (a TTL field that is not an integer, a
+//! progress). An assessment the engine could not make (a TTL field that is not an integer, a
 //! condition of the wrong shape) is its [`Problem`], returned as it is.
 
 use std::collections::BTreeMap;
@@ -12,7 +12,9 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-use crate::controllers::retention::judgement::{project, Judged, Judgement, Problem, Rules};
+use crate::controllers::retention::assessment::{
+    assess, Assessment, Problem, ResourcePolicies, Standing,
+};
 use crate::controllers::retention::ttl::Ttl;
 
 use super::kind::{Finished, TtlKind};
@@ -29,18 +31,18 @@ pub struct TtlState {
 }
 
 impl TtlState {
-    /// The state a judgement made under a TTL controller's policy records.
+    /// The state an assessment made under a TTL controller's policy records.
     ///
     /// # Errors
     ///
-    /// The judgement's [`Problem`], if the engine could not read the object.
-    pub fn of(judgement: &Judgement) -> Result<TtlState, &Problem> {
-        let governed = match &judgement.judged {
-            Judged::Governed(governed) => governed,
-            Judged::Problem(problem) => return Err(problem),
+    /// The assessment's [`Problem`], if the engine could not read the object.
+    pub fn of(assessment: &Assessment) -> Result<TtlState, &Problem> {
+        let governed = match &assessment.standing {
+            Standing::Governed(governed) => governed,
+            Standing::Problem(problem) => return Err(problem),
             // A controller's policy applies to every object of its kind; an ungoverned one
             // has nothing to say.
-            Judged::Ungoverned => {
+            Standing::Ungoverned => {
                 return Ok(TtlState {
                     being_deleted: false,
                     ttl_seconds: None,
@@ -48,7 +50,7 @@ impl TtlState {
                 })
             }
             // The final state of a deleted object: only its identity was read.
-            Judged::Gone => {
+            Standing::Gone => {
                 return Ok(TtlState {
                     being_deleted: true,
                     ttl_seconds: None,
@@ -79,16 +81,16 @@ impl TtlState {
 }
 
 /// The rules a TTL controller of `K` judges with: its fixed policy alone.
-pub fn rules<K: TtlKind>() -> Rules {
-    Rules {
+pub fn rules<K: TtlKind>() -> ResourcePolicies {
+    ResourcePolicies {
         policies: vec![Arc::new(K::policy())],
         namespaces: BTreeMap::new(),
     }
 }
 
-/// The judgement the controller of `K` makes of `object` at `now`.
-pub fn judge_object<K: TtlKind>(object: &serde_json::Value, now: DateTime<Utc>) -> Judgement {
-    project(object, &rules::<K>(), now)
+/// The assessment the controller of `K` makes of `object` at `now`.
+pub fn judge_object<K: TtlKind>(object: &serde_json::Value, now: DateTime<Utc>) -> Assessment {
+    assess(object, &rules::<K>(), now)
 }
 
 #[cfg(test)]
@@ -98,8 +100,8 @@ pub(crate) mod tests {
 
     /// The state the controller of `K` reads of `object`.
     pub(crate) fn state_of<K: TtlKind>(object: &serde_json::Value) -> TtlState {
-        let judgement = judge_object::<K>(object, Utc::now());
-        match TtlState::of(&judgement) {
+        let assessment = judge_object::<K>(object, Utc::now());
+        match TtlState::of(&assessment) {
             Ok(state) => state,
             Err(problem) => panic!("{object}: {}", problem.message),
         }
@@ -151,8 +153,8 @@ pub(crate) mod tests {
     fn a_ttl_that_is_not_a_number_is_a_problem_not_a_ttl() {
         let odd = serde_json::json!({"metadata":{"name":"a","namespace":"n"},
             "spec":{"ttlSecondsAfterFinished":"soon"}});
-        let judgement = judge_object::<BatchJob>(&odd, Utc::now());
-        let problem = TtlState::of(&judgement).expect_err("a problem");
+        let assessment = judge_object::<BatchJob>(&odd, Utc::now());
+        let problem = TtlState::of(&assessment).expect_err("a problem");
         assert_eq!(problem.reason, "own_ttl");
     }
 }

@@ -1,6 +1,6 @@
 //! The verdict on one object, pure: every controller's decision, with the controllers' own
 //! functions — the TTL controllers' judgement under their fixed policy and `judge` (`ttl.rs`),
-//! the retention engine's `plan`, `project`, `judge` and `rank` (`retention.rs`), the garbage
+//! the retention engine's `plan`, `assess`, `decide` and `rank` (`retention.rs`), the garbage
 //! collector's `action` and the chain of blockers of a foreground deletion (`gc.rs`).
 //!
 //! Contract: the object's verdict is the earliest deletion any governing controller would make
@@ -29,7 +29,9 @@ pub(crate) use gc::{
     decision_on as gc_decision, deletion, Deleting, Dependent, DependentIndex, GcFacts,
     CONTROLLER as GARBAGE_COLLECTOR,
 };
-pub(crate) use retention::{group_members, judged as retention_decision, no_policy, Judging};
+pub(crate) use retention::{
+    decision_on as retention_decision, group_members, no_policy, Assessing,
+};
 pub(crate) use ttl::{judgement_decision, not_its_resource};
 
 /// Explains `gathered` at `now`.

@@ -1,11 +1,11 @@
-//! The retention engine's decision: which policy governs the object (the engine's `project`),
-//! whether its TTL is up (`judge`), and its place in its history group (`rank`).
+//! The retention engine's decision: which policy governs the object (the engine's `assess`),
+//! whether its TTL is up (`decide`), and its place in its history group (`rank`).
 //!
-//! Contract: [`judged`] is the one place the decision is worded, from a [`Judgement`] and the
-//! [`Rules`] it was made with. `kube-gc explain` makes both itself ([`from_gathered`]: the
-//! engine's `plan_served` over the policies it listed, `project` over the object it read);
-//! `/debug/explain` passes the running engine's rules and cached judgement. The history group
-//! is ranked from the judgements of the same group either path has ([`group_members`]), and why
+//! Contract: [`decision_on`] is the one place the decision is worded, from an [`Assessment`] and the
+//! [`ResourcePolicies`] it was made with. `kube-gc explain` makes both itself ([`from_gathered`]: the
+//! engine's `plan_served` over the policies it listed, `assess` over the object it read);
+//! `/debug/explain` passes the running engine's rules and cached assessment. The history group
+//! is ranked from the assessments of the same group either path has ([`group_members`]), and why
 //! a policy does not apply is asked of the caller, who may or may not have the object to say.
 
 use std::borrow::Borrow;
@@ -14,13 +14,15 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use crate::api::{ObjectMeta, OwnerReference};
+use crate::controllers::retention::assessment::{
+    assess, Assessment, Governed, ResourcePolicies, Standing,
+};
 use crate::controllers::retention::engine::{plan_served, CONTROLLER};
+use crate::controllers::retention::finish::Outcome;
 use crate::controllers::retention::history::{rank, Member};
-use crate::controllers::retention::judge::{judge, KeepReason, Verdict};
-use crate::controllers::retention::judgement::{project, Governed, Judged, Judgement, Rules};
 use crate::controllers::retention::policy::{CompiledPolicy, Target};
-use crate::controllers::retention::rule::Outcome;
 use crate::controllers::retention::ttl::{Since, Ttl, TtlSource};
+use crate::controllers::retention::verdict::{decide, KeepReason, Verdict};
 use crate::explain::gather::Gathered;
 use crate::explain::{Decision, VerdictKind};
 use crate::runtime::cache::Cacheable;
@@ -30,12 +32,12 @@ use super::{decision, human, relative, rfc3339};
 /// The members of one history group: the policy's index and the group's value.
 pub(crate) type Members<'a> = dyn Fn(u16, &str) -> Vec<Member<String>> + 'a;
 
-/// What a judgement is read with.
-pub(crate) struct Judging<'a> {
+/// What an assessment is read with.
+pub(crate) struct Assessing<'a> {
     /// The object's resource.
     pub target: &'a Target,
-    /// The policies naming it, as the judgement was made with them.
-    pub rules: &'a Rules,
+    /// The policies naming it, as the assessment was made with them.
+    pub rules: &'a ResourcePolicies,
     /// The time of the verdict.
     pub now: DateTime<Utc>,
     /// The members of a history group.
@@ -44,7 +46,7 @@ pub(crate) struct Judging<'a> {
     pub why_not: &'a dyn Fn(&CompiledPolicy) -> String,
 }
 
-/// The retention decision on `gathered`: the plan for its resource, its judgement, its group.
+/// The retention decision on `gathered`: the plan for its resource, its assessment, its group.
 pub(super) fn from_gathered(
     gathered: &Gathered,
     meta: &ObjectMeta,
@@ -70,18 +72,18 @@ pub(super) fn from_gathered(
     };
     let rules = &watch.rules;
     let members = |index: u16, group: &str| {
-        let siblings = gathered.siblings.iter().map(|s| project(s, rules, now));
+        let siblings = gathered.siblings.iter().map(|s| assess(s, rules, now));
         group_members(siblings, index, group)
     };
     let why_not = |p: &CompiledPolicy| why_not(p, meta, rules, &gathered.object, now);
-    let judging = Judging {
+    let assessing = Assessing {
         target: &target,
         rules,
         now,
         members: &members,
         why_not: &why_not,
     };
-    judged(&project(&gathered.object, rules, now), &judging)
+    decision_on(&assess(&gathered.object, rules, now), &assessing)
 }
 
 /// "Does not apply": no valid policy names `target`.
@@ -94,28 +96,28 @@ pub(crate) fn no_policy(target: &Target) -> Decision {
     )
 }
 
-/// The decision on an object judged as `judgement`.
-pub(crate) fn judged(judgement: &Judgement, judging: &Judging<'_>) -> Decision {
-    match &judgement.judged {
-        Judged::Ungoverned => ungoverned(judging),
-        Judged::Gone => decision(
+/// The decision on an object judged as `assessment`.
+pub(crate) fn decision_on(assessment: &Assessment, assessing: &Assessing<'_>) -> Decision {
+    match &assessment.standing {
+        Standing::Ungoverned => ungoverned(assessing),
+        Standing::Gone => decision(
             CONTROLLER,
             false,
             VerdictKind::Keep,
             "gone: the server reported it deleted".to_owned(),
         ),
-        Judged::Problem(problem) => decision(
+        Standing::Problem(problem) => decision(
             CONTROLLER,
             true,
             VerdictKind::Unknown,
             format!("kept: {}", problem.message),
         ),
-        Judged::Governed(governed) => governed_decision(judgement, governed, judging),
+        Standing::Governed(governed) => governed_decision(assessment, governed, assessing),
     }
 }
 
-fn ungoverned(judging: &Judging<'_>) -> Decision {
-    let policies = &judging.rules.policies;
+fn ungoverned(assessing: &Assessing<'_>) -> Decision {
+    let policies = &assessing.rules.policies;
     let mut d = decision(
         CONTROLLER,
         false,
@@ -123,24 +125,24 @@ fn ungoverned(judging: &Judging<'_>) -> Decision {
         format!(
             "no policy applies (of {} naming {})",
             policies.len(),
-            judging.target
+            assessing.target
         ),
     );
     d.details = policies
         .iter()
-        .map(|p| format!("{}: {}", p.id, (judging.why_not)(p)))
+        .map(|p| format!("{}: {}", p.id, (assessing.why_not)(p)))
         .collect();
     d
 }
 
 fn governed_decision(
-    judgement: &Judgement,
+    assessment: &Assessment,
     governed: &Governed,
-    judging: &Judging<'_>,
+    assessing: &Assessing<'_>,
 ) -> Decision {
-    let (rules, now) = (judging.rules, judging.now);
+    let (rules, now) = (assessing.rules, assessing.now);
     let Some(policy) = rules.policies.get(usize::from(governed.policy)) else {
-        let why = "kept: its judgement names a policy its rules do not hold".into();
+        let why = "kept: its assessment names a policy its rules do not hold".into();
         return decision(CONTROLLER, true, VerdictKind::Unknown, why);
     };
     let mut details = who_governs(governed, policy, rules);
@@ -154,8 +156,8 @@ fn governed_decision(
     details.push(ttl_line(governed.ttl, governed.ttl_source, policy));
     let mut d = ttl_verdict(governed, now);
     let place = governed.group.as_deref().and_then(|group| {
-        let ranked = (judging.members)(governed.policy, group);
-        history_line(&ranked, policy, group, judgement.uid())
+        let ranked = (assessing.members)(governed.policy, group);
+        history_line(&ranked, policy, group, assessment.uid())
     });
     if let Some((line, beyond)) = place {
         if beyond && d.verdict != VerdictKind::DeleteNow {
@@ -169,7 +171,11 @@ fn governed_decision(
     d
 }
 
-fn who_governs(governed: &Governed, policy: &CompiledPolicy, rules: &Rules) -> Vec<String> {
+fn who_governs(
+    governed: &Governed,
+    policy: &CompiledPolicy,
+    rules: &ResourcePolicies,
+) -> Vec<String> {
     let preset = policy
         .preset
         .map(|p| format!(" (preset {p})"))
@@ -188,10 +194,10 @@ fn who_governs(governed: &Governed, policy: &CompiledPolicy, rules: &Rules) -> V
     details
 }
 
-/// The engine's `judge` on the TTL.
+/// The engine's `decide` on the TTL.
 fn ttl_verdict(governed: &Governed, now: DateTime<Utc>) -> Decision {
     let said = |verdict, summary: String| decision(CONTROLLER, true, verdict, summary);
-    match judge(&governed.facts, governed.ttl, now) {
+    match decide(&governed.facts, governed.ttl, now) {
         Ok(Verdict::Keep(KeepReason::NoTtl)) => said(
             VerdictKind::Keep,
             "no TTL: only a history limit can delete it".into(),
@@ -254,14 +260,14 @@ fn ttl_line(ttl: Ttl, source: TtlSource, policy: &CompiledPolicy) -> String {
     }
 }
 
-/// The finished members of the group `group` of policy `index`, by UID, among `judgements`:
+/// The finished members of the group `group` of policy `index`, by UID, among `assessments`:
 /// what the engine ranks (objects being deleted have left their group).
-pub(crate) fn group_members<J: Borrow<Judgement>>(
-    judgements: impl IntoIterator<Item = J>,
+pub(crate) fn group_members<J: Borrow<Assessment>>(
+    assessments: impl IntoIterator<Item = J>,
     index: u16,
     group: &str,
 ) -> Vec<Member<String>> {
-    judgements
+    assessments
         .into_iter()
         .filter_map(|j| {
             let j = j.borrow();
@@ -321,7 +327,7 @@ fn ordinal(n: usize) -> String {
 fn why_not(
     policy: &CompiledPolicy,
     meta: &ObjectMeta,
-    rules: &Rules,
+    rules: &ResourcePolicies,
     object: &Value,
     now: DateTime<Utc>,
 ) -> String {

@@ -1,15 +1,15 @@
 //! The TTL controllers' decision (`ttl-after-finished`, `volcano-job-ttl`): the engine's
-//! judgement under the controller's fixed policy, read as a [`TtlState`] and judged by `judge`.
+//! assessment under the controller's fixed policy, read as a [`TtlState`] and judged by `judge`.
 //!
 //! Contract: [`judgement_decision`] is the one place the decision is worded; `kube-gc explain`
-//! reaches it by judging the object it read ([`from_gathered`]), `/debug/explain` with the
-//! judgement the controller cached. A resource that is not the controller's kind is "does not
+//! reaches it by assessing the object it read ([`from_gathered`]), `/debug/explain` with the
+//! assessment the controller cached. A resource that is not the controller's kind is "does not
 //! apply" ([`not_its_resource`]), whichever path asks.
 
 use chrono::{DateTime, Utc};
 
 use crate::client::ResourceRef;
-use crate::controllers::retention::judgement::Judgement;
+use crate::controllers::retention::assessment::Assessment;
 use crate::controllers::ttl::{judge, judge_object, TtlKind, TtlState, Verdict};
 
 use super::{decision, relative, rfc3339};
@@ -25,12 +25,12 @@ pub(super) fn from_gathered<K: TtlKind>(gathered: &Gathered, now: DateTime<Utc>)
     judgement_decision::<K>(&judge_object::<K>(&gathered.object, now), now)
 }
 
-/// The controller's decision on the judgement it made (or would make) of an object.
+/// The controller's decision on the assessment it made (or would make) of an object.
 pub(crate) fn judgement_decision<K: TtlKind>(
-    judgement: &Judgement,
+    assessment: &Assessment,
     now: DateTime<Utc>,
 ) -> Decision {
-    match TtlState::of(judgement) {
+    match TtlState::of(assessment) {
         Ok(state) => state_decision::<K>(&state, now),
         Err(problem) => decision(
             K::CONTROLLER,

@@ -10,8 +10,8 @@
 //! | file | what it holds |
 //! |---|---|
 //! | `query.rs` | the query string |
-//! | `ttl.rs` | [`TtlView`]: a TTL controller's store of judgements |
-//! | `retention.rs` | [`RetentionView`]: the retention engine's watches and cached judgements |
+//! | `ttl.rs` | [`TtlView`]: a TTL controller's store of assessments |
+//! | `retention.rs` | [`RetentionView`]: the retention engine's watches and cached assessments |
 //! | `gc.rs` | [`GcView`]: the garbage collector's graph |
 //!
 //! Contract:
@@ -40,8 +40,8 @@ use parking_lot::RwLock;
 
 use crate::client::{Discovery, ResourceRef};
 use crate::clock::SharedClock;
+use crate::controllers::retention::assessment::Assessment;
 use crate::controllers::retention::engine::CONTROLLER as RETENTION;
-use crate::controllers::retention::judgement::Judgement;
 use crate::controllers::ttl::{BatchJob, TtlKind, VolcanoJobs};
 use crate::runtime::cache::Cacheable;
 use crate::server::{DebugPage, Endpoints};
@@ -103,24 +103,24 @@ pub struct View {
 }
 
 impl View {
-    /// The view of an engine's cached `judgement` (the TTL controllers' and the retention
-    /// controller's caches alike): `decision`, said to come from the judgement made when its
-    /// resourceVersion was decoded, and the object as the judgement records it.
-    fn of_judgement(mut decision: Decision, judgement: &Judgement, synced: bool) -> View {
+    /// The view of an engine's cached `assessment` (the TTL controllers' and the retention
+    /// controller's caches alike): `decision`, said to come from the assessment made when its
+    /// resourceVersion was decoded, and the object as the assessment records it.
+    fn of_judgement(mut decision: Decision, assessment: &Assessment, synced: bool) -> View {
         decision.details.push(format!(
             "from its cache: judged when resourceVersion {} was decoded{}",
-            judgement.resource_version(),
+            assessment.resource_version(),
             if synced {
                 ""
             } else {
                 " (first list not in yet)"
             }
         ));
-        let being_deleted = judgement.governed().is_some_and(|g| g.facts.being_deleted);
+        let being_deleted = assessment.governed().is_some_and(|g| g.facts.being_deleted);
         View {
             decision,
             found: Some(Found {
-                uid: judgement.uid().to_owned(),
+                uid: assessment.uid().to_owned(),
                 being_deleted,
                 deletion: None,
             }),
@@ -206,7 +206,7 @@ impl std::fmt::Debug for LiveExplainer {
 }
 
 impl LiveExplainer {
-    /// An explainer resolving types with `discovery` and judging at `clock`'s now.
+    /// An explainer resolving types with `discovery` and assessing at `clock`'s now.
     pub fn new(discovery: Arc<Discovery>, clock: SharedClock) -> LiveExplainer {
         LiveExplainer {
             inner: Arc::new(Inner {

@@ -1,11 +1,11 @@
 //! [`RetentionView`]: the retention engine's running watches ([`WatchMap`]), their rules and
-//! cached [`Judgement`](crate::controllers::retention::judgement::Judgement)s, read for
+//! cached [`Assessment`](crate::controllers::retention::assessment::Assessment)s, read for
 //! `/debug/explain`.
 //!
 //! Contract: the decision is the one `kube-gc explain` makes (`decide::retention_decision`),
-//! on the judgement the engine made when it decoded the object and with the rules it made it
-//! with; the history group is ranked from the other cached judgements of the object's
-//! namespace, as explain ranks the ones it lists. The engine keeps judgements, not objects, so
+//! on the assessment the engine made when it decoded the object and with the rules it made it
+//! with; the history group is ranked from the other cached assessments of the object's
+//! namespace, as explain ranks the ones it lists. The engine keeps assessments, not objects, so
 //! why a policy does not apply to an ungoverned object is said to be unknown here.
 
 use std::sync::Arc;
@@ -14,7 +14,7 @@ use chrono::{DateTime, Utc};
 
 use crate::controllers::retention::engine::{ResourceWatch, WatchMap, CONTROLLER};
 use crate::controllers::retention::policy::{CompiledPolicy, Target};
-use crate::explain::decide::{decision, group_members, no_policy, retention_decision, Judging};
+use crate::explain::decide::{decision, group_members, no_policy, retention_decision, Assessing};
 use crate::explain::VerdictKind;
 use crate::runtime::cache::ObjectKey;
 
@@ -73,8 +73,8 @@ impl CacheView for RetentionView {
             };
         };
         let namespace = target.namespace.as_deref().unwrap_or("");
-        let Some(judgement) = watch.store.get(&ObjectKey::new(namespace, &target.name)) else {
-            let why = format!("not in its cache of {} judgements", watch.store.len());
+        let Some(assessment) = watch.store.get(&ObjectKey::new(namespace, &target.name)) else {
+            let why = format!("not in its cache of {} assessments", watch.store.len());
             return View {
                 decision: decision(CONTROLLER, false, VerdictKind::Keep, why),
                 found: None,
@@ -84,18 +84,18 @@ impl CacheView for RetentionView {
             group_members(watch.store.list_namespace(namespace), index, group)
         };
         let why_not = |_: &CompiledPolicy| {
-            "does not apply (why is not cached: the engine keeps judgements, not objects; \
+            "does not apply (why is not cached: the engine keeps assessments, not objects; \
              `kube-gc explain` reads the object and says)"
                 .to_owned()
         };
-        let judging = Judging {
+        let assessing = Assessing {
             target: &resource,
             rules: &watch.rules,
             now,
             members: &members,
             why_not: &why_not,
         };
-        let decision = retention_decision(&judgement, &judging);
-        View::of_judgement(decision, &judgement, watch.has_synced())
+        let decision = retention_decision(&assessment, &assessing);
+        View::of_judgement(decision, &assessment, watch.has_synced())
     }
 }

@@ -7,10 +7,10 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use crate::client::{Api, Client, Discovery, ListParams, ResourceRef};
-use crate::controllers::retention::engine::{judging, plan_served, PolicyState};
+use crate::controllers::retention::assessment::{assess, Standing};
+use crate::controllers::retention::engine::{assessing, plan_served, PolicyState};
 use crate::controllers::retention::history::{over_limit, Member};
-use crate::controllers::retention::judge::{judge, Verdict};
-use crate::controllers::retention::judgement::{project, Judged};
+use crate::controllers::retention::verdict::{decide, Verdict};
 use crate::controllers::ttl::{
     judge as judge_ttl, rules as ttl_rules, TtlKind, TtlState, Verdict as TtlVerdict,
 };
@@ -107,7 +107,7 @@ async fn list(
 }
 
 /// The TTL controller of kind `K`: its objects listed as the controller caches them (each
-/// decoded straight to the engine's judgement under the controller's fixed policy), judged by
+/// decoded straight to the engine's assessment under the controller's fixed policy), assessed by
 /// its `judge`.
 pub(super) async fn ttl_rows<K: TtlKind>(
     client: &Client,
@@ -125,8 +125,8 @@ pub(super) async fn ttl_rows<K: TtlKind>(
         label_selector: options.selector.clone(),
         ..ListParams::default()
     };
-    let decoder = judging(std::sync::Arc::new(ttl_rules::<K>()), move || now);
-    let judgements = api
+    let decoder = assessing(std::sync::Arc::new(ttl_rules::<K>()), move || now);
+    let assessments = api
         .pager_with(params, decoder)
         .collect_pages()
         .await
@@ -134,10 +134,10 @@ pub(super) async fn ttl_rows<K: TtlKind>(
             what: format!("list {}", resource.path_name()),
             source,
         })?;
-    for judgement in &judgements.0.items {
-        let key = judgement.key();
+    for assessment in &assessments.0.items {
+        let key = assessment.key();
         let (namespace, name) = (key.namespace(), key.name());
-        let state = match TtlState::of(judgement) {
+        let state = match TtlState::of(assessment) {
             Ok(state) => state,
             Err(problem) => {
                 found.keep(
@@ -194,27 +194,27 @@ pub(super) async fn retention_rows(
         .extend(policy_problems(&planned.policies));
     for watch in planned.watches.values() {
         let objects = list(client, &watch.resource, options).await?;
-        let judged: Vec<_> = objects
+        let assessed: Vec<_> = objects
             .iter()
-            .map(|o| project(o, &watch.rules, now))
+            .map(|o| assess(o, &watch.rules, now))
             .collect();
         let mut groups: BTreeMap<(u16, String, String), Vec<Member<usize>>> = BTreeMap::new();
         let mut due_by_ttl = HashSet::new();
-        for (i, (object, judgement)) in objects.iter().zip(&judged).enumerate() {
+        for (i, (object, assessment)) in objects.iter().zip(&assessed).enumerate() {
             let kind = &watch.resource.kind;
-            let governed = match &judgement.judged {
-                Judged::Governed(governed) => governed,
-                Judged::Problem(problem) => {
-                    let key = judgement.key();
+            let governed = match &assessment.standing {
+                Standing::Governed(governed) => governed,
+                Standing::Problem(problem) => {
+                    let key = assessment.key();
                     let why = problem.message.clone();
                     found.keep(kind, key.namespace(), key.name(), "retention", why);
                     continue;
                 }
-                Judged::Ungoverned | Judged::Gone => continue,
+                Standing::Ungoverned | Standing::Gone => continue,
             };
             let policy = &watch.rules.policies[usize::from(governed.policy)];
             let reason = format!("TTL ({})", policy.id);
-            match judge(&governed.facts, governed.ttl, now) {
+            match decide(&governed.facts, governed.ttl, now) {
                 Ok(Verdict::Expired { .. }) => {
                     due_by_ttl.insert(i);
                     found.delete(object, kind, "retention", reason, None);
@@ -231,7 +231,7 @@ pub(super) async fn retention_rows(
             }
             if let (Some(group), Some(finished)) = (&governed.group, governed.facts.finished) {
                 if !governed.facts.being_deleted {
-                    let namespace = judgement.key().namespace().unwrap_or_default().to_owned();
+                    let namespace = assessment.key().namespace().unwrap_or_default().to_owned();
                     groups
                         .entry((governed.policy, namespace, group.to_string()))
                         .or_default()

@@ -6,14 +6,14 @@
 //! ```text
 //!  RetentionPolicy ─┐                        ┌─ ResourceWatch v1/pods ──────┐
 //!  ClusterRetention ├─▶ planner ── plan ──▶  ├─ ResourceWatch tekton.dev/… ├─▶ WorkQueue ─▶ workers
-//!  Namespace labels ┘   (debounced)          └─ …  (Judgements, groups)     ┘   (reconcile.rs)
+//!  Namespace labels ┘   (debounced)          └─ …  (Assessments, groups)     ┘   (reconcile.rs)
 //!                          └──────────▶ status writer (every status interval, when changed)
 //! ```
 //!
 //! Contract:
 //! - A policy change (or a namespace label change under a `namespaceSelector`) is planned
 //!   after [`RetentionOptions::replan_delay`]; resources whose rules changed are watched
-//!   afresh (one LIST each), since only judgements, never objects, are cached.
+//!   afresh (one LIST each), since only assessments, never objects, are cached.
 //! - No deletion happens before the policies, the namespaces and the resource's own list are
 //!   cached: a watch's keys are queued by its own handlers, after its first list.
 //! - Invalid policies get `Ready=False` with the fields at fault and a Warning Event, once per
@@ -61,7 +61,7 @@ pub use plan::{plan, plan_served, Plan, PolicyInput, PolicyState, WatchPlan};
 pub use reconcile::{ReconcileSettings, RetentionError, RetentionReconciler};
 pub use status::{count, status_for, Counts};
 pub use tally::Tally;
-pub use watch::{judging, ResourceWatch, WatchContext};
+pub use watch::{assessing, ResourceWatch, WatchContext};
 
 use super::policy::spec::{CLUSTER_PLURAL, GROUP, NAMESPACED_PLURAL, VERSION};
 use super::policy::{PolicyId, RetentionPolicyObject, Target};

@@ -1,22 +1,22 @@
 //! [`plan`]: from the policies and namespaces the informers hold, what the engine must watch —
-//! one [`Rules`] per served resource — and what to report on each policy. Pure.
+//! one [`ResourcePolicies`] per served resource — and what to report on each policy. Pure.
 //!
 //! Contract:
 //! - Every policy is compiled (`policy/compile.rs`); an invalid one is reported with its
 //!   errors and applies to nothing.
 //! - A valid policy applies to each of its targets the server serves; a target that is not
 //!   served is reported (`ResourceNotServed`), and the policy is ready only if all are served.
-//! - A resource's [`Rules`] hold its policies in a fixed order (cluster policies by name, then
+//! - A resource's [`ResourcePolicies`] hold its policies in a fixed order (cluster policies by name, then
 //!   namespaced ones by namespace and name), so that the same inputs always give the same
 //!   rules, and a [`fingerprint`](WatchPlan::fingerprint) that changes exactly when a relist is
-//!   needed to re-judge its objects: a policy's generation, or (for cluster policies with a
+//!   needed to re-assess its objects: a policy's generation, or (for cluster policies with a
 //!   namespace selector) the namespaces' labels.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use crate::client::ResourceRef;
-use crate::controllers::retention::judgement::Rules;
+use crate::controllers::retention::assessment::ResourcePolicies;
 use crate::controllers::retention::policy::{
     compile, CompiledPolicy, FieldError, PolicyId, RetentionPolicyObject, Target,
 };
@@ -51,8 +51,8 @@ pub struct WatchPlan {
     /// The resource as discovery describes it.
     pub resource: ResourceRef,
     /// Its policies and the namespaces' labels.
-    pub rules: Arc<Rules>,
-    /// Changes exactly when the objects must be judged again.
+    pub rules: Arc<ResourcePolicies>,
+    /// Changes exactly when the objects must be assessed again.
     pub fingerprint: String,
 }
 
@@ -124,7 +124,7 @@ pub fn plan(
     }
     for (target, (resource, policies)) in by_target {
         let fingerprint = fingerprint(&policies, namespaces);
-        let rules = Rules {
+        let rules = ResourcePolicies {
             policies,
             namespaces: namespaces.clone(),
         };

@@ -3,7 +3,7 @@
 //! and written only when it changed.
 //!
 //! Contract:
-//! - [`count`] walks the watches' judgements: an object is *matched* by the policy that
+//! - [`count`] walks the watches' assessments: an object is *matched* by the policy that
 //!   governs it, *waiting* if its TTL runs out later (or now, not yet deleted), and the
 //!   earliest such time is the *next deletion*.
 //! - [`status_for`] builds the status from the plan's verdict on the policy, the counts and
@@ -17,9 +17,9 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 use crate::api::Time;
-use crate::controllers::retention::judge::{judge, Verdict};
-use crate::controllers::retention::judgement::Judged;
+use crate::controllers::retention::assessment::Standing;
 use crate::controllers::retention::policy::{Condition, PolicyId, RetentionPolicyStatus};
+use crate::controllers::retention::verdict::{decide, Verdict};
 
 use super::plan::PolicyState;
 use super::watch::ResourceWatch;
@@ -41,20 +41,20 @@ pub struct Counts {
     pub ties: u64,
 }
 
-/// Counts every watch's judgements by governing policy.
+/// Counts every watch's assessments by governing policy.
 pub fn count(watches: &[Arc<ResourceWatch>], now: DateTime<Utc>) -> BTreeMap<PolicyId, Counts> {
     let mut counts: BTreeMap<PolicyId, Counts> = BTreeMap::new();
     for watch in watches {
-        for judgement in watch.store.list() {
-            // An object its policy could not judge (a malformed annotation, a CEL error) is
+        for assessment in watch.store.list() {
+            // An object its policy could not assess (a malformed annotation, a CEL error) is
             // still governed by it, and kept: matched, never waiting.
-            let (index, governed) = match &judgement.judged {
-                Judged::Governed(governed) => (governed.policy, Some(governed)),
-                Judged::Problem(problem) => match problem.policy {
+            let (index, governed) = match &assessment.standing {
+                Standing::Governed(governed) => (governed.policy, Some(governed)),
+                Standing::Problem(problem) => match problem.policy {
                     Some(index) => (index, None),
                     None => continue,
                 },
-                Judged::Ungoverned | Judged::Gone => continue,
+                Standing::Ungoverned | Standing::Gone => continue,
             };
             let Some(policy) = watch.rules.policies.get(usize::from(index)) else {
                 continue;
@@ -77,7 +77,7 @@ pub fn count(watches: &[Arc<ResourceWatch>], now: DateTime<Utc>) -> BTreeMap<Pol
             let entry = counts.entry(policy.id.clone()).or_default();
             entry.matched += 1;
             entry.ties += u64::from(governed.tie());
-            let expires_at = match judge(&governed.facts, governed.ttl, now) {
+            let expires_at = match decide(&governed.facts, governed.ttl, now) {
                 Ok(Verdict::Wait { expires_at, .. }) => expires_at,
                 Ok(Verdict::Expired { expired_at }) => expired_at,
                 _ => continue,

@@ -1,13 +1,13 @@
-//! [`ResourceWatch`]: one watched resource — an informer whose cache holds [`Judgement`]s,
+//! [`ResourceWatch`]: one watched resource — an informer whose cache holds [`Assessment`]s,
 //! computed by the item decoder while each object is decoded, a [`GroupIndex`], and the
-//! handlers that turn judgements into work: a key now, a key at the expiry time, or a group
+//! handlers that turn assessments into work: a key now, a key at the expiry time, or a group
 //! to re-rank.
 //!
 //! Contract:
 //! - A watch is built for one [`WatchPlan`] and never changes its rules: when the plan's
 //!   fingerprint changes the engine stops it and starts a new one, which lists again and
-//!   judges every object under the new rules (the objects themselves were never kept).
-//! - The handlers judge at once: an object to keep is not queued at all, one waiting for its
+//!   assesses every object under the new rules (the objects themselves were never kept).
+//! - The handlers decide at once: an object to keep is not queued at all, one waiting for its
 //!   TTL is queued for its expiry time (`add_after`), an expired or unreadable one now.
 //! - [`ResourceWatch::stop`] cancels the informer and waits for its task. A watch built
 //!   [`unstarted`](ResourceWatch::unstarted) hands its informer to whoever runs it (a TTL
@@ -23,10 +23,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::{Api, Client, DecodeItem, ItemDecoder, ResourceRef};
 use crate::clock::SharedClock;
-use crate::controllers::retention::judge::{judge, Verdict};
-use crate::controllers::retention::judgement::{gone, needed, project, Judged, Judgement, Rules};
+use crate::controllers::retention::assessment::{
+    assess, gone, needed, Assessment, ResourcePolicies, Standing,
+};
 use crate::controllers::retention::need::Need;
 use crate::controllers::retention::policy::Target;
+use crate::controllers::retention::verdict::{decide, Verdict};
 use crate::controllers::retention::wire::decode_needed;
 use crate::runtime::cache::{Cacheable, Store};
 use crate::runtime::informer::{HandlerFns, InformerSynced, SharedInformer};
@@ -44,12 +46,12 @@ pub struct ResourceWatch {
     pub target: Arc<Target>,
     /// As discovery describes it.
     pub resource: ResourceRef,
-    /// The rules its judgements were made with.
-    pub rules: Arc<Rules>,
+    /// The rules its assessments were made with.
+    pub rules: Arc<ResourcePolicies>,
     /// The plan's fingerprint it was started for.
     pub fingerprint: String,
-    /// The judgements.
-    pub store: Arc<Store<Judgement>>,
+    /// The assessments.
+    pub store: Arc<Store<Assessment>>,
     /// The history groups.
     pub groups: Arc<GroupIndex>,
     /// Reads and deletes through the controller's client.
@@ -71,7 +73,7 @@ pub struct WatchContext {
     pub client: Client,
     /// Where work goes.
     pub queue: WorkQueue<WorkKey>,
-    /// Wall time, for judging.
+    /// Wall time, for assessing.
     pub clock: SharedClock,
     /// Watch only this namespace (a TTL controller's `--namespace`); `None` for all.
     pub namespace: Option<String>,
@@ -105,11 +107,11 @@ impl ResourceWatch {
         target: Target,
         plan: &WatchPlan,
         context: &WatchContext,
-    ) -> (Arc<ResourceWatch>, SharedInformer<Judgement>) {
+    ) -> (Arc<ResourceWatch>, SharedInformer<Assessment>) {
         let target = Arc::new(target);
         let rules = Arc::clone(&plan.rules);
         let clock = Arc::clone(&context.clock);
-        let decoder = judging(Arc::clone(&rules), move || clock.now());
+        let decoder = assessing(Arc::clone(&rules), move || clock.now());
         let namespace = context.namespace.as_deref();
         let key = SourceKey {
             resource: plan.resource.clone(),
@@ -181,36 +183,36 @@ impl ResourceWatch {
     }
 }
 
-/// Decodes each object straight to its [`Judgement`] under `rules`, judged at `now()`: only
-/// what the rules read is built, judged, and dropped; the judgement is kept.
-pub fn judging(
-    rules: Arc<Rules>,
+/// Decodes each object straight to its [`Assessment`] under `rules`, assessed at `now()`: only
+/// what the rules read is built, assessed, and dropped; the assessment is kept.
+pub fn assessing(
+    rules: Arc<ResourcePolicies>,
     now: impl Fn() -> chrono::DateTime<chrono::Utc> + Send + Sync + 'static,
-) -> ItemDecoder<Judgement> {
+) -> ItemDecoder<Assessment> {
     let need = needed(&rules.policies);
-    Arc::new(Judging { rules, need, now })
+    Arc::new(Assessing { rules, need, now })
 }
 
-/// The item decoder [`judging`] makes.
-struct Judging<F> {
-    rules: Arc<Rules>,
-    /// What the rules and the judgement read of an object.
+/// The item decoder [`assessing`] makes.
+struct Assessing<F> {
+    rules: Arc<ResourcePolicies>,
+    /// What the rules and the assessment read of an object.
     need: Need,
     now: F,
 }
 
-impl<F> DecodeItem<Judgement> for Judging<F>
+impl<F> DecodeItem<Assessment> for Assessing<F>
 where
     F: Fn() -> chrono::DateTime<chrono::Utc> + Send + Sync + 'static,
 {
-    fn decode(&self, bytes: &[u8]) -> Result<Judgement, serde_json::Error> {
+    fn decode(&self, bytes: &[u8]) -> Result<Assessment, serde_json::Error> {
         let object = decode_needed(bytes, &self.need)?;
-        Ok(project(&object, &self.rules, (self.now)()))
+        Ok(assess(&object, &self.rules, (self.now)()))
     }
 
     /// A deleted object is only forgotten (the cache entry, its group): its identity is all
     /// the informer and the handlers read of it.
-    fn decode_deleted(&self, bytes: &[u8]) -> Result<Judgement, serde_json::Error> {
+    fn decode_deleted(&self, bytes: &[u8]) -> Result<Assessment, serde_json::Error> {
         gone(bytes)
     }
 
@@ -235,7 +237,7 @@ fn handlers(
     target: &Arc<Target>,
     groups: &Arc<GroupIndex>,
     context: &WatchContext,
-) -> HandlerFns<Judgement> {
+) -> HandlerFns<Assessment> {
     let route = Router {
         target: Arc::clone(target),
         groups: Arc::clone(groups),
@@ -244,14 +246,14 @@ fn handlers(
     };
     let (on_add, on_update, on_delete) = (route.clone(), route.clone(), route);
     HandlerFns::new()
-        .on_add(move |judgement: Arc<Judgement>| on_add.route(&judgement))
-        .on_update(move |_old, judgement: Arc<Judgement>| on_update.route(&judgement))
+        .on_add(move |assessment: Arc<Assessment>| on_add.route(&assessment))
+        .on_update(move |_old, assessment: Arc<Assessment>| on_update.route(&assessment))
         .on_delete(move |deleted| {
             on_delete.groups.remove(&deleted.object().cache_key());
         })
 }
 
-/// Turns a judgement into work.
+/// Turns an assessment into work.
 #[derive(Clone)]
 struct Router {
     target: Arc<Target>,
@@ -261,26 +263,26 @@ struct Router {
 }
 
 impl Router {
-    fn route(&self, judgement: &Judgement) {
-        let key = judgement.cache_key();
+    fn route(&self, assessment: &Assessment) {
+        let key = assessment.cache_key();
         let object = WorkKey::Object {
             target: Arc::clone(&self.target),
             key: key.clone(),
         };
-        let governed = match &judgement.judged {
+        let governed = match &assessment.standing {
             // Gone comes only with a DELETED event, which the handlers forget, never route.
-            Judged::Ungoverned | Judged::Gone => {
+            Standing::Ungoverned | Standing::Gone => {
                 self.groups.place(&key, None);
                 return;
             }
-            Judged::Problem(_) => {
+            Standing::Problem(_) => {
                 self.groups.place(&key, None);
                 self.queue.add(object);
                 return;
             }
-            Judged::Governed(governed) => governed,
+            Standing::Governed(governed) => governed,
         };
-        match judge(&governed.facts, governed.ttl, self.clock.now()) {
+        match decide(&governed.facts, governed.ttl, self.clock.now()) {
             Ok(Verdict::Keep(_)) => {}
             Ok(Verdict::Wait { remaining, .. }) => self.queue.add_after(object, remaining),
             Ok(Verdict::Expired { .. }) | Err(_) => self.queue.add(object),

@@ -11,17 +11,17 @@
 //!   selectors well formed; CEL compiles and reads only `object` and `now`;
 //!   `namespaceSelector` only on a `ClusterRetentionPolicy`.
 //! - Compiling is pure and total: it never fails on anything but the policy itself, and a
-//!   policy that compiles can be applied to any object (errors per object are the judge's).
+//!   policy that compiles can be applied to any object (errors per object are the assessment's).
 
 use chrono::Duration;
 
 use super::spec::{ResourceSpec, RetentionPolicyObject, RetentionPolicySpec};
-use super::{finish, FieldError};
+use super::{finished, FieldError};
 use crate::api::{LabelSelector, PropagationPolicy};
 use crate::controllers::retention::cel::CelExpr;
+use crate::controllers::retention::finish::{FinishRule, GroupBy, TtlField};
 use crate::controllers::retention::history::Limits;
 use crate::controllers::retention::preset::{self, PresetResource};
-use crate::controllers::retention::rule::{FinishRule, GroupBy, TtlField};
 use crate::controllers::retention::ttl::{PolicyTtl, Since};
 
 /// Which policy: a `RetentionPolicy` has a namespace, a `ClusterRetentionPolicy` none.
@@ -378,7 +378,7 @@ fn finish_rule(
     errors: &mut Vec<FieldError>,
 ) -> Option<FinishRule> {
     match (&spec.finished, source) {
-        (Some(finished), _) => finish::finish_rule(finished, "spec.finished")
+        (Some(finished), _) => finished::finish_rule(finished, "spec.finished")
             .map_err(|e| errors.push(e))
             .ok(),
         (None, Some(source)) => match &source.finish {
@@ -473,7 +473,7 @@ fn group_by(
 ) -> Option<GroupBy> {
     match &spec.group_by {
         None => source.map(|s| s.group_by.clone()),
-        Some(group_by) => finish::group_by(group_by, "spec.groupBy")
+        Some(group_by) => finished::group_by(group_by, "spec.groupBy")
             .map_err(|e| errors.push(e))
             .ok(),
     }

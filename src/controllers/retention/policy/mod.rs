@@ -1,7 +1,7 @@
 //! Retention policies as users write them ([`spec`]) and as the engine applies them.
 
 pub mod compile;
-pub mod finish;
+pub mod finished;
 pub mod spec;
 
 pub use compile::{compile, CompiledPolicy, Origin, PolicyId, Target};

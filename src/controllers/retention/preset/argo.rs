@@ -14,7 +14,7 @@
 //! - Deleted in the background, Argo's default (`WF_DEL_PROPAGATION_POLICY` unset).
 
 use crate::api::PropagationPolicy;
-use crate::controllers::retention::rule::{
+use crate::controllers::retention::finish::{
     FinishKind, FinishRule, FinishTime, GroupBy, Outcome, TtlField,
 };
 

@@ -9,7 +9,7 @@
 //! deletes with no propagation policy, i.e. the apiserver's background default for CRs.
 
 use crate::api::PropagationPolicy;
-use crate::controllers::retention::rule::{
+use crate::controllers::retention::finish::{
     FinishKind, FinishRule, FinishTime, GroupBy, Outcome, TtlField,
 };
 

@@ -6,12 +6,12 @@
 //!   deleted with `Foreground` propagation so the Job goes only after its Pods. Agrees with
 //!   `controllers/ttl/job.rs` (`SuccessCriteriaMet` and `FailureTarget` are not terminal).
 //! - Pods: `status.phase` `Succeeded` or `Failed` (the two terminal phases of `PodPhase` in
-//!   `k8s.io/api/core/v1`); finished when the last container stopped (see `rule/time.rs`).
+//!   `k8s.io/api/core/v1`); finished when the last container stopped (see `finish/time.rs`).
 //!   Pods with a controller are left to it (a Job's Pods go with the Job), and Pods have no
 //!   TTL field of their own.
 
 use crate::api::PropagationPolicy;
-use crate::controllers::retention::rule::{
+use crate::controllers::retention::finish::{
     FinishKind, FinishRule, FinishTime, GroupBy, Outcome, TtlField,
 };
 

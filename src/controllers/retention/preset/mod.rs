@@ -8,7 +8,7 @@
 //!   the upstream code or types it was read from. A preset never finishes an object that its
 //!   controller might still resume or re-run on its own (Volcano `Aborted`, a scheduled
 //!   RayJob, an Argo Workflow waiting to be archived).
-//! - `fixtures/retention/presets/<name>/` holds objects shaped as each project's API objects,
+//! - `fixtures/retention/presets/<name>/` holds objects shaped as each assess's API objects,
 //!   replayed against these rules by `tests/retention_presets.rs`.
 
 mod argo;
@@ -22,8 +22,8 @@ mod volcano;
 use crate::api::PropagationPolicy;
 
 use super::cel::CelExpr;
+use super::finish::{ConditionRule, FinishRule, GroupBy, Outcome, TtlField};
 use super::path::FieldPath;
-use super::rule::{ConditionRule, FinishRule, GroupBy, Outcome, TtlField};
 
 /// A resource a preset applies to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -149,7 +149,7 @@ mod tests {
     #[test]
     fn every_preset_has_resources_and_a_summary() {
         for preset in all() {
-            // A judgement keeps the index of the own TTL field it read as a u8.
+            // An assessment keeps the index of the own TTL field it read as a u8.
             assert!(
                 preset.own_ttl.len() <= usize::from(u8::MAX),
                 "{}",

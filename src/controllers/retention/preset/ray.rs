@@ -14,7 +14,7 @@
 //!   reading it as one would delete RayJobs after a cluster's (often seconds-long) TTL.
 
 use crate::api::PropagationPolicy;
-use crate::controllers::retention::rule::{FinishKind, FinishRule, FinishTime, GroupBy};
+use crate::controllers::retention::finish::{FinishKind, FinishRule, FinishTime, GroupBy};
 
 use super::{cel, path, Preset, PresetResource};
 

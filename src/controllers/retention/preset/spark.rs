@@ -10,7 +10,9 @@
 //! shorter than its retry interval would pre-empt that, as the operator's own TTL would.
 
 use crate::api::PropagationPolicy;
-use crate::controllers::retention::rule::{FinishKind, FinishRule, FinishTime, GroupBy, TtlField};
+use crate::controllers::retention::finish::{
+    FinishKind, FinishRule, FinishTime, GroupBy, TtlField,
+};
 
 use super::{path, strings, Preset, PresetResource};
 

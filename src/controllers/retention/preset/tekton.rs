@@ -10,7 +10,7 @@
 //! deleting it for a Task's history limit would gut a PipelineRun that is being kept.
 
 use crate::api::PropagationPolicy;
-use crate::controllers::retention::rule::{FinishKind, FinishRule, FinishTime, GroupBy, Outcome};
+use crate::controllers::retention::finish::{FinishKind, FinishRule, FinishTime, GroupBy, Outcome};
 
 use super::{condition, path, Preset, PresetResource};
 

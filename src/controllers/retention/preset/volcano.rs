@@ -7,7 +7,9 @@
 //! Volcano's collector (`processJob`) and `controllers/ttl` delete them.
 
 use crate::api::PropagationPolicy;
-use crate::controllers::retention::rule::{FinishKind, FinishRule, FinishTime, GroupBy, TtlField};
+use crate::controllers::retention::finish::{
+    FinishKind, FinishRule, FinishTime, GroupBy, TtlField,
+};
 
 use super::{path, strings, Preset, PresetResource};
 

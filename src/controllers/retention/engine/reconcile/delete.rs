@@ -1,12 +1,12 @@
 //! The one DELETE every deletion of the engine goes through: guarded by preconditions on the
-//! copy that was judged, propagated as the policy says, counted and logged once.
+//! copy that was assessed, propagated as the policy says, counted and logged once.
 
 use chrono::{DateTime, Utc};
 use serde::de::IgnoredAny;
 
 use crate::api::DeleteOptions;
 use crate::client::Api;
-use crate::controllers::retention::judgement::Judgement;
+use crate::controllers::retention::assessment::Assessment;
 use crate::controllers::retention::policy::{CompiledPolicy, Origin};
 use crate::runtime::cache::Cacheable;
 
@@ -19,14 +19,14 @@ pub(super) enum Deletion {
     Deleted,
     /// It was gone already.
     Gone,
-    /// The server holds another copy than the one judged.
+    /// The server holds another copy than the one assessed.
     Conflict,
 }
 
 /// The preconditions a DELETE carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Guard {
-    /// The judged copy's UID and resourceVersion: only that very copy is deleted.
+    /// The assessed copy's UID and resourceVersion: only that very copy is deleted.
     UidAndVersion,
     /// Its UID alone: upstream's TTL controllers' DELETE after their fresh GET.
     Uid,
@@ -51,16 +51,16 @@ impl Reason {
 }
 
 impl RetentionReconciler {
-    /// DELETE `judged` under `policy`, with `guard`'s preconditions.
+    /// DELETE `assessment` under `policy`, with `guard`'s preconditions.
     pub(super) async fn delete(
         &self,
         watch: &ResourceWatch,
-        judged: &Judgement,
+        assessment: &Assessment,
         policy: &CompiledPolicy,
         reason: Reason,
         guard: Guard,
     ) -> Result<Deletion, RetentionError> {
-        let key = judged.key();
+        let key = assessment.key();
         if policy.dry_run || self.settings.dry_run {
             self.tally.deleted(policy, reason.label(), true, None);
             tracing::info!(
@@ -69,15 +69,15 @@ impl RetentionReconciler {
                 resource = %watch.target,
                 namespace = key.namespace().unwrap_or(""),
                 name = key.name(),
-                uid = judged.uid(),
+                uid = assessment.uid(),
                 reason = reason.label(),
                 "dry run: would delete"
             );
             return Ok(Deletion::Deleted);
         }
-        let mut options = DeleteOptions::with_policy(policy.propagation).with_uid(judged.uid());
+        let mut options = DeleteOptions::with_policy(policy.propagation).with_uid(assessment.uid());
         if guard == Guard::UidAndVersion {
-            options = options.with_resource_version(judged.resource_version());
+            options = options.with_resource_version(assessment.resource_version());
         }
         // What the server answers (a Status; or the object, when a finalizer keeps it — a
         // Foreground deletion — or when the resource answers with what it deleted, as Pods do
@@ -90,7 +90,7 @@ impl RetentionReconciler {
         );
         match api.delete_for_metadata(key.name(), &options).await {
             Ok(_) => {
-                self.deleted(watch, judged, policy, reason);
+                self.deleted(watch, assessment, policy, reason);
                 Ok(Deletion::Deleted)
             }
             Err(e) if e.is_not_found() => Ok(Deletion::Gone),
@@ -102,7 +102,7 @@ impl RetentionReconciler {
     fn deleted(
         &self,
         watch: &ResourceWatch,
-        judged: &Judgement,
+        assessment: &Assessment,
         policy: &CompiledPolicy,
         reason: Reason,
     ) {
@@ -116,14 +116,14 @@ impl RetentionReconciler {
             Reason::HistoryLimit => None,
         };
         self.tally.deleted(policy, reason.label(), false, latency);
-        let key = judged.key();
+        let key = assessment.key();
         tracing::info!(
             controller = self.settings.controller,
             retention_policy = retention_policy(policy),
             resource = %watch.target,
             namespace = key.namespace().unwrap_or(""),
             name = key.name(),
-            uid = judged.uid(),
+            uid = assessment.uid(),
             propagation_policy = ?policy.propagation,
             reason = reason.label(),
             latency_seconds = latency,

@@ -4,8 +4,8 @@
 
 use std::collections::HashMap;
 
+use crate::controllers::retention::assessment::Assessment;
 use crate::controllers::retention::history::{over_limit, Member};
-use crate::controllers::retention::judgement::Judgement;
 use crate::controllers::retention::policy::CompiledPolicy;
 use crate::runtime::cache::ObjectKey;
 use crate::runtime::controller::Action;
@@ -26,12 +26,12 @@ impl RetentionReconciler {
         };
         let mut members = group_members(watch, group);
         for excess in over_limit(&history_members(&members), policy.limits) {
-            let Some(judged) = members.get(&excess.id).cloned() else {
+            let Some(assessment) = members.get(&excess.id).cloned() else {
                 continue;
             };
             let limit = Reason::HistoryLimit;
             if let Deletion::Conflict = self
-                .delete(watch, &judged, &policy, limit, Guard::UidAndVersion)
+                .delete(watch, &assessment, &policy, limit, Guard::UidAndVersion)
                 .await?
             {
                 self.delete_fresh_member(watch, group, &policy, &mut members, &excess.id)
@@ -48,7 +48,7 @@ impl RetentionReconciler {
         watch: &ResourceWatch,
         group: &GroupKey,
         policy: &CompiledPolicy,
-        members: &mut HashMap<ObjectKey, Judgement>,
+        members: &mut HashMap<ObjectKey, Assessment>,
         key: &ObjectKey,
     ) -> Result<(), RetentionError> {
         members.remove(key);
@@ -75,7 +75,7 @@ impl RetentionReconciler {
 }
 
 /// The group's finished members that are not being deleted, from the cache.
-fn group_members(watch: &ResourceWatch, group: &GroupKey) -> HashMap<ObjectKey, Judgement> {
+fn group_members(watch: &ResourceWatch, group: &GroupKey) -> HashMap<ObjectKey, Assessment> {
     watch
         .groups
         .members(group)
@@ -87,8 +87,8 @@ fn group_members(watch: &ResourceWatch, group: &GroupKey) -> HashMap<ObjectKey, 
 }
 
 /// A finished, governed member of `group`, not being deleted.
-fn member_of(judged: &Judgement, group: &GroupKey) -> bool {
-    judged.governed().is_some_and(|g| {
+fn member_of(assessment: &Assessment, group: &GroupKey) -> bool {
+    assessment.governed().is_some_and(|g| {
         g.policy == group.policy
             && !g.facts.being_deleted
             && g.facts.finished.is_some()
@@ -96,11 +96,11 @@ fn member_of(judged: &Judgement, group: &GroupKey) -> bool {
     })
 }
 
-fn history_members(members: &HashMap<ObjectKey, Judgement>) -> Vec<Member<ObjectKey>> {
+fn history_members(members: &HashMap<ObjectKey, Assessment>) -> Vec<Member<ObjectKey>> {
     members
         .iter()
-        .filter_map(|(key, judged)| {
-            let finished = judged.governed()?.facts.finished?;
+        .filter_map(|(key, assessment)| {
+            let finished = assessment.governed()?.facts.finished?;
             Some(Member {
                 id: key.clone(),
                 outcome: finished.outcome,

@@ -6,18 +6,18 @@
 //! 1. Not cached → done. Not governed → done. A [`Problem`] (CEL, rule, own TTL field,
 //!    annotation) → logged, counted and reported as a Warning Event on the object once while
 //!    it lasts; the object is kept.
-//! 2. [`judge`] the cached judgement: keep → done; waiting → requeue at the expiry; a missing
+//! 2. [`decide`] on the cached assessment: keep → done; waiting → requeue at the expiry; a missing
 //!    finish or creation time → reported like a problem, never a deletion (with
 //!    `retry_unschedulable`, as kube-controller-manager does, it is also an error for the key,
 //!    counted on every attempt and retried with back-off).
 //! 3. Expired → DELETE with the policy's propagation and preconditions on the cached UID *and*
-//!    resourceVersion: the server deletes only the very copy that was judged.
-//! 4. On 409 Conflict: GET a fresh copy, judge it under the same rules (its TTL may have been
+//!    resourceVersion: the server deletes only the very copy that was assessed.
+//! 4. On 409 Conflict: GET a fresh copy, assess it under the same rules (its TTL may have been
 //!    extended, it may be a new object that has not finished), and only if it is still expired
 //!    DELETE it with the fresh UID and resourceVersion. A second Conflict leaves it to its
 //!    next event. NotFound at any point is success: it is gone.
 //! 5. With [`FreshRead::Always`] (upstream's exact pattern) step 3 is skipped: every deletion
-//!    is a GET, a judgement of the fresh copy, and a DELETE guarded by its UID alone.
+//!    is a GET, an assessment of the fresh copy, and a DELETE guarded by its UID alone.
 //!
 //! For a group key (history limit, `history.rs`): rank the group's finished members from the
 //! cache, and delete each one beyond its limit the same way — preconditions on what was
@@ -37,9 +37,9 @@ use chrono::{DateTime, Utc};
 use parking_lot::Mutex;
 
 use crate::clock::SharedClock;
-use crate::controllers::retention::judge::{judge, Unschedulable, Verdict};
-use crate::controllers::retention::judgement::{project, Governed, Judged, Judgement};
+use crate::controllers::retention::assessment::{assess, Assessment, Governed, Standing};
 use crate::controllers::retention::policy::Target;
+use crate::controllers::retention::verdict::{decide, Unschedulable, Verdict};
 use crate::events::SharedRecorder;
 use crate::runtime::cache::{Cacheable, ObjectKey};
 use crate::runtime::controller::{Action, Reconciler};
@@ -174,7 +174,7 @@ impl RetentionReconciler {
         }
     }
 
-    /// Step 4 (and 5): judge a fresh copy, delete it only if it is still due.
+    /// Step 4 (and 5): assess a fresh copy, delete it only if it is still due.
     async fn object_fresh(
         &self,
         watch: &ResourceWatch,
@@ -201,34 +201,34 @@ impl RetentionReconciler {
         }
     }
 
-    /// GETs `key` and judges it under the watch's rules; `None` if it is gone.
+    /// GETs `key` and assesses it under the watch's rules; `None` if it is gone.
     async fn read_fresh(
         &self,
         watch: &ResourceWatch,
         key: &ObjectKey,
-    ) -> Result<Option<Judgement>, RetentionError> {
+    ) -> Result<Option<Assessment>, RetentionError> {
         let api = watch.api.within(key.namespace().unwrap_or_default());
         match api.get_opt(key.name()).await {
-            Ok(Some(object)) => Ok(Some(project(&object, &watch.rules, self.clock.now()))),
+            Ok(Some(object)) => Ok(Some(assess(&object, &watch.rules, self.clock.now()))),
             Ok(None) => Ok(None),
             Err(source) => Err(self.api_error("get", watch, key, source)),
         }
     }
 
-    /// Whether a judgement is due for deletion now.
-    fn due(&self, watch: &ResourceWatch, judgement: &Judgement) -> Result<Due, RetentionError> {
-        let governed = match &judgement.judged {
-            Judged::Ungoverned | Judged::Gone => return Ok(Due::Later(Action::Done)),
-            Judged::Problem(problem) => {
-                self.report(watch, judgement, problem.reason, &problem.message);
+    /// Whether an assessment is due for deletion now.
+    fn due(&self, watch: &ResourceWatch, assessment: &Assessment) -> Result<Due, RetentionError> {
+        let governed = match &assessment.standing {
+            Standing::Ungoverned | Standing::Gone => return Ok(Due::Later(Action::Done)),
+            Standing::Problem(problem) => {
+                self.report(watch, assessment, problem.reason, &problem.message);
                 return Ok(Due::Later(Action::Done));
             }
-            Judged::Governed(governed) => governed.clone(),
+            Standing::Governed(governed) => governed.clone(),
         };
         let now = self.clock.now();
-        match judge(&governed.facts, governed.ttl, now) {
+        match decide(&governed.facts, governed.ttl, now) {
             Ok(Verdict::Keep(_)) => {
-                self.forget(watch, judgement.key());
+                self.forget(watch, assessment.key());
                 Ok(Due::Later(Action::Done))
             }
             Ok(Verdict::Wait {
@@ -236,8 +236,8 @@ impl RetentionReconciler {
                 remaining,
                 finished_in_future,
             }) => {
-                self.forget(watch, judgement.key());
-                let key = judgement.key();
+                self.forget(watch, assessment.key());
+                let key = assessment.key();
                 if finished_in_future {
                     tracing::warn!(controller = self.settings.controller, resource = %watch.target, %key, %expires_at,
                         "found an object that finished in the future; this is likely due to clock skew in the cluster; cleanup will be deferred");
@@ -247,7 +247,7 @@ impl RetentionReconciler {
                 Ok(Due::Later(Action::RequeueAfter(remaining)))
             }
             Ok(Verdict::Expired { expired_at }) => Ok(Due::Now(governed, expired_at)),
-            Err(why) => self.unschedulable(watch, judgement, &governed, why),
+            Err(why) => self.unschedulable(watch, assessment, &governed, why),
         }
     }
 
@@ -255,7 +255,7 @@ impl RetentionReconciler {
     fn unschedulable(
         &self,
         watch: &ResourceWatch,
-        judgement: &Judgement,
+        assessment: &Assessment,
         governed: &Governed,
         why: Unschedulable,
     ) -> Result<Due, RetentionError> {
@@ -265,7 +265,7 @@ impl RetentionReconciler {
             Unschedulable::CreationTimeUnknown => "creation_time_unknown",
         };
         let message = format!("{}: {why}; its TTL cannot be applied", policy.label());
-        let first = self.report(watch, judgement, reason, &message);
+        let first = self.report(watch, assessment, reason, &message);
         if !self.settings.retry_unschedulable {
             return Ok(Due::Later(Action::Done));
         }
@@ -275,7 +275,7 @@ impl RetentionReconciler {
         }
         Err(RetentionError::Unschedulable {
             resource: watch.target.to_string(),
-            key: judgement.key().clone(),
+            key: assessment.key().clone(),
             why,
         })
     }
@@ -302,7 +302,7 @@ impl RetentionReconciler {
     }
 }
 
-/// Whether a judgement is due now, or what to do instead.
+/// Whether an assessment is due now, or what to do instead.
 enum Due {
     Now(Governed, DateTime<Utc>),
     Later(Action),

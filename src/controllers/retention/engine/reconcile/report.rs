@@ -1,11 +1,11 @@
 //! An object kept because something about it cannot be read: logged at Warning, counted, and
 //! reported as a Warning Event on the object — once while the same problem lasts, so that an
-//! object re-judged on every resync does not flood the Events.
+//! object re-assessment on every resync does not flood the Events.
 
 use std::sync::Arc;
 
 use crate::api::ObjectReference;
-use crate::controllers::retention::judgement::Judgement;
+use crate::controllers::retention::assessment::Assessment;
 use crate::events::{EventRecord, EventType};
 use crate::runtime::cache::{Cacheable, ObjectKey};
 
@@ -18,11 +18,11 @@ impl RetentionReconciler {
     pub(super) fn report(
         &self,
         watch: &ResourceWatch,
-        judged: &Judgement,
+        assessment: &Assessment,
         reason: &'static str,
         message: &str,
     ) -> bool {
-        let entry = (Arc::clone(&watch.target), judged.key().clone());
+        let entry = (Arc::clone(&watch.target), assessment.key().clone());
         {
             let mut reported = self.reported.lock();
             if reported.get(&entry).map(String::as_str) == Some(message) {
@@ -31,7 +31,7 @@ impl RetentionReconciler {
             reported.insert(entry, message.to_owned());
         }
         self.tally.kept(reason);
-        let key = judged.key();
+        let key = assessment.key();
         tracing::warn!(controller = self.settings.controller, resource = %watch.target, %key, reason, problem = %message, "kept: it could not be judged");
         self.recorder.record(EventRecord {
             regarding: ObjectReference {
@@ -39,7 +39,7 @@ impl RetentionReconciler {
                 kind: Some(watch.resource.kind.clone()),
                 namespace: key.namespace().map(str::to_owned),
                 name: Some(key.name().to_owned()),
-                uid: Some(judged.uid().to_owned()),
+                uid: Some(assessment.uid().to_owned()),
                 ..ObjectReference::default()
             },
             event_type: EventType::Warning,
@@ -49,7 +49,7 @@ impl RetentionReconciler {
         true
     }
 
-    /// Forgets what was reported about `key`: it is gone, or judged without a problem, so
+    /// Forgets what was reported about `key`: it is gone, or assessment without a problem, so
     /// a problem it has again is reported again.
     pub(super) fn forget(&self, watch: &ResourceWatch, key: &ObjectKey) {
         let mut reported = self.reported.lock();

@@ -1,19 +1,21 @@
-//! [`Judgement`]: what the retention engine caches for an object — computed once, when the
-//! object is decoded, from the policies of its resource ([`Rules`]); the object itself is
-//! dropped right after.
+//! [`Assessment`]: what the retention engine caches for an object — what it *is* under the
+//! policies of its resource ([`ResourcePolicies`]), computed once, when the object is decoded;
+//! the object itself is dropped right after. What to *do* with it is decided later, at
+//! reconcile time, from the assessment alone (`verdict.rs`). [`needed`] says which fields the
+//! decoder must build for [`assess`] to see what it would see in the whole object.
 //!
 //! Contract:
-//! - [`project`] applies, in order: which policies apply (namespace, `namespaceSelector`,
+//! - [`assess`] applies, in order: which policies apply (namespace, `namespaceSelector`,
 //!   `selector`, the controlling-owner rule, the CEL `match`), which one governs
 //!   (`precedence.rs`), whether and when the object finished (the policy's finish rule), its TTL
 //!   (`ttl.rs`: annotations, own field, policy) and its history group.
 //! - It never fails: an object whose CEL, field or annotation cannot be read becomes
-//!   [`Judged::Problem`] — kept, counted and reported by the engine, never deleted.
+//!   [`Standing::Problem`] — kept, counted and reported by the engine, never deleted.
 //! - What is kept is small: key, UID, resourceVersion, the governing policy's index, the
 //!   [`Facts`], the [`Ttl`] and the group — no labels, no spec, no status.
 //! - `now` is the decode time: a CEL `match` reading `now` is evaluated then, not continuously.
-//! - A deleted object (a `DELETED` watch event's final state) is not projected: [`gone`] reads
-//!   its key, UID and resourceVersion only and makes [`Judged::Gone`], which nothing acts on.
+//! - A deleted object (a `DELETED` watch event's final state) is not assessed: [`gone`] reads
+//!   its key, UID and resourceVersion only and makes [`Standing::Gone`], which nothing acts on.
 //!   It fails only on text a watch line could not carry (not one object, a non-string name).
 
 use std::borrow::Cow;
@@ -27,25 +29,26 @@ use serde::Deserialize;
 use crate::api::{null_as_default, Time};
 use crate::runtime::cache::{Cacheable, ObjectKey};
 
-use super::judge::Facts;
+use super::finish::{own_ttl_field, GroupBy};
 use super::need::Need;
 use super::policy::CompiledPolicy;
 use super::precedence::{self, Candidate, Scope};
-use super::rule::{own_ttl_field, GroupBy};
 use super::ttl::{self, Ttl, TtlSource};
+use super::verdict::Facts;
 use super::wire::expect_object;
 
-/// The policies of one resource, and what they are applied with.
+/// The compiled policies naming one resource, and what they are applied with: all an
+/// assessment of one of its objects reads besides the object.
 #[derive(Debug, Default)]
-pub struct Rules {
-    /// The policies naming this resource, in a fixed order (their index is what judgements
+pub struct ResourcePolicies {
+    /// The policies naming this resource, in a fixed order (their index is what assessments
     /// keep).
     pub policies: Vec<Arc<CompiledPolicy>>,
     /// Each namespace's labels, for `namespaceSelector`.
     pub namespaces: BTreeMap<String, BTreeMap<String, String>>,
 }
 
-impl Rules {
+impl ResourcePolicies {
     /// How many namespaces a cluster policy's selector matches (all, without a selector).
     pub fn matched_namespaces(&self, policy: &CompiledPolicy) -> usize {
         match &policy.namespace_selector {
@@ -61,7 +64,7 @@ impl Rules {
 
 /// What one object is, as far as retention goes.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Judged {
+pub enum Standing {
     /// No policy applies.
     Ungoverned,
     /// A policy governs it.
@@ -69,7 +72,7 @@ pub enum Judged {
     /// Something about it could not be read; it is kept.
     Problem(Box<Problem>),
     /// It no longer exists: the final state a `DELETED` watch event reports, of which only the
-    /// identity is decoded ([`gone`]). Nothing is judged of an object that is gone; the engine
+    /// identity is decoded ([`gone`]). Nothing is assessed of an object that is gone; the engine
     /// only forgets it.
     Gone,
 }
@@ -77,7 +80,7 @@ pub enum Judged {
 /// An object under a policy.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Governed {
-    /// The policy's index in [`Rules::policies`].
+    /// The policy's index in [`ResourcePolicies::policies`].
     pub policy: u16,
     /// Deletion, creation and finish.
     pub facts: Facts,
@@ -113,7 +116,7 @@ impl Governed {
     }
 }
 
-/// Why an object could not be judged.
+/// Why an object could not be assessed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Problem {
     /// The policy that governs the object, when precedence chose one: the object is counted
@@ -128,15 +131,15 @@ pub struct Problem {
 
 /// One cached object.
 #[derive(Clone, PartialEq)]
-pub struct Judgement {
+pub struct Assessment {
     key: ObjectKey,
     uid: Box<str>,
     resource_version: Box<str>,
     /// The verdict's inputs.
-    pub judged: Judged,
+    pub standing: Standing,
 }
 
-impl Judgement {
+impl Assessment {
     /// `namespace/name`.
     pub fn key(&self) -> &ObjectKey {
         &self.key
@@ -144,14 +147,14 @@ impl Judgement {
 
     /// The governing policy's index and inputs, if any.
     pub fn governed(&self) -> Option<&Governed> {
-        match &self.judged {
-            Judged::Governed(g) => Some(g),
+        match &self.standing {
+            Standing::Governed(g) => Some(g),
             _ => None,
         }
     }
 }
 
-impl Cacheable for Judgement {
+impl Cacheable for Assessment {
     fn cache_key(&self) -> ObjectKey {
         self.key.clone()
     }
@@ -165,18 +168,18 @@ impl Cacheable for Judgement {
     }
 }
 
-impl fmt::Debug for Judgement {
+impl fmt::Debug for Assessment {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Judgement")
+        f.debug_struct("Assessment")
             .field("key", &self.key)
             .field("uid", &self.uid)
             .field("resource_version", &self.resource_version)
-            .field("judged", &self.judged)
+            .field("standing", &self.standing)
             .finish()
     }
 }
 
-/// The metadata a judgement reads — only that is built, and its strings are borrowed from
+/// The metadata an assessment reads — only that is built, and its strings are borrowed from
 /// the decoded object rather than copied: labels (for selectors and label groups), the two
 /// `kube-gc.io` annotations, and of each owner reference its UID and whether it is the
 /// controller. The rest of the object is read through the policies' rules.
@@ -203,9 +206,9 @@ struct Meta<'a> {
     owner_references: Vec<Owner<'a>>,
 }
 
-/// What [`Meta`] reads of an object, as a [`Need`]: the watch's decoder builds this much of
+/// What `Meta` reads of an object, as a [`Need`]: the watch's decoder builds this much of
 /// `metadata` (plus what the rules read), so it names exactly the fields of `Meta`.
-pub fn judged_metadata() -> Need {
+pub fn metadata_need() -> Need {
     let mut need = Need::nothing();
     for field in [
         "name",
@@ -227,10 +230,10 @@ pub fn judged_metadata() -> Need {
     need
 }
 
-/// What the decoder must build of an object for [`project`] under `policies`: the metadata
-/// [`Meta`] reads, plus what each policy's `match`, finish rule and own TTL fields read.
+/// What the decoder must build of an object for [`assess`] under `policies`: the metadata
+/// `Meta` reads, plus what each policy's `match`, finish rule and own TTL fields read.
 pub fn needed(policies: &[Arc<CompiledPolicy>]) -> Need {
-    let mut need = judged_metadata();
+    let mut need = metadata_need();
     for policy in policies {
         if let Some(expr) = &policy.match_expr {
             expr.add_reads_to(&mut need);
@@ -252,7 +255,7 @@ struct KubeGcAnnotations<'a> {
     expires_at: Option<&'a str>,
 }
 
-/// What a judgement needs of an owner reference.
+/// What an assessment needs of an owner reference.
 #[derive(Deserialize)]
 struct Owner<'a> {
     #[serde(default, borrow)]
@@ -273,31 +276,36 @@ struct Wire<'a> {
     metadata: Meta<'a>,
 }
 
-/// Judges one object.
-pub fn project(object: &serde_json::Value, rules: &Rules, now: DateTime<Utc>) -> Judgement {
+/// Assesses one object at `now` (its decode time): which policy governs it and what that
+/// policy reads of it, or why it cannot be read.
+pub fn assess(
+    object: &serde_json::Value,
+    rules: &ResourcePolicies,
+    now: DateTime<Utc>,
+) -> Assessment {
     let meta = Wire::deserialize(object).unwrap_or_default().metadata;
-    let judged = judge_object(object, &meta, rules, now);
-    Judgement {
+    let standing = standing_of(object, &meta, rules, now);
+    Assessment {
         key: ObjectKey::new(
             meta.namespace.unwrap_or_default(),
             meta.name.unwrap_or_default(),
         ),
         uid: meta.uid.unwrap_or_default().into(),
         resource_version: meta.resource_version.unwrap_or_default().into(),
-        judged,
+        standing,
     }
 }
 
-/// The judgement of a deleted object's final state (the object of a `DELETED` watch event):
+/// The assessment of a deleted object's final state (the object of a `DELETED` watch event):
 /// its key, UID and resourceVersion, read from the text with everything else skipped unbuilt,
-/// and [`Judged::Gone`]. A deleted object's labels, status and policies no longer matter, and
+/// and [`Standing::Gone`]. A deleted object's labels, status and policies no longer matter, and
 /// building them was most of the cost of the event.
 ///
 /// # Errors
 ///
 /// What `serde_json` says of text that is not one JSON object, or whose identity fields are
 /// not strings.
-pub fn gone(bytes: &[u8]) -> serde_json::Result<Judgement> {
+pub fn gone(bytes: &[u8]) -> serde_json::Result<Assessment> {
     #[derive(Deserialize)]
     struct Object<'a> {
         #[serde(default, borrow, deserialize_with = "null_as_default")]
@@ -319,26 +327,26 @@ pub fn gone(bytes: &[u8]) -> serde_json::Result<Judgement> {
     expect_object(bytes)?;
     let meta = serde_json::from_slice::<Object<'_>>(bytes)?.metadata;
     let text = |field: &Option<Cow<'_, str>>| field.as_deref().unwrap_or_default().into();
-    Ok(Judgement {
+    Ok(Assessment {
         key: ObjectKey::new(
             meta.namespace.as_deref().unwrap_or_default(),
             meta.name.as_deref().unwrap_or_default(),
         ),
         uid: text(&meta.uid),
         resource_version: text(&meta.resource_version),
-        judged: Judged::Gone,
+        standing: Standing::Gone,
     })
 }
 
-fn judge_object(
+fn standing_of(
     object: &serde_json::Value,
     meta: &Meta<'_>,
-    rules: &Rules,
+    rules: &ResourcePolicies,
     now: DateTime<Utc>,
-) -> Judged {
+) -> Standing {
     let applying = match applying_policies(object, meta, rules, now) {
         Ok(applying) => applying,
-        Err(problem) => return Judged::Problem(Box::new(problem)),
+        Err(problem) => return Standing::Problem(Box::new(problem)),
     };
     let candidates: Vec<Candidate<'_>> = applying
         .iter()
@@ -356,7 +364,7 @@ fn judge_object(
         })
         .collect();
     let Some(choice) = precedence::choose(&candidates) else {
-        return Judged::Ungoverned;
+        return Standing::Ungoverned;
     };
     let index = applying[choice.winner];
     match governed(object, meta, &rules.policies[index], now) {
@@ -372,9 +380,9 @@ fn judge_object(
                     tie: choice.tie,
                 }));
             }
-            Judged::Governed(governed)
+            Standing::Governed(governed)
         }
-        Err((reason, message)) => Judged::Problem(Box::new(Problem {
+        Err((reason, message)) => Standing::Problem(Box::new(Problem {
             policy: Some(index as u16),
             reason,
             message,
@@ -386,7 +394,7 @@ fn judge_object(
 fn applying_policies(
     object: &serde_json::Value,
     meta: &Meta<'_>,
-    rules: &Rules,
+    rules: &ResourcePolicies,
     now: DateTime<Utc>,
 ) -> Result<Vec<usize>, Problem> {
     let namespace = meta.namespace.unwrap_or_default();

@@ -1,13 +1,13 @@
-//! Tests of [`project`]: which policy governs, what is kept, and problems that keep objects.
+//! Tests of [`assess`]: which policy governs, what is kept, and problems that keep objects.
 
 use std::time::Duration as StdDuration;
 
 use serde_json::{json, Value};
 
 use super::*;
-use crate::controllers::retention::judge::{judge, KeepReason, Verdict};
+use crate::controllers::retention::finish::Outcome;
 use crate::controllers::retention::policy::{compile, RetentionPolicyObject};
-use crate::controllers::retention::rule::Outcome;
+use crate::controllers::retention::verdict::{decide, KeepReason, Verdict};
 use crate::controllers::retention::wire::decode_needed;
 
 fn policy(yaml: &str, cluster: bool) -> Arc<CompiledPolicy> {
@@ -15,9 +15,9 @@ fn policy(yaml: &str, cluster: bool) -> Arc<CompiledPolicy> {
     Arc::new(compile(&object, cluster).unwrap())
 }
 
-fn rules(policies: Vec<Arc<CompiledPolicy>>) -> Rules {
+fn rules(policies: Vec<Arc<CompiledPolicy>>) -> ResourcePolicies {
     let team = |t: &str| BTreeMap::from([("team".to_owned(), t.to_owned())]);
-    Rules {
+    ResourcePolicies {
         policies,
         namespaces: BTreeMap::from([
             ("data".to_owned(), team("data")),
@@ -45,25 +45,25 @@ fn pod(namespace: &str, name: &str) -> Value {
     })
 }
 
-fn governed(judgement: &Judgement) -> &Governed {
-    judgement
+fn governed(assessment: &Assessment) -> &Governed {
+    assessment
         .governed()
-        .unwrap_or_else(|| panic!("not governed: {judgement:?}"))
+        .unwrap_or_else(|| panic!("not governed: {assessment:?}"))
 }
 
 #[test]
-fn a_finished_pod_is_judged_and_only_the_judgement_is_kept() {
+fn a_finished_pod_is_assessed_and_only_the_assessment_is_kept() {
     let rules = rules(vec![policy(
         "metadata: {name: pods}\nspec: {preset: pods, ttlSecondsAfterFinished: 1800}",
         true,
     )]);
-    let judgement = project(&pod("data", "a"), &rules, now());
-    assert_eq!(judgement.key().to_string(), "data/a");
+    let assessment = assess(&pod("data", "a"), &rules, now());
+    assert_eq!(assessment.key().to_string(), "data/a");
     assert_eq!(
-        (judgement.uid(), judgement.resource_version()),
+        (assessment.uid(), assessment.resource_version()),
         ("uid-a", "7")
     );
-    let g = governed(&judgement);
+    let g = governed(&assessment);
     assert_eq!(
         g.facts.finished.map(|f| f.outcome),
         Some(Outcome::Succeeded)
@@ -71,15 +71,15 @@ fn a_finished_pod_is_judged_and_only_the_judgement_is_kept() {
     assert_eq!(g.ttl_source, TtlSource::Policy);
     // Finished at 11:00, 30 min TTL: expired at 11:30.
     assert!(matches!(
-        judge(&g.facts, g.ttl, now()),
+        decide(&g.facts, g.ttl, now()),
         Ok(Verdict::Expired { .. })
     ));
     // Inline size of a cached object; its strings (name, namespace, UID, version, group) come
     // on top (benches/retention.rs measures the whole).
     assert!(
-        std::mem::size_of::<Judgement>() <= 144,
+        std::mem::size_of::<Assessment>() <= 144,
         "{}",
-        std::mem::size_of::<Judgement>()
+        std::mem::size_of::<Assessment>()
     );
 }
 
@@ -96,7 +96,7 @@ fn the_namespaced_policy_wins_and_the_others_are_counted_as_shadowed() {
             false,
         ),
     ]);
-    let in_data = project(&pod("data", "a"), &rules, now());
+    let in_data = assess(&pod("data", "a"), &rules, now());
     let g = governed(&in_data);
     assert_eq!(rules.policies[usize::from(g.policy)].id.name, "mine");
     let shadowed: Vec<&str> = g
@@ -107,11 +107,11 @@ fn the_namespaced_policy_wins_and_the_others_are_counted_as_shadowed() {
     assert_eq!(shadowed, ["data-only", "all"], "most specific first");
     assert!(!g.tie());
     assert!(matches!(
-        judge(&g.facts, g.ttl, now()),
+        decide(&g.facts, g.ttl, now()),
         Ok(Verdict::Wait { remaining, .. }) if remaining == StdDuration::from_secs(3600)
     ));
     // In `web` only the cluster-wide one applies.
-    let in_web = project(&pod("web", "b"), &rules, now());
+    let in_web = assess(&pod("web", "b"), &rules, now());
     assert_eq!(
         rules.policies[usize::from(governed(&in_web).policy)]
             .id
@@ -126,25 +126,25 @@ fn selectors_match_and_controlled_pods_decide_who_applies() {
         "metadata: {name: etl}\nspec: {preset: pods, ttlSecondsAfterFinished: 0, selector: {matchLabels: {app: etl}}, match: \"object.metadata.name.startsWith('etl-')\"}",
         true,
     )]);
-    assert!(project(&pod("data", "etl-1"), &rules, now())
+    assert!(assess(&pod("data", "etl-1"), &rules, now())
         .governed()
         .is_some());
     assert_eq!(
-        project(&pod("data", "web-1"), &rules, now()).judged,
-        Judged::Ungoverned
+        assess(&pod("data", "web-1"), &rules, now()).standing,
+        Standing::Ungoverned
     );
     let mut unlabelled = pod("data", "etl-2");
     unlabelled["metadata"]["labels"] = json!({});
     assert_eq!(
-        project(&unlabelled, &rules, now()).judged,
-        Judged::Ungoverned
+        assess(&unlabelled, &rules, now()).standing,
+        Standing::Ungoverned
     );
     let mut controlled = pod("data", "etl-3");
     controlled["metadata"]["ownerReferences"] = json!([{"apiVersion": "batch/v1", "kind": "Job",
         "name": "j", "uid": "job-uid", "controller": true}]);
     assert_eq!(
-        project(&controlled, &rules, now()).judged,
-        Judged::Ungoverned
+        assess(&controlled, &rules, now()).standing,
+        Standing::Ungoverned
     );
 }
 
@@ -156,21 +156,21 @@ fn annotations_override_and_a_bad_one_keeps_the_object() {
     )]);
     let mut extended = pod("data", "a");
     extended["metadata"]["annotations"] = json!({"kube-gc.io/ttl": "2h"});
-    let g = governed(&project(&extended, &rules, now())).clone();
+    let g = governed(&assess(&extended, &rules, now())).clone();
     assert_eq!(g.ttl_source, TtlSource::TtlAnnotation);
     assert!(matches!(
-        judge(&g.facts, g.ttl, now()),
+        decide(&g.facts, g.ttl, now()),
         Ok(Verdict::Wait { .. })
     ));
     let mut fixed = pod("data", "c");
     fixed["metadata"]["annotations"] =
         json!({"kube-gc.io/expires-at": "2026-12-01T00:00:00Z", "other": "x"});
-    let g = governed(&project(&fixed, &rules, now())).clone();
+    let g = governed(&assess(&fixed, &rules, now())).clone();
     assert_eq!(g.ttl_source, TtlSource::ExpiresAtAnnotation);
     let mut bad = pod("data", "b");
     bad["metadata"]["annotations"] = json!({"kube-gc.io/ttl": "soon"});
-    match project(&bad, &rules, now()).judged {
-        Judged::Problem(problem) => {
+    match assess(&bad, &rules, now()).standing {
+        Standing::Problem(problem) => {
             assert_eq!(problem.reason, "annotation");
             assert!(
                 problem.message.contains("kube-gc.io/ttl"),
@@ -188,8 +188,8 @@ fn a_cel_error_keeps_the_object_and_running_objects_are_kept() {
         "metadata: {name: p}\nspec: {preset: pods, ttlSecondsAfterFinished: 0, match: \"object.spec.nodeName == 'n1'\"}",
         true,
     )]);
-    match project(&pod("data", "a"), &rules, now()).judged {
-        Judged::Problem(problem) => assert_eq!(problem.reason, "match"),
+    match assess(&pod("data", "a"), &rules, now()).standing {
+        Standing::Problem(problem) => assert_eq!(problem.reason, "match"),
         other => panic!("expected a problem, got {other:?}"),
     }
     let plain = self::rules(vec![policy(
@@ -198,9 +198,9 @@ fn a_cel_error_keeps_the_object_and_running_objects_are_kept() {
     )]);
     let mut running = pod("data", "r");
     running["status"] = json!({"phase": "Running"});
-    let g = governed(&project(&running, &plain, now())).clone();
+    let g = governed(&assess(&running, &plain, now())).clone();
     assert_eq!(
-        judge(&g.facts, g.ttl, now()),
+        decide(&g.facts, g.ttl, now()),
         Ok(Verdict::Keep(KeepReason::NotFinished))
     );
 }
@@ -215,13 +215,11 @@ fn history_groups_follow_the_owner_or_a_label() {
     owned["metadata"]["ownerReferences"] = json!([{"apiVersion": "batch/v1", "kind": "Job",
         "name": "j", "uid": "job-uid", "controller": true}]);
     assert_eq!(
-        governed(&project(&owned, &by_owner, now()))
-            .group
-            .as_deref(),
+        governed(&assess(&owned, &by_owner, now())).group.as_deref(),
         Some("job-uid")
     );
     assert_eq!(
-        governed(&project(&pod("data", "b"), &by_owner, now()))
+        governed(&assess(&pod("data", "b"), &by_owner, now()))
             .group
             .as_deref(),
         Some("(none)")
@@ -231,7 +229,7 @@ fn history_groups_follow_the_owner_or_a_label() {
         true,
     )]);
     assert_eq!(
-        governed(&project(&pod("data", "c"), &by_label, now()))
+        governed(&assess(&pod("data", "c"), &by_label, now()))
             .group
             .as_deref(),
         Some("etl")
@@ -241,7 +239,7 @@ fn history_groups_follow_the_owner_or_a_label() {
         true,
     )]);
     assert_eq!(
-        governed(&project(&pod("data", "d"), &no_limits, now())).group,
+        governed(&assess(&pod("data", "d"), &no_limits, now())).group,
         None
     );
 }
@@ -257,12 +255,12 @@ fn a_deleted_objects_final_state_keeps_the_identity_project_gives_and_nothing_el
         json!({"metadata": {"name": "cluster-wide"}}),
     ] {
         let text = serde_json::to_vec(&object).unwrap();
-        let judged = project(&object, &rules, now());
+        let assessed = assess(&object, &rules, now());
         let deleted = gone(&text).unwrap();
-        assert_eq!(deleted.judged, Judged::Gone);
-        assert_eq!(deleted.key(), judged.key());
-        assert_eq!(deleted.uid(), judged.uid());
-        assert_eq!(deleted.resource_version(), judged.resource_version());
+        assert_eq!(deleted.standing, Standing::Gone);
+        assert_eq!(deleted.key(), assessed.key());
+        assert_eq!(deleted.uid(), assessed.uid());
+        assert_eq!(deleted.resource_version(), assessed.resource_version());
     }
     // Escaped strings are unescaped, not borrowed.
     let escaped = gone(
@@ -271,7 +269,7 @@ fn a_deleted_objects_final_state_keeps_the_identity_project_gives_and_nothing_el
     .unwrap();
     assert_eq!(escaped.key().to_string(), "n/a-b");
     assert_eq!(escaped.uid(), "u\"1");
-    // No or null metadata: an empty identity, as `project` gives.
+    // No or null metadata: an empty identity, as `assess` gives.
     for text in [&br#"{"kind":"Pod"}"#[..], br#"{"metadata":null}"#] {
         let deleted = gone(text).unwrap();
         assert_eq!(deleted.key().to_string(), "");
@@ -289,7 +287,7 @@ fn a_deleted_objects_final_state_keeps_the_identity_project_gives_and_nothing_el
 }
 
 #[test]
-fn of_metadata_only_what_the_judgement_reads_is_built() {
+fn of_metadata_only_what_an_assessment_reads_is_built() {
     let text = r#"{"metadata":{"name":"j","namespace":"n","uid":"u","generation":3,
         "finalizers":["f"],"labels":{"app":"x"},
         "annotations":{"kube-gc.io/ttl":"1h","last-applied":"{...}"},

@@ -18,7 +18,7 @@ use std::time::Duration as StdDuration;
 
 use chrono::{DateTime, Utc};
 
-use super::rule::Finished;
+use super::finish::Finished;
 use super::ttl::{Since, Ttl};
 
 /// What the decision reads about an object.
@@ -76,7 +76,7 @@ pub enum Unschedulable {
 }
 
 /// Decides what to do with an object at `now`.
-pub fn judge(facts: &Facts, ttl: Ttl, now: DateTime<Utc>) -> Result<Verdict, Unschedulable> {
+pub fn decide(facts: &Facts, ttl: Ttl, now: DateTime<Utc>) -> Result<Verdict, Unschedulable> {
     if facts.being_deleted {
         return Ok(Verdict::Keep(KeepReason::BeingDeleted));
     }
@@ -136,7 +136,7 @@ fn verdict_at(expires_at: DateTime<Utc>, finished_in_future: bool, now: DateTime
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controllers::retention::rule::Outcome;
+    use crate::controllers::retention::finish::Outcome;
     use chrono::Duration;
 
     fn at(secs: i64) -> DateTime<Utc> {
@@ -172,11 +172,11 @@ mod tests {
     fn counts_from_the_finish_and_never_deletes_a_running_object() {
         let ttl = after(Since::Finished, 60);
         assert_eq!(
-            judge(&running(), ttl, at(10_000)),
+            decide(&running(), ttl, at(10_000)),
             Ok(Verdict::Keep(KeepReason::NotFinished))
         );
         assert_eq!(
-            judge(&finished(Some(100)), ttl, at(130)),
+            decide(&finished(Some(100)), ttl, at(130)),
             Ok(Verdict::Wait {
                 expires_at: at(160),
                 remaining: StdDuration::from_secs(30),
@@ -184,13 +184,13 @@ mod tests {
             })
         );
         assert_eq!(
-            judge(&finished(Some(100)), ttl, at(160)),
+            decide(&finished(Some(100)), ttl, at(160)),
             Ok(Verdict::Expired {
                 expired_at: at(160)
             })
         );
         assert_eq!(
-            judge(&finished(None), ttl, at(160)),
+            decide(&finished(None), ttl, at(160)),
             Err(Unschedulable::FinishTimeUnknown)
         );
     }
@@ -199,7 +199,7 @@ mod tests {
     fn counts_from_creation_finished_or_not() {
         let ttl = after(Since::Created, 8 * 3600);
         assert_eq!(
-            judge(&running(), ttl, at(8 * 3600)),
+            decide(&running(), ttl, at(8 * 3600)),
             Ok(Verdict::Expired {
                 expired_at: at(8 * 3600)
             })
@@ -209,7 +209,7 @@ mod tests {
             ..running()
         };
         assert_eq!(
-            judge(&no_creation, ttl, at(0)),
+            decide(&no_creation, ttl, at(0)),
             Err(Unschedulable::CreationTimeUnknown)
         );
     }
@@ -221,15 +221,15 @@ mod tests {
             at: at(50),
         };
         assert_eq!(
-            judge(&running(), ttl, at(1000)),
+            decide(&running(), ttl, at(1000)),
             Ok(Verdict::Keep(KeepReason::NotFinished))
         );
         assert_eq!(
-            judge(&finished(Some(80)), ttl, at(1000)),
+            decide(&finished(Some(80)), ttl, at(1000)),
             Ok(Verdict::Expired { expired_at: at(80) })
         );
         assert_eq!(
-            judge(&finished(None), ttl, at(1000)),
+            decide(&finished(None), ttl, at(1000)),
             Ok(Verdict::Expired { expired_at: at(50) })
         );
         let created_based = Ttl::At {
@@ -237,7 +237,7 @@ mod tests {
             at: at(50),
         };
         assert!(matches!(
-            judge(&running(), created_based, at(50)),
+            decide(&running(), created_based, at(50)),
             Ok(Verdict::Expired { .. })
         ));
     }
@@ -249,15 +249,15 @@ mod tests {
             ..finished(Some(0))
         };
         assert_eq!(
-            judge(&deleting, after(Since::Finished, 0), at(100)),
+            decide(&deleting, after(Since::Finished, 0), at(100)),
             Ok(Verdict::Keep(KeepReason::BeingDeleted))
         );
         assert_eq!(
-            judge(&finished(Some(0)), Ttl::None, at(100)),
+            decide(&finished(Some(0)), Ttl::None, at(100)),
             Ok(Verdict::Keep(KeepReason::NoTtl))
         );
         assert!(matches!(
-            judge(&finished(Some(100)), after(Since::Finished, 10), at(0)),
+            decide(&finished(Some(100)), after(Since::Finished, 10), at(0)),
             Ok(Verdict::Wait {
                 finished_in_future: true,
                 ..

@@ -19,7 +19,7 @@
 //! - [`own_ttl`]: the first [`TtlField`] that applies to the outcome and is present gives the
 //!   TTL; it must be a non-negative integer.
 //!
-//! The time readers are in `rule/time.rs`. A rule is built from a policy's `finished` field by
+//! The time readers are in `finish/time.rs`. A rule is built from a policy's `finished` field by
 //! `policy/finish.rs`: this module knows nothing of policies.
 
 mod time;
@@ -122,7 +122,7 @@ pub enum FinishTime {
     Condition(String),
     /// An RFC 3339 time at this path.
     Field(FieldPath),
-    /// Pods: when the last container stopped (see `rule/time.rs` for which containers).
+    /// Pods: when the last container stopped (see `finish/time.rs` for which containers).
     ContainersTerminated,
     /// A CEL expression giving a timestamp.
     Cel(CelExpr),
@@ -324,7 +324,7 @@ impl FinishTime {
             FinishTime::ContainersTerminated => {
                 need.add(&["status", "containerStatuses"]);
                 need.add(&["status", "initContainerStatuses"]);
-                // Only what tells a sidecar (`rule::time::sidecar_names`): a container's
+                // Only what tells a sidecar (`finish::time::sidecar_names`): a container's
                 // protobuf table is partial, its statuses' tables complete, so a Pod read for
                 // this is asked in protobuf.
                 need.add(&["spec", "initContainers", "name"]);
@@ -437,7 +437,7 @@ pub fn own_ttl(
 }
 
 /// [`own_ttl`], with the index in `fields` of the field it was read from (what the logs and
-/// `explain` name; an index, so that the judgements that keep it stay small).
+/// `explain` name; an index, so that the assessments that keep it stay small).
 ///
 /// # Errors
 ///

@@ -1,7 +1,7 @@
 //! A policy's `finished` and `groupBy` fields, checked and turned into a [`FinishRule`] and a
 //! [`GroupBy`] ([`finish_rule`], [`group_by`]), or the field at fault ([`FieldError`], named
 //! from the object's root). Here, in the policy layer, because it reads the CRD's wire types:
-//! the finish rules (`rule.rs`) know nothing of how a policy spells them.
+//! the finish rules (`finish.rs`) know nothing of how a policy spells them.
 //!
 //! Contract (what `docs/retention.md` promises users):
 //! - Exactly one of `conditions`, `field` and `cel`.
@@ -16,10 +16,10 @@
 //!   of `field`, `condition` and `cel`.
 
 use crate::controllers::retention::cel::CelExpr;
-use crate::controllers::retention::path::FieldPath;
-use crate::controllers::retention::rule::{
+use crate::controllers::retention::finish::{
     ConditionRule, FinishKind, FinishRule, FinishTime, GroupBy, Outcome,
 };
+use crate::controllers::retention::path::FieldPath;
 
 use super::spec::{
     CelFinishedSpec, ConditionSpec, FieldSpec, FinishTimeSpec, FinishedSpec, GroupBySpec,
