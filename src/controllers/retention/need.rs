@@ -78,3 +78,44 @@ impl Need {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_whole_subtree_absorbs_what_is_added_or_merged_below_it() {
+        let mut need = Need::nothing();
+        need.add(&["status"]);
+        need.add(&["status", "conditions"]);
+        let mut status = Need::nothing();
+        status.add(&["status"]);
+        assert_eq!(need, status);
+        let mut other = Need::nothing();
+        other.add(&["status", "phase"]);
+        need.merge(&other);
+        assert_eq!(need, status);
+        need.add::<&str>(&[]);
+        assert_eq!(need, Need::All);
+    }
+
+    #[test]
+    fn merging_is_a_union() {
+        let (mut a, mut b) = (Need::nothing(), Need::nothing());
+        a.add(&["spec", "ttl"]);
+        b.add(&["spec", "template"]);
+        b.add(&["metadata", "labels"]);
+        a.merge(&b);
+        let mut both = Need::nothing();
+        for path in [
+            ["spec", "ttl"],
+            ["spec", "template"],
+            ["metadata", "labels"],
+        ] {
+            both.add(&path);
+        }
+        assert_eq!(a, both);
+        a.merge(&Need::All);
+        assert_eq!(a, Need::All);
+    }
+}
