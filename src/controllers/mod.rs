@@ -3,7 +3,7 @@
 //! - [`ttl`]: TTL-after-finished for batch/v1 Jobs and Volcano Jobs (issue #6).
 //! - [`garbagecollector`]: the ownerReference garbage collector (issue #7): a dependency graph fed
 //!   by metadata-only monitors, Background / Foreground / Orphan cascades.
-//! - [`retention`]: retention policies for anything that finishes (issue 17).
+//! - [`retention`]: retention policies for anything that finishes.
 
 pub mod garbagecollector;
 pub mod retention;

@@ -1,4 +1,4 @@
-//! The summary's last part (issue 18): `kube-gc explain` of one kept and one blocked object,
+//! The summary's last part: `kube-gc explain` of one kept and one blocked object,
 //! made after the controllers stopped, on objects created for it — so the demo's own checks are
 //! untouched — and checked like everything else.
 //!

@@ -1,4 +1,4 @@
-//! `kube-gc explain` and `kube-gc plan` (issue 18): why an object is still there, and what
+//! `kube-gc explain` and `kube-gc plan`: why an object is still there, and what
 //! will be deleted when — answered with the same decision functions the controllers run.
 //!
 //! | file | what it holds |

@@ -1,4 +1,4 @@
-//! Retention policies (issue 17): TTL-after-finished, TTL-since-creation and history limits for
+//! Retention policies: TTL-after-finished, TTL-since-creation and history limits for
 //! any kind that finishes, declared once for a namespace (`RetentionPolicy`) or a cluster
 //! (`ClusterRetentionPolicy`). `docs/retention.md` explains the fields and presets.
 //!

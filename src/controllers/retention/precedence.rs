@@ -1,6 +1,6 @@
 //! Which policy governs an object when several apply — pure and deterministic.
 //!
-//! Contract (issue 17):
+//! Contract:
 //! 1. A `RetentionPolicy` in the object's namespace wins over any `ClusterRetentionPolicy`.
 //! 2. Among cluster policies, the most specific wins: the one whose `namespaceSelector`
 //!    matches the fewest namespaces.
