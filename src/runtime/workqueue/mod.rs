@@ -29,6 +29,9 @@
 //!
 //! # Modules
 //!
+//! - [`reference`]: [`ReferenceQueue`], every rule above in ~250 lines of `std` collections and
+//!   nothing else — **the place to learn the rules**. The fast queue below behaves exactly like
+//!   it (`tests/workqueue_model.rs` checks that).
 //! - [`queue`]: [`WorkQueue`], the async, shareable handle, and its timer task.
 //! - `state`: the synchronous state machine holding every rule above.
 //! - `key_table`: each key stored once, in a slab slot, with a sharded hash index.
@@ -70,6 +73,7 @@ mod key_table;
 pub mod metrics;
 pub mod queue;
 pub mod rate_limiter;
+pub mod reference;
 mod state;
 
 pub use in_flight::UnfinishedWork;
@@ -82,4 +86,5 @@ pub use rate_limiter::{
     default_controller_rate_limiter, BucketRateLimiter, ItemExponentialFailureRateLimiter,
     MaxOfRateLimiter, RateLimiter,
 };
+pub use reference::ReferenceQueue;
 pub use state::DebugSnapshot;
