@@ -1,9 +1,13 @@
 //! The waiting room of the delaying queue: a binary min-heap of timers, each a
-//! `(ready time, sequence number, key slot)` triple of 24 bytes.
+//! `(ready time, sequence number, key)` triple — 24 bytes with the queue's 4-byte key handles.
 //!
-//! Times are nanoseconds since the queue's epoch (a `u64` covers 584 years) and keys are their
-//! [`SlotId`] in the key table, so a timer owns nothing: pushing one allocates nothing but, now
-//! and then, the heap's next chunk, and comparing two compares integers.
+//! *What it adds over the reference* (`reference.rs` keeps its timers in a `BTreeMap` of
+//! `(time, number) → key` beside a per-key map of each key's timer, and removes a replaced timer
+//! at once): a flat heap of small `Copy` triples. Times are nanoseconds since the queue's epoch
+//! (a `u64` covers 584 years) and keys are the key table's [`KeyId`](super::key_table::KeyId)s,
+//! so a timer owns nothing: pushing one allocates nothing but, now and then, the heap's next
+//! chunk, and comparing two compares integers. The heap is generic over the key handle only so
+//! that it knows nothing of the key table.
 //!
 //! The heap knows nothing about which timers still matter. Each timer carries a sequence number;
 //! the queue remembers, per key, the sequence number of the one timer it still wants, and treats
@@ -20,47 +24,50 @@
 //! timers, copying 24 MB with the queue's lock held; chunks grow 96 KiB at a time.
 
 use super::chunked_vec::ChunkedVec;
-use super::key_table::SlotId;
-
-/// One scheduled delivery of the key in `slot` at `ready_at`.
+/// One scheduled delivery of `key` at `ready_at`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) struct Timer {
+pub(super) struct Timer<T> {
     // Field order is the ordering: time, then insertion.
     /// Nanoseconds since the queue's epoch.
     pub(super) ready_at: u64,
     pub(super) seq: u64,
-    pub(super) slot: SlotId,
+    pub(super) key: T,
 }
 
 /// A min-heap of timers, earliest first: every timer is no later than its two children, the
 /// children of position `i` being `2i + 1` and `2i + 2`.
-#[derive(Debug, Default)]
-pub(super) struct DelayHeap {
-    timers: ChunkedVec<Timer>,
+#[derive(Debug)]
+pub(super) struct DelayHeap<T> {
+    timers: ChunkedVec<Timer<T>>,
     next_seq: u64,
 }
 
-impl DelayHeap {
-    /// Schedules `slot` at `ready_at` and returns the new timer's sequence number.
-    pub(super) fn push(&mut self, slot: SlotId, ready_at: u64) -> u64 {
+impl<T> Default for DelayHeap<T> {
+    fn default() -> Self {
+        DelayHeap {
+            timers: ChunkedVec::default(),
+            next_seq: 0,
+        }
+    }
+}
+
+impl<T: Copy + Ord> DelayHeap<T> {
+    /// Schedules `key` at `ready_at` and returns the new timer's sequence number.
+    pub(super) fn push(&mut self, key: T, ready_at: u64) -> u64 {
         let seq = self.next_seq;
         self.next_seq += 1;
-        let position = self.timers.push(Timer {
-            ready_at,
-            seq,
-            slot,
-        });
+        let position = self.timers.push(Timer { ready_at, seq, key });
         self.sift_up(position);
         seq
     }
 
     /// The earliest timer, stale or not.
-    pub(super) fn peek(&self) -> Option<Timer> {
+    pub(super) fn peek(&self) -> Option<Timer<T>> {
         self.timers.get(0).copied()
     }
 
     /// Removes and returns the earliest timer.
-    pub(super) fn pop(&mut self) -> Option<Timer> {
+    pub(super) fn pop(&mut self) -> Option<Timer<T>> {
         let last = self.timers.pop()?;
         if self.timers.is_empty() {
             return Some(last);
@@ -78,7 +85,7 @@ impl DelayHeap {
 
     /// Keeps only the timers `keep` approves of, then rebuilds the heap (O(n); used to sweep out
     /// stale timers).
-    pub(super) fn retain(&mut self, mut keep: impl FnMut(&Timer) -> bool) {
+    pub(super) fn retain(&mut self, mut keep: impl FnMut(&Timer<T>) -> bool) {
         let mut kept = 0;
         for position in 0..self.timers.len() {
             let timer = self.timers[position];
@@ -96,7 +103,7 @@ impl DelayHeap {
 
     /// Every timer, in no particular order.
     #[cfg(test)]
-    pub(super) fn iter(&self) -> impl Iterator<Item = &Timer> {
+    pub(super) fn iter(&self) -> impl Iterator<Item = &Timer<T>> {
         self.timers.iter()
     }
 
@@ -152,31 +159,31 @@ mod tests {
 
     #[test]
     fn pops_earliest_first_and_ties_in_insertion_order() {
-        let mut heap = DelayHeap::default();
+        let mut heap = DelayHeap::<u32>::default();
         heap.push(0, 2_000); // "late"
         heap.push(1, 1_000); // "tie-1"
         heap.push(2, 0); // "early"
         heap.push(3, 1_000); // "tie-2"
-        let order: Vec<SlotId> = std::iter::from_fn(|| heap.pop().map(|t| t.slot)).collect();
+        let order: Vec<u32> = std::iter::from_fn(|| heap.pop().map(|t| t.key)).collect();
         assert_eq!(order, [2, 1, 3, 0]);
     }
 
     #[test]
     fn retain_sweeps_and_sequence_numbers_stay_unique() {
-        let mut heap = DelayHeap::default();
+        let mut heap = DelayHeap::<u32>::default();
         let a = heap.push(0, 5);
         let b = heap.push(1, 5);
         assert_ne!(a, b);
         heap.retain(|t| t.seq != a);
         assert_eq!(heap.len(), 1);
-        assert_eq!(heap.peek().map(|t| t.slot), Some(1));
+        assert_eq!(heap.peek().map(|t| t.key), Some(1));
         heap.clear();
         assert!(heap.pop().is_none());
     }
 
     #[test]
     fn pops_in_order_whatever_the_pushes_and_sweeps() {
-        let mut heap = DelayHeap::default();
+        let mut heap = DelayHeap::<u32>::default();
         let mut expected = Vec::new();
         // Enough timers to span several chunks; ready times scrambled, with repeats.
         for i in 0..10_000u32 {
@@ -185,21 +192,21 @@ mod tests {
             expected.push(Timer {
                 ready_at,
                 seq,
-                slot: i,
+                key: i,
             });
         }
-        heap.retain(|t| t.slot % 3 != 0);
-        expected.retain(|t| t.slot % 3 != 0);
+        heap.retain(|t| t.key % 3 != 0);
+        expected.retain(|t| t.key % 3 != 0);
         for _ in 0..1_000 {
             let _ = heap.pop();
         }
         expected.sort();
-        let rest: Vec<Timer> = std::iter::from_fn(|| heap.pop()).collect();
+        let rest: Vec<Timer<u32>> = std::iter::from_fn(|| heap.pop()).collect();
         assert_eq!(rest, expected[1_000..]);
     }
 
     #[test]
     fn a_timer_is_24_bytes() {
-        assert_eq!(std::mem::size_of::<Timer>(), 24);
+        assert_eq!(std::mem::size_of::<Timer<u32>>(), 24);
     }
 }

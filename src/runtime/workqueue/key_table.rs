@@ -1,6 +1,18 @@
 //! Where the queue keeps its keys: each key is stored **once**, in a slab slot, and everything
-//! else in the queue (the ready FIFO, the timer heap) refers to it by its slot number, a `u32`.
+//! else in the queue (the ready FIFO, the timer heap) refers to it by a [`KeyId`], a 4-byte
+//! handle. The slots are this module's business: the queue's state speaks of keys and their
+//! ids, never of slot numbers.
 //!
+//! *What it adds over the reference* (`reference.rs` keeps the key itself in every collection:
+//! a `HashSet` of dirty keys, one of keys being processed, a `VecDeque` of ready keys, maps of
+//! timers), and what that buys:
+//!
+//! - The key is stored once, and the FIFO and the heap hold 4-byte ids instead of clones of it:
+//!   no allocation per timer and far less memory per waiting key (`docs/performance.md`), and
+//!   `get` reaches a key's record by position instead of by hashing it again.
+//! - One record per key (`V`) instead of membership in several sets: `add` and `done` hash the
+//!   key once, where the reference looks it up in each set. [`find`](KeyTable::find) returns the
+//!   hash it used, so that [`forget`](KeyTable::forget) after it hashes nothing again.
 //! - The slab is a [`ChunkedVec`] of slots; a freed slot goes on a free list and is reused, so
 //!   the slab never grows beyond the highest number of keys known at once, and it grows a chunk
 //!   at a time, never copying the keys it holds.
@@ -18,10 +30,6 @@
 //!   collisions (HashDoS); the queue hashes a key once per `add` and once per `done`, which keeps
 //!   SipHash's cost small (see `docs/performance.md`). Of the 64-bit hash, the low bits pick the
 //!   shard and the high 32 are kept in the entry, so no bit does both jobs.
-//!
-//! Why slots rather than a `HashMap<K, Entry>`: the FIFO and the heap hold 4-byte numbers instead
-//! of clones of the key (no allocation per timer, far less memory), and `get` reaches a key's
-//! record by position instead of by hashing it again.
 
 use super::chunked_vec::ChunkedVec;
 use hashbrown::HashTable;
@@ -32,13 +40,29 @@ use std::hash::{BuildHasher, Hash, RandomState};
 /// millisecond instead of 7 ms. Empty shards allocate nothing.
 pub(super) const INDEX_SHARDS: usize = 256;
 
-/// The number of a slot in the slab.
-pub(super) type SlotId = u32;
+/// A key held by a [`KeyTable`]: a handle that stays valid until the key is forgotten (its
+/// number is then reused for another key, so the holder must know the key is still there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(super) struct KeyId(u32);
+
+impl KeyId {
+    fn slot(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A key [`find`](KeyTable::find) found: its id, and the hash it was found by, so that
+/// [`forget`](KeyTable::forget)ting it needs no second hash.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Found {
+    pub(super) id: KeyId,
+    hash: KeyHash,
+}
 
 /// An entry of the index: where the key is, and 32 bits of its hash.
 #[derive(Debug, Clone, Copy)]
 struct IndexEntry {
-    slot: SlotId,
+    id: KeyId,
     hash: u32,
 }
 
@@ -48,10 +72,10 @@ fn table_hash(hash: u32) -> u64 {
     (u64::from(hash) << 32) | u64::from(hash)
 }
 
-/// Keys stored once, each with a record `V`, addressed by key or by [`SlotId`].
+/// Keys stored once, each with a record `V`, addressed by key or by [`KeyId`].
 pub(super) struct KeyTable<K, V> {
     slots: ChunkedVec<Option<(K, V)>>,
-    free: ChunkedVec<SlotId>,
+    free: ChunkedVec<KeyId>,
     /// `INDEX_SHARDS` tables; see [`KeyHash`] for which one holds a key.
     index: Box<[HashTable<IndexEntry>]>,
     hasher: RandomState,
@@ -75,104 +99,77 @@ impl<K: Eq + Hash, V> KeyTable<K, V> {
         }
     }
 
-    /// The slot of `key`, if the table holds it.
-    pub(super) fn find(&self, key: &K) -> Option<SlotId> {
-        let KeyHash { shard, hash } = self.hash(key);
-        let slots = &self.slots;
-        self.index[shard]
-            .find(table_hash(hash), |entry| {
-                is_entry_of(slots, entry, key, hash)
-            })
-            .map(|entry| entry.slot)
+    /// `key`, if the table holds it.
+    pub(super) fn find(&self, key: &K) -> Option<Found> {
+        let hash = self.hash(key);
+        let id = self.find_hashed(key, hash)?;
+        Some(Found { id, hash })
     }
 
-    /// The slot of `key`, storing it with the record `make()` first if the table does not hold
-    /// it. Returns the slot and whether it was inserted. One hash of the key either way.
-    pub(super) fn find_or_insert(&mut self, key: K, make: impl FnOnce() -> V) -> (SlotId, bool) {
-        let KeyHash { shard, hash } = self.hash(&key);
-        let slots = &self.slots;
-        let index = &mut self.index[shard];
-        if let Some(entry) = index.find(table_hash(hash), |entry| {
-            is_entry_of(slots, entry, &key, hash)
-        }) {
-            return (entry.slot, false);
+    /// The record of `key`, if the table holds it.
+    pub(super) fn get_by_key(&self, key: &K) -> Option<&V> {
+        self.get(self.find(key)?.id)
+    }
+
+    /// The id of `key`, storing it with the record `make()` first if the table does not hold
+    /// it. Returns the id and whether it was inserted. One hash of the key either way.
+    pub(super) fn find_or_insert(&mut self, key: K, make: impl FnOnce() -> V) -> (KeyId, bool) {
+        let hash = self.hash(&key);
+        if let Some(id) = self.find_hashed(&key, hash) {
+            return (id, false);
         }
-        let slot = match self.free.pop() {
-            Some(slot) => {
-                self.slots[slot as usize] = Some((key, make()));
-                slot
-            }
-            None => SlotId::try_from(self.slots.push(Some((key, make()))))
-                .expect("more than 4 billion keys in one workqueue"),
+        let id = self.store(key, make());
+        let entry = IndexEntry {
+            id,
+            hash: hash.hash,
         };
-        let entry = IndexEntry { slot, hash };
-        index.insert_unique(table_hash(hash), entry, |entry| table_hash(entry.hash));
-        (slot, true)
+        self.index[hash.shard]
+            .insert_unique(table_hash(hash.hash), entry, |entry| table_hash(entry.hash));
+        (id, true)
     }
 
-    /// The key in slot `slot`.
-    pub(super) fn key(&self, slot: SlotId) -> Option<&K> {
-        key_of(&self.slots, slot)
+    /// The key `id` stands for.
+    pub(super) fn key(&self, id: KeyId) -> Option<&K> {
+        self.slots.get(id.slot())?.as_ref().map(|(k, _)| k)
     }
 
-    /// The record in slot `slot`.
-    pub(super) fn get(&self, slot: SlotId) -> Option<&V> {
-        self.slots.get(slot as usize)?.as_ref().map(|(_, v)| v)
+    /// The record of the key `id`.
+    pub(super) fn get(&self, id: KeyId) -> Option<&V> {
+        self.slots.get(id.slot())?.as_ref().map(|(_, v)| v)
     }
 
-    /// The record in slot `slot`, to change.
-    pub(super) fn get_mut(&mut self, slot: SlotId) -> Option<&mut V> {
-        self.slots.get_mut(slot as usize)?.as_mut().map(|(_, v)| v)
+    /// The record of the key `id`, to change.
+    pub(super) fn get_mut(&mut self, id: KeyId) -> Option<&mut V> {
+        self.slots.get_mut(id.slot())?.as_mut().map(|(_, v)| v)
     }
 
-    /// Finds `key` and lets `f` read and change its record; `f` returns its result and whether
-    /// to forget the key. Returns `None` if the table does not hold `key`. One hash of the key,
-    /// even when it is forgotten.
-    pub(super) fn update<R>(
-        &mut self,
-        key: &K,
-        f: impl FnOnce(SlotId, &mut V) -> (R, bool),
-    ) -> Option<R> {
-        let KeyHash { shard, hash } = self.hash(key);
-        let slots = &mut self.slots;
-        let entry = self.index[shard]
-            .find_entry(table_hash(hash), |entry| {
-                is_entry_of(slots, entry, key, hash)
-            })
-            .ok()?;
-        let slot = entry.get().slot;
-        let (_, record) = slots.get_mut(slot as usize)?.as_mut()?;
-        let (result, forget) = f(slot, record);
-        if forget {
-            entry.remove();
-            slots[slot as usize] = None;
-            self.free.push(slot);
-        }
-        Some(result)
-    }
-
-    /// Forgets the key in slot `slot` and frees the slot for reuse.
-    pub(super) fn remove(&mut self, slot: SlotId) {
-        let Some(key) = self.key(slot) else {
-            return;
-        };
-        let KeyHash { shard, hash } = self.hash(key);
+    /// Forgets a key found by [`find`](Self::find) (without hashing it again); its id is free for
+    /// reuse.
+    pub(super) fn forget(&mut self, found: Found) {
+        let Found { id, hash } = found;
         if let Ok(entry) =
-            self.index[shard].find_entry(table_hash(hash), |entry| entry.slot == slot)
+            self.index[hash.shard].find_entry(table_hash(hash.hash), |entry| entry.id == id)
         {
             entry.remove();
         }
-        self.slots[slot as usize] = None;
-        self.free.push(slot);
+        self.slots[id.slot()] = None;
+        self.free.push(id);
     }
 
     /// Keeps only the keys whose record `keep` approves of (and may change).
     pub(super) fn retain(&mut self, mut keep: impl FnMut(&mut V) -> bool) {
-        let doomed: Vec<SlotId> = (0..self.slots.len() as SlotId)
-            .filter(|&slot| self.get_mut(slot).is_some_and(|v| !keep(v)))
-            .collect();
-        for slot in doomed {
-            self.remove(slot);
+        let mut doomed = Vec::new();
+        for slot in 0..self.slots.len() {
+            let id = KeyId(slot as u32);
+            if self.get_mut(id).is_some_and(|v| !keep(v)) {
+                doomed.push(id);
+            }
+        }
+        for id in doomed {
+            if let Some(key) = self.key(id) {
+                let hash = self.hash(key);
+                self.forget(Found { id, hash });
+            }
         }
     }
 
@@ -184,11 +181,33 @@ impl<K: Eq + Hash, V> KeyTable<K, V> {
 
     /// Every key and its record, in no particular order.
     #[cfg(test)]
-    pub(super) fn iter(&self) -> impl Iterator<Item = (SlotId, &K, &V)> {
-        self.slots
-            .iter()
-            .enumerate()
-            .filter_map(|(slot, entry)| entry.as_ref().map(|(k, v)| (slot as SlotId, k, v)))
+    pub(super) fn iter(&self) -> impl Iterator<Item = (KeyId, &K, &V)> {
+        self.slots.iter().enumerate().filter_map(|(slot, entry)| {
+            let (k, v) = entry.as_ref()?;
+            Some((KeyId(slot as u32), k, v))
+        })
+    }
+
+    /// Puts `key` and its record in a free slot, or a new one.
+    fn store(&mut self, key: K, record: V) -> KeyId {
+        match self.free.pop() {
+            Some(id) => {
+                self.slots[id.slot()] = Some((key, record));
+                id
+            }
+            None => {
+                let slot = self.slots.push(Some((key, record)));
+                KeyId(u32::try_from(slot).expect("more than 4 billion keys in one workqueue"))
+            }
+        }
+    }
+
+    /// Looks `key`, whose hash is `hash`, up in the index.
+    fn find_hashed(&self, key: &K, hash: KeyHash) -> Option<KeyId> {
+        let is_key =
+            |entry: &IndexEntry| entry.hash == hash.hash && self.key(entry.id) == Some(key);
+        let entry = self.index[hash.shard].find(table_hash(hash.hash), is_key)?;
+        Some(entry.id)
     }
 
     /// The key's SipHash: its low bits pick the shard, its high 32 bits go in the entry. A
@@ -201,20 +220,6 @@ impl<K: Eq + Hash, V> KeyTable<K, V> {
             hash: (full >> 32) as u32,
         }
     }
-}
-
-/// Whether `entry` is the index entry of `key`, whose hash is `hash`.
-fn is_entry_of<K: Eq, V>(
-    slots: &ChunkedVec<Option<(K, V)>>,
-    entry: &IndexEntry,
-    key: &K,
-    hash: u32,
-) -> bool {
-    entry.hash == hash && key_of(slots, entry.slot) == Some(key)
-}
-
-fn key_of<K, V>(slots: &ChunkedVec<Option<(K, V)>>, slot: SlotId) -> Option<&K> {
-    slots.get(slot as usize)?.as_ref().map(|(k, _)| k)
 }
 
 #[cfg(test)]
@@ -234,10 +239,12 @@ mod tests {
             Some(&1),
             "the second insert kept the first record"
         );
-        assert_eq!(table.find(&"b".to_string()), Some(b));
+        assert_eq!(table.find(&"b".to_string()).map(|f| f.id), Some(b));
         assert_eq!(table.len(), 2);
-        table.remove(a);
-        assert_eq!(table.find(&"a".to_string()), None);
+        let found = table.find(&"a".to_string()).expect("\"a\" is held");
+        assert_eq!(found.id, a);
+        table.forget(found);
+        assert!(table.find(&"a".to_string()).is_none());
         assert_eq!(table.get(a), None);
         let (c, _) = table.find_or_insert("c".to_string(), || 3);
         assert_eq!(c, a, "the freed slot is reused");
@@ -254,7 +261,7 @@ mod tests {
         table.retain(|v| *v % 2 == 0);
         assert_eq!(table.len(), 5_000);
         for i in 0..10_000 {
-            let found = table.find(&i).and_then(|id| table.get(id)).copied();
+            let found = table.get_by_key(&i).copied();
             assert_eq!(found, (i % 2 == 0).then_some(i));
         }
         assert_eq!(table.iter().count(), 5_000);

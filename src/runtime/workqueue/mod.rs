@@ -31,10 +31,14 @@
 //!
 //! - [`reference`]: [`ReferenceQueue`], every rule above in ~250 lines of `std` collections and
 //!   nothing else — **the place to learn the rules**. The fast queue below behaves exactly like
-//!   it (`tests/workqueue_model.rs` checks that).
-//! - [`queue`]: [`WorkQueue`], the async, shareable handle, and its timer task.
-//! - `state`: the synchronous state machine holding every rule above.
-//! - `key_table`: each key stored once, in a slab slot, with a sharded hash index.
+//!   it (`tests/workqueue_model.rs` checks that); each of its modules says what it adds over the
+//!   reference and what that buys.
+//! - [`queue`]: [`WorkQueue`], the async, shareable handle; its timer task in `queue/timer_task.rs`.
+//! - `state`: the synchronous state machine behind the handle — the reference's rules over one
+//!   record per key; `state/timers.rs` holds `add_after`, rate limiting and the release of due
+//!   timers.
+//! - `key_table`: each key stored once, in a slab slot, with a sharded hash index; the rest of
+//!   the queue holds 4-byte key ids.
 //! - `chunked_vec`: the growable array under the slab and the heap, which grows a chunk at a
 //!   time instead of copying everything.
 //! - `delay_heap`: the min-heap of timers, with lazy deletion.
