@@ -19,6 +19,10 @@
 //!   ready for them, so an add that finds every worker busy costs no wake-up at all.
 //! - **Work in progress kept apart** (`in_flight.rs`), so metrics about it cost O(workers).
 //!
+//! The methods on the add → get → done path, and the key table's under them, are `#[inline]`:
+//! split into modules they were no longer inlined into [`super::WorkQueue`]'s methods, which cost
+//! 3 % more instructions per cycle and 5–8 % of one-thread throughput (`docs/performance.md`).
+//!
 //! # Per-key state
 //!
 //! Every key the queue knows is stored once with one [`KeyState`] of two independent parts:
@@ -168,6 +172,7 @@ impl<K: Clone + Eq + Hash> QueueState<K> {
 
     /// Marks `key` dirty now. Ignored after shut-down and for keys already dirty; cancels the
     /// key's timer if it was waiting.
+    #[inline]
     pub(super) fn add(&mut self, key: K, now: Instant) -> Wake {
         if !self.shutting_down {
             let now = self.nanos(now);
@@ -179,6 +184,7 @@ impl<K: Clone + Eq + Hash> QueueState<K> {
 
     /// Releases the timers due at `now`, then hands out the oldest ready key and marks it as
     /// processing. `None` when no key is ready (nothing changed then, so nobody needs waking).
+    #[inline]
     pub(super) fn pop_ready(&mut self, now: Instant) -> Option<(K, Wake)> {
         let now_ns = self.nanos(now);
         self.release_due_at(now_ns);
@@ -207,27 +213,17 @@ impl<K: Clone + Eq + Hash> QueueState<K> {
 
     /// Ends the processing of `key`: queues it again if it became dirty meanwhile, forgets it if
     /// nothing is pending for it. A key that is not being processed is ignored.
+    #[inline]
     pub(super) fn done(&mut self, key: &K, now: Instant) -> Wake {
-        // Found once and forgotten through the same lookup: `done` hashes the key once.
-        let Some(found) = self.keys.find(key) else {
+        let Some((id, work, pending)) = self.finish_processing(key) else {
             return Wake::default();
         };
-        let state = self
-            .keys
-            .get_mut(found.id)
-            .expect("invariant: found keys are known");
-        let Some(work) = state.processing.take() else {
-            return Wake::default();
-        };
-        let pending = state.pending;
         if let Some(started) = self.in_flight.finish(work) {
             let worked = now.saturating_duration_since(started);
             self.metrics.observe_work_duration(worked.as_secs_f64());
         }
-        match pending {
-            Pending::Dirty { .. } => self.push_ready(found.id),
-            Pending::Nothing => self.keys.forget(found),
-            Pending::Waiting { .. } => {}
+        if let Pending::Dirty { .. } = pending {
+            self.push_ready(id);
         }
         self.wake(false)
     }
@@ -296,6 +292,7 @@ impl<K: Clone + Eq + Hash> QueueState<K> {
 
     /// Makes the key `id` dirty as of `since`: the one path by which keys become ready. A key
     /// being processed is queued by `done`, never here: one worker at a time.
+    #[inline]
     fn make_dirty(&mut self, id: KeyId, since: Nanos) {
         let state = self.keys.get_mut(id).expect("invariant: the key is known");
         let was_waiting = match state.pending {
@@ -318,7 +315,24 @@ impl<K: Clone + Eq + Hash> QueueState<K> {
         }
     }
 
+    /// Clears the processing mark of `key`, forgetting the key if nothing is pending for it.
+    /// Returns its id, its work-in-progress slot and what is pending; `None` if no worker holds
+    /// it. Found and forgotten through one lookup: `done` hashes the key once.
+    #[inline]
+    fn finish_processing(&mut self, key: &K) -> Option<(KeyId, Slot, Pending)> {
+        let mut entry = self.keys.find_mut(key)?;
+        let state = entry.record();
+        let work = state.processing.take()?;
+        let pending = state.pending;
+        let id = entry.id();
+        if pending == Pending::Nothing {
+            entry.forget();
+        }
+        Some((id, work, pending))
+    }
+
     /// Puts a dirty, idle key at the back of the FIFO, to be announced to a parked getter.
+    #[inline]
     fn push_ready(&mut self, id: KeyId) {
         self.ready.push_back(id);
         self.unannounced += 1;
@@ -326,6 +340,7 @@ impl<K: Clone + Eq + Hash> QueueState<K> {
 
     /// Ends a change: one parked getter per key it made ready, as far as there are any; they
     /// count as woken from here on.
+    #[inline]
     fn wake(&mut self, timer_task: bool) -> Wake {
         let getters = self.unannounced.min(self.idle_getters);
         self.idle_getters -= getters;
@@ -336,6 +351,7 @@ impl<K: Clone + Eq + Hash> QueueState<K> {
         }
     }
 
+    #[inline]
     fn nanos(&self, at: Instant) -> Nanos {
         let since_epoch = at.saturating_duration_since(self.epoch).as_nanos();
         Nanos::try_from(since_epoch).unwrap_or(Nanos::MAX)

@@ -62,8 +62,7 @@ impl<K: Clone + Eq + Hash + std::fmt::Debug> QueueState<K> {
         let mut idle_dirty = 0;
         let mut processing = 0;
         for (id, key, state) in self.keys.iter() {
-            let found = self.keys.find(key).map(|found| found.id);
-            assert_eq!(found, Some(id), "{key:?} not indexed");
+            assert_eq!(self.keys.find(key), Some(id), "{key:?} not indexed");
             processing += usize::from(state.processing.is_some());
             match state.pending {
                 Pending::Dirty { .. } => {

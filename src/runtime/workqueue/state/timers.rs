@@ -82,6 +82,7 @@ impl<K: Clone + Eq + Hash> QueueState<K> {
     }
 
     /// Makes every key whose timer is due at `now` dirty, as of its ready time.
+    #[inline]
     pub(super) fn release_due_at(&mut self, now: Nanos) {
         while let Some(timer) = self.timers.peek().filter(|t| t.ready_at <= now) {
             self.timers.pop();
