@@ -10,6 +10,10 @@
 //! once pushed. The price is one extra indirection per access, into a table of chunk pointers
 //! that is small enough (a few KiB at a million elements) to stay in cache.
 //!
+//! *Over the reference* (`reference.rs`, whose collections grow as `std` grows them): the fast
+//! queue's slab, free list and timer heap live in `ChunkedVec`s, which buys no pause longer than
+//! one chunk's allocation while the queue's lock is held.
+//!
 //! Like `Vec`, it keeps the room it grew into after `pop`, so a queue that fills and drains
 //! repeatedly allocates nothing after the first fill; [`clear`](ChunkedVec::clear) gives it back.
 

@@ -4,6 +4,9 @@
 //!
 //! A tiny slab: `start` hands out a slot holding the start time, `finish` frees it for reuse.
 //! The slab never grows beyond the highest number of keys processed at once.
+//!
+//! *Over the reference* (`reference.rs`, which has only its `processing` set and no metrics): the
+//! start times the work-in-progress metrics need, kept where they cost O(workers) to read.
 
 use std::time::Duration;
 use tokio::time::Instant;

@@ -38,6 +38,32 @@
 //! Shut-down: adds of every kind are ignored, waiting keys are dropped, ready keys are still
 //! handed out, and `get` then says `None` (the async queue returns at once instead of waiting).
 //! Draining is waiting for [`in_flight`](ReferenceQueue::in_flight) to reach zero.
+//!
+//! # Example
+//!
+//! ```
+//! use kube_gc::runtime::workqueue::{ItemExponentialFailureRateLimiter, ReferenceQueue};
+//! use std::time::Duration;
+//! use tokio::time::Instant;
+//!
+//! let ms = Duration::from_millis;
+//! let limiter = ItemExponentialFailureRateLimiter::new(ms(5), ms(1000));
+//! let mut queue = ReferenceQueue::new(Box::new(limiter));
+//! let t0 = Instant::now();
+//! queue.add("a", t0);
+//! queue.add("a", t0); // already dirty: de-duplicated
+//! assert_eq!(queue.get(t0), Some("a"));
+//! queue.add("a", t0); // held by a worker: dirty, but not handed out again...
+//! assert_eq!(queue.get(t0), None);
+//! queue.done(&"a"); // ...until its worker is done
+//! assert_eq!(queue.get(t0), Some("a"));
+//! queue.done(&"a");
+//!
+//! queue.add_after("b", ms(10), t0);
+//! queue.add_after("b", ms(20), t0); // the earlier ready time wins
+//! assert_eq!(queue.get(t0 + ms(9)), None);
+//! assert_eq!(queue.get(t0 + ms(10)), Some("b"));
+//! ```
 
 use super::rate_limiter::RateLimiter;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
