@@ -14,7 +14,7 @@
 //!    generated types: a struct with `metadata` and the [`Resource`] constants is enough.
 //! 2. `expiry`: the decision, a pure function of the object and the time.
 //! 3. `expiring_configmaps`: the wiring. An informer lists and watches ConfigMaps into its
-//!    cache; its handler (`schedule`) puts each annotated ConfigMap's key on the workqueue for
+//!    cache; its handler (`Schedule`) puts each annotated ConfigMap's key on the workqueue for
 //!    the moment it is due (`add_after`), so nothing polls; [`Controller`] runs the workers.
 //! 4. `Expirer::reconcile`: a worker's turn with one key. It re-reads the ConfigMap from the
 //!    cache — it may have changed or gone since it was queued — decides again, and deletes with
@@ -41,7 +41,7 @@ use kube_gc::client::{Api, Client, ClientOptions};
 use kube_gc::clock::{SharedClock, SystemClock};
 use kube_gc::runtime::cache::{Cacheable, ObjectKey, Store};
 use kube_gc::runtime::controller::{Action, Controller, Reconciler};
-use kube_gc::runtime::informer::{HandlerFns, SharedInformer};
+use kube_gc::runtime::informer::{EventHandler, SharedInformer};
 use kube_gc::runtime::reflector::ReflectorConfig;
 use kube_gc::runtime::workqueue::WorkQueue;
 use kube_gc::sim::{Gvr, SimConfig, SimServer};
@@ -114,16 +114,13 @@ fn expiring_configmaps(client: Client, clock: SharedClock) -> Controller<ObjectK
     let api: Api<ConfigMap> = Api::all(client);
     let informer = SharedInformer::new("configmaps", api.clone(), ReflectorConfig::default());
     let queue = WorkQueue::new("expiring-configmaps");
-    let (on_add, on_update) = (
-        (queue.clone(), clock.clone()),
-        (queue.clone(), clock.clone()),
-    );
-    // A deletion needs no handler: there is nothing left to delete.
-    informer.add_handler(
-        HandlerFns::new()
-            .on_add(move |cm: Arc<ConfigMap>| schedule(&on_add.0, &on_add.1, &cm))
-            .on_update(move |_old, cm: Arc<ConfigMap>| schedule(&on_update.0, &on_update.1, &cm)),
-    );
+    // The handler runs on the informer's task, so it holds its own handles on the queue and
+    // the clock (both are cheap, shared clones).
+    let schedule = Schedule {
+        queue: queue.clone(),
+        clock: Arc::clone(&clock),
+    };
+    informer.add_handler(schedule);
     let cache = Arc::clone(informer.store());
     let expirer = Expirer { cache, api, clock };
     // The controller starts the informer, waits for its initial list, then runs two workers
@@ -135,12 +132,29 @@ fn expiring_configmaps(client: Client, clock: SharedClock) -> Controller<ObjectK
 
 /// The handler: queues an annotated ConfigMap's key for when it is due. Handlers must be quick
 /// and never wait, so the decision whether to delete is left to a worker.
-fn schedule(queue: &WorkQueue<ObjectKey>, clock: &SharedClock, config_map: &ConfigMap) {
-    match expiry(config_map, clock.now()) {
-        Expiry::Never => {}
-        Expiry::In(wait) => queue.add_after(config_map.cache_key(), wait),
-        // Due, or malformed: a worker deletes it, or says why it will not.
-        _ => queue.add(config_map.cache_key()),
+struct Schedule {
+    queue: WorkQueue<ObjectKey>,
+    clock: SharedClock,
+}
+
+impl EventHandler<ConfigMap> for Schedule {
+    async fn on_add(&mut self, config_map: Arc<ConfigMap>) {
+        self.schedule(&config_map);
+    }
+    async fn on_update(&mut self, _old: Arc<ConfigMap>, config_map: Arc<ConfigMap>) {
+        self.schedule(&config_map);
+    }
+    // `on_delete` keeps its default, doing nothing: there is nothing left to delete.
+}
+
+impl Schedule {
+    fn schedule(&self, config_map: &ConfigMap) {
+        match expiry(config_map, self.clock.now()) {
+            Expiry::Never => {}
+            Expiry::In(wait) => self.queue.add_after(config_map.cache_key(), wait),
+            // Due, or malformed: a worker deletes it, or says why it will not.
+            _ => self.queue.add(config_map.cache_key()),
+        }
     }
 }
 
@@ -171,12 +185,11 @@ impl Reconciler<ObjectKey> for Expirer {
         }
         // The UID precondition: if the ConfigMap in the cache was deleted and a new one made
         // under its name since, the server answers 409 Conflict instead of deleting the new one.
-        let (options, now) = (
-            DeleteOptions::background().with_uid(config_map.uid()),
-            hms(now),
-        );
+        let options = DeleteOptions::background().with_uid(config_map.uid());
         let api = self.api.within(key.namespace().unwrap_or_default());
-        match api.delete(key.name(), &options).await {
+        let result = api.delete(key.name(), &options).await;
+        let now = hms(now);
+        match result {
             Ok(_) => println!("{now}  deleted {key}: due"),
             Err(e) if e.is_not_found() => println!("{now}  {key}: deleted by someone else"),
             Err(e) if e.is_conflict() => println!("{now}  kept {key}: re-created since read"),
