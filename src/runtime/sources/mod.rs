@@ -7,7 +7,7 @@
 //! second time beside the TTL controller's informer — seen in the kit's audit log).
 //!
 //! ```text
-//!                                   ┌─▶ TTL decoder ─▶ Judgement ─────────────▶ TTL informer
+//!                                   ┌─▶ TTL decoder ─▶ Assessment ────────────▶ TTL informer
 //!  LIST / WATCH batch/v1 jobs ─text─┤
 //!  (one reflector)                  └─▶ metadata decoder ─▶ PartialObjectMetadata ─▶ GC graph
 //! ```
