@@ -3,6 +3,14 @@
 
 use super::*;
 
+/// A reflector that asks for streaming lists.
+fn streaming() -> ReflectorConfig {
+    ReflectorConfig {
+        use_watch_list: true,
+        ..ReflectorConfig::default()
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_refused_watch_list_falls_back_to_list_and_is_not_asked_again() {
     let script = Scripted::default()
@@ -13,11 +21,7 @@ async fn a_refused_watch_list_falls_back_to_list_and_is_not_asked_again() {
             expired_event(),
         ]))
         .list(list("8", vec![obj("a", "5")]));
-    let config = ReflectorConfig {
-        use_watch_list: true,
-        ..ReflectorConfig::default()
-    };
-    let out = run(script, config).await;
+    let out = run(script, streaming()).await;
     assert_eq!(
         call_summary(&out.calls),
         [
@@ -42,11 +46,7 @@ async fn a_watch_list_delivers_its_initial_events_as_one_replace_then_watches_on
         bookmark("6", true),
         Ok(WatchEvent::Modified(obj("a", "7"))),
     ]));
-    let config = ReflectorConfig {
-        use_watch_list: true,
-        ..ReflectorConfig::default()
-    };
-    let out = run(script, config).await;
+    let out = run(script, streaming()).await;
     assert_eq!(call_summary(&out.calls), ["watch-list", "watch rv=7"]);
     let Call::Watch(p) = &out.calls[0].1 else {
         panic!()
@@ -67,11 +67,7 @@ async fn an_incomplete_watch_list_falls_back_this_time_only() {
             Ok(WatchEvent::Added(obj("a", "8"))),
             bookmark("9", true),
         ]));
-    let config = ReflectorConfig {
-        use_watch_list: true,
-        ..ReflectorConfig::default()
-    };
-    let out = run(script, config).await;
+    let out = run(script, streaming()).await;
     assert_eq!(
         call_summary(&out.calls),
         [
@@ -96,11 +92,7 @@ async fn a_malformed_initial_event_abandons_the_streaming_list_rather_than_lose_
             bookmark("4", true),
         ]))
         .list(list("4", vec![obj("a", "3"), obj("b", "4")]));
-    let config = ReflectorConfig {
-        use_watch_list: true,
-        ..ReflectorConfig::default()
-    };
-    let out = run(script, config).await;
+    let out = run(script, streaming()).await;
     assert_eq!(
         call_summary(&out.calls),
         ["watch-list", "list rv=0", "watch rv=4"]
@@ -115,11 +107,7 @@ async fn a_watch_list_stalled_before_its_initial_events_end_falls_back_to_list()
     let script = Scripted::default()
         .stalled_watch(vec![Ok(WatchEvent::Added(obj("a", "3")))])
         .list(list("5", vec![obj("a", "5")]));
-    let config = ReflectorConfig {
-        use_watch_list: true,
-        ..ReflectorConfig::default()
-    };
-    let out = run(script, config).await;
+    let out = run(script, streaming()).await;
     assert_eq!(
         call_summary(&out.calls),
         ["watch-list", "list rv=0", "watch rv=5"]
@@ -139,11 +127,7 @@ async fn an_unanswered_watch_list_falls_back_to_list_after_the_grace() {
     let script = Scripted::default()
         .unanswered_watch()
         .list(list("5", vec![obj("a", "5")]));
-    let config = ReflectorConfig {
-        use_watch_list: true,
-        ..ReflectorConfig::default()
-    };
-    let out = run(script, config).await;
+    let out = run(script, streaming()).await;
     assert_eq!(
         call_summary(&out.calls),
         ["watch-list", "list rv=0", "watch rv=5"]
