@@ -379,19 +379,17 @@ pub fn delete(
     Ok(DeleteOutcome::Pending(terminating))
 }
 
-/// What deleting the definition of `resource` does, for the in-process API: as [`delete`],
-/// and the objects are deleted whether or not the definition was stored.
+/// What deleting the definition of `resource` does, for the in-process API: [`delete`] where
+/// the definition is stored, else the same cleanup without it.
 pub fn delete_definition_of(ctx: &Context, resource: ResourceId) -> Result<(), StoreError> {
     let store = &ctx.store;
     let def = store.resources().def(resource);
     if let Some(definitions) = definitions_id(store) {
-        match delete(
-            ctx,
-            definitions,
-            &definition_name(def),
-            &DeleteOptions::default(),
-        ) {
-            Ok(_) | Err(StoreError::NotFound { .. }) => {}
+        let name = definition_name(def);
+        match delete(ctx, definitions, &name, &DeleteOptions::default()) {
+            // The definition's cleanup has unserved and emptied the resource already.
+            Ok(_) => return Ok(()),
+            Err(StoreError::NotFound { .. }) => {}
             Err(e) => return Err(e),
         }
     }
