@@ -1,7 +1,7 @@
 //! How a simulated server is set up.
 //!
 //! Contract: [`SimConfig::default`] is a plain-HTTP server on `127.0.0.1:<random port>` serving
-//! [`default_resources`], with no authentication, no faults, a 100 000-change etcd history
+//! [`default_resources`], with no authentication, every request authorized, no faults, a 100 000-change etcd history
 //! compacted every 5 minutes, watch caches sized like the real server's (100 to 102,400 events,
 //! keeping 75 s), lists waiting 3 s for a version the server has not reached, bookmarks every
 //! 60 s, WatchList off (like a v1.28 server) and the system clock. Each knob has a `with_*`
@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use crate::sim::clock::{Clock, SystemClock};
 use crate::sim::faults::FaultPlan;
+use crate::sim::handlers::authorize::ResourceDenial;
 use crate::sim::handlers::reviews::{NonResourceGrant, SimUser};
 use crate::sim::resources::{default_resources, workload_custom_resources, ResourceDef};
 use crate::sim::store::WatchCacheSizing;
@@ -68,6 +69,8 @@ pub struct SimConfig {
     pub users: Vec<SimUser>,
     /// Non-resource paths users and groups may `get` (SubjectAccessReview).
     pub grants: Vec<NonResourceGrant>,
+    /// Verbs on resources users are refused (403), as if no RBAC rule granted them.
+    pub denials: Vec<ResourceDenial>,
 }
 
 impl Default for SimConfig {
@@ -95,6 +98,7 @@ impl Default for SimConfig {
                 .collect(),
             users: Vec::new(),
             grants: Vec::new(),
+            denials: Vec::new(),
         }
     }
 }
@@ -202,6 +206,20 @@ impl SimConfig {
         self.grants.push(NonResourceGrant {
             subject: subject.to_owned(),
             paths: paths.iter().map(|p| p.to_string()).collect(),
+        });
+        self
+    }
+
+    /// Refuses `user` (a [`with_user`](Self::with_user)'s name) the `verbs` (RBAC's: `get`,
+    /// `list`, `watch`, `delete`…) on `resource` (its plural, or `plural/subresource`) in
+    /// `group` (`""` for the core group), with the 403 a real server answers: as if no RBAC rule
+    /// granted them. Every other request of every user is allowed.
+    pub fn forbidding(mut self, user: &str, group: &str, resource: &str, verbs: &[&str]) -> Self {
+        self.denials.push(ResourceDenial {
+            user: user.to_owned(),
+            group: group.to_owned(),
+            resource: resource.to_owned(),
+            verbs: verbs.iter().map(|v| v.to_string()).collect(),
         });
         self
     }

@@ -83,8 +83,9 @@
 //!   catalogue declares serves it, one it does not declare is refused (422) where a real server
 //!   would serve it, and a changed definition is stored without changing how its resource is
 //!   served or validated ([`crds`]).
-//! - Authentication is a single bearer token or any client certificate signed by the server's CA;
-//!   there is no authorization.
+//! - Authentication is the server's bearer token, a known user's token or any client certificate
+//!   signed by the server's CA; authorization only refuses the verbs a configuration denies a
+//!   user on a resource (`SimConfig::forbidding`), with the real server's 403.
 
 pub mod clock;
 pub mod config;
