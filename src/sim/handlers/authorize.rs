@@ -8,6 +8,8 @@
 //!   `system:masters`, which a real server never refuses, and nothing here refuses either.
 //! - What is asked: the request's verb as RBAC names it (`get`, `list`, `watch`, `create`,
 //!   `update`, `patch`, `delete`) on the resource, `<plural>/<subresource>` for a subresource.
+//! - [`SimServer::grant`](crate::sim::SimServer::grant) lifts a user's denials on a resource
+//!   while the server runs, as binding a role that grants them would.
 //! - A denied request is answered before it reaches the store, with the 403 `Forbidden`
 //!   `Status` a real server's authorization filter writes (exchanges 200–206: the resource
 //!   group-qualified, the user, the verb, the scope — `at the cluster scope` or `in the
@@ -55,9 +57,6 @@ pub fn refusal(
     target: &Target,
     verb: Verb,
 ) -> Option<Response<Body>> {
-    if ctx.denials.is_empty() {
-        return None;
-    }
     let user = user_of(ctx, incoming)?;
     let verb = rbac_verb(verb)?;
     let def = ctx.store.resources().def(target.resource);
@@ -65,7 +64,7 @@ pub fn refusal(
         Some(sub) => format!("{}/{sub}", def.resource),
         None => def.resource.clone(),
     };
-    let denied = ctx.denials.iter().any(|d| {
+    let denied = ctx.denials.read().iter().any(|d| {
         d.user == user.username
             && d.group == def.group
             && d.resource == resource

@@ -80,8 +80,9 @@ pub struct Context {
     pub users: Vec<reviews::SimUser>,
     /// Non-resource paths users and groups may `get`, for SubjectAccessReviews.
     pub grants: Vec<reviews::NonResourceGrant>,
-    /// Verbs on resources users are not granted ([`authorize`]).
-    pub denials: Vec<authorize::ResourceDenial>,
+    /// Verbs on resources users are not granted ([`authorize`]); granted at run time by
+    /// [`SimServer::grant`](crate::sim::SimServer::grant).
+    pub denials: parking_lot::RwLock<Vec<authorize::ResourceDenial>>,
 }
 
 impl Context {

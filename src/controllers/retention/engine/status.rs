@@ -8,8 +8,9 @@
 //!   earliest such time is the *next deletion*.
 //! - [`status_for`] builds the status from the plan's verdict on the policy, the counts and
 //!   the deletions so far; `Ready` keeps its `lastTransitionTime` while its status stays.
-//! - `Ready=False` reasons: `InvalidSpec` (the fields at fault in the message) and
-//!   `ResourceNotServed` (which targets); `Ready=True`: `Watching`.
+//! - `Ready=False` reasons: `InvalidSpec` (the fields at fault in the message),
+//!   `ResourceNotServed` (which targets) and `Forbidden` (which targets kube-gc may not read or
+//!   delete, the server's words, the RBAC rule to grant); `Ready=True`: `Watching`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -22,6 +23,7 @@ use crate::controllers::retention::policy::{Condition, PolicyId, RetentionPolicy
 use crate::controllers::retention::verdict::{decide, Verdict};
 
 use super::plan::PolicyState;
+use super::refusal::Refused;
 use super::watch::ResourceWatch;
 
 /// One policy's counts.
@@ -115,6 +117,19 @@ pub fn status_for(
             errors
                 .iter()
                 .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
+        PolicyState::Forbidden {
+            generation,
+            refused,
+        } => (
+            *generation,
+            "False",
+            "Forbidden",
+            refused
+                .iter()
+                .map(Refused::describe)
                 .collect::<Vec<_>>()
                 .join("; "),
         ),
