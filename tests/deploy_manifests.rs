@@ -526,6 +526,7 @@ fn every_field_status() -> RetentionPolicyStatus {
         observed_generation: Some(1),
         matched: 5,
         waiting: 1,
+        unknown: 1,
         deleted: 2,
         next_deletion_time: Some(now),
         conditions: vec![Condition {
@@ -629,7 +630,10 @@ fn the_crds_are_served_as_kube_gc_reads_them() {
             .collect();
         assert_eq!(
             columns,
-            ["Preset", "Resource", "TTL", "Matched", "Waiting", "Deleted", "Ready", "Age"]
+            [
+                "Preset", "Resource", "TTL", "Matched", "Waiting", "Unknown", "Deleted", "Ready",
+                "Age"
+            ]
         );
         let spec_schema = &version["schema"]["openAPIV3Schema"]["properties"]["spec"];
         let messages: Vec<&str> = spec_schema["x-kubernetes-validations"]
