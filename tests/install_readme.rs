@@ -60,7 +60,11 @@ fn readme_commands_after(marker: &str) -> Vec<String> {
     let close = block[open..].find("```").expect("the block ends");
     block[open..open + close]
         .lines()
-        .map(|line| line.split_once('#').map_or(line, |(command, _)| command).trim())
+        .map(|line| {
+            line.split_once('#')
+                .map_or(line, |(command, _)| command)
+                .trim()
+        })
         .filter(|command| !command.is_empty())
         .map(str::to_owned)
         .collect()
@@ -91,8 +95,7 @@ fn the_readme_installs_the_crds_apart_and_its_uninstall_keeps_them_unless_asked(
         .iter()
         .all(|o| o["kind"] != "CustomResourceDefinition"));
     // The Lease, by the namespace and name the Deployment gives it.
-    let args: Vec<&str> = deployment(&objects)["spec"]["template"]["spec"]["containers"][0]
-        ["args"]
+    let args: Vec<&str> = deployment(&objects)["spec"]["template"]["spec"]["containers"][0]["args"]
         .as_array()
         .unwrap()
         .iter()

@@ -63,8 +63,8 @@ pub struct Context {
     pub too_large_wait: Duration,
     /// Whether `sendInitialEvents=true` (WatchList) is served.
     pub watch_list_enabled: bool,
-    /// Whether `/api` and `/apis` answer in the aggregated form when asked.
-    pub aggregated_discovery: bool,
+    /// Which aggregated forms `/api` and `/apis` answer in when asked.
+    pub aggregated_discovery: crate::sim::config::AggregatedDiscovery,
     /// `host:port` clients reach the server at (for `/api`).
     pub server_address: String,
     /// The connections of the current generation: cutting it drops them all, as a restart.
