@@ -1,7 +1,8 @@
 //! The retention engine: [`RetentionController`] watches the policies and the namespaces,
-//! plans which resources to watch and with which rules (`plan.rs`, run by `planner.rs`), keeps one
-//! [`ResourceWatch`] per resource (`watch.rs`), deletes what is due (`reconcile.rs`) and
-//! reports on every policy (`status.rs`, written by `writer.rs`).
+//! plans which resources to watch and with which rules (`plan.rs`, run by `planner.rs`, less
+//! what the server forbids: `refusal.rs`), keeps one [`ResourceWatch`] per resource
+//! (`watch.rs`), deletes what is due (`reconcile.rs`) and reports on every policy (`status.rs`,
+//! written by `writer.rs`).
 //!
 //! ```text
 //!  RetentionPolicy ─┐                        ┌─ ResourceWatch v1/pods ──────┐
@@ -18,6 +19,10 @@
 //!   cached: a watch's keys are queued by its own handlers, after its first list.
 //! - Invalid policies get `Ready=False` with the fields at fault and a Warning Event, once per
 //!   generation, and delete nothing.
+//! - A resource the server forbids kube-gc to read or delete (a 403) makes the policies naming
+//!   it `Ready=False`, reason `Forbidden`, with the RBAC rule to grant (`refusal.rs`); a resource
+//!   it may not read is not watched, so one policy's missing rule never fails `/readyz` for the
+//!   others, and is tried again every [`RetentionOptions::rediscover_interval`].
 //! - Every task (planner, status writer, watches) is owned by [`RetentionController::run`]
 //!   and stopped before it returns.
 
@@ -122,7 +127,8 @@ pub struct RetentionOptions {
     pub replan_delay: Duration,
     /// How often statuses are recounted (and written if they changed).
     pub status_interval: Duration,
-    /// How often discovery is read again while a policy names a resource not served.
+    /// How often discovery is read again while a policy names a resource not served, and a
+    /// resource kube-gc was forbidden to read is tried again.
     pub rediscover_interval: Duration,
     /// Every policy as if it said `dryRun: true` (`kube-gc run --dry-run`).
     pub dry_run: bool,
