@@ -1,5 +1,6 @@
 //! Discovery against the simulated API server: the documents read (two where aggregated
-//! discovery is served, one per group version more where it is not, with the same result), the
+//! discovery is served — as `v2beta1` by v1.28, `v2` and `v2beta1` by v1.30–v1.32, `v2` alone by
+//! v1.33 and later — one per group version more where it is not, with the same result), the
 //! deletable set, the kind → resource mapping, and group versions that fail without failing
 //! discovery.
 
@@ -8,7 +9,7 @@ mod client_support;
 use client_support::{start_with, unthrottled};
 use kube_gc::client::{Discovery, ResourceRef};
 use kube_gc::sim::faults::{FaultPlan, Verb};
-use kube_gc::sim::SimConfig;
+use kube_gc::sim::{AggregatedDiscovery, SimConfig};
 
 fn describe(r: &ResourceRef) -> String {
     format!("{}/{}", r.api_version(), r.plural)
@@ -49,7 +50,7 @@ async fn aggregated_discovery_reads_two_documents_and_finds_what_the_legacy_docu
     let (aggregated, paths) = discover(SimConfig::default()).await;
     assert_eq!(paths, ["/api", "/apis"]);
     let (legacy, legacy_paths) =
-        discover(SimConfig::default().with_aggregated_discovery(false)).await;
+        discover(SimConfig::default().with_aggregated_discovery(AggregatedDiscovery::None)).await;
     for expected in [
         "/api",
         "/apis",
@@ -69,6 +70,40 @@ async fn aggregated_discovery_reads_two_documents_and_finds_what_the_legacy_docu
     );
     assert!(aggregated.failures().is_empty() && legacy.failures().is_empty());
     assert_eq!(found(&aggregated), found(&legacy));
+}
+
+/// Every release's server is read in two requests, each answered in the newest form it serves,
+/// and says what the legacy documents say: a v1.33 server (`v2` only) no longer sends kube-gc
+/// to the one-request-per-group-version fallback.
+#[tokio::test]
+async fn every_release_is_read_in_two_requests_in_the_newest_form_it_serves() {
+    let (legacy, _) =
+        discover(SimConfig::default().with_aggregated_discovery(AggregatedDiscovery::None)).await;
+    for (served, answered) in [
+        (AggregatedDiscovery::V2Beta1, "v=v2beta1"),
+        (AggregatedDiscovery::Both, "v=v2;"),
+        (AggregatedDiscovery::V2, "v=v2;"),
+    ] {
+        let h = start_with(
+            SimConfig::default().with_aggregated_discovery(served),
+            unthrottled(),
+        )
+        .await;
+        let discovery = Discovery::run(&h.client).await.unwrap();
+        let journal = h.sim.journal().by_verb(Verb::Discovery);
+        let paths: Vec<&str> = journal.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(paths, ["/api", "/apis"], "{served:?}");
+        for entry in &journal {
+            let content_type = entry.content_type.as_deref().unwrap_or_default();
+            assert!(
+                content_type.contains("as=APIGroupDiscoveryList")
+                    && content_type.contains(answered),
+                "{served:?}: {content_type}"
+            );
+        }
+        assert!(discovery.failures().is_empty(), "{served:?}");
+        assert_eq!(found(&discovery), found(&legacy), "{served:?}");
+    }
 }
 
 #[tokio::test]
@@ -114,7 +149,7 @@ async fn discovery_finds_every_served_resource_with_kind_scope_and_verbs() {
 async fn failing_group_versions_are_reported_and_the_rest_is_kept() {
     // Group versions have documents of their own only where discovery is not aggregated.
     let h = start_with(
-        SimConfig::default().with_aggregated_discovery(false),
+        SimConfig::default().with_aggregated_discovery(AggregatedDiscovery::None),
         unthrottled(),
     )
     .await;

@@ -81,31 +81,55 @@ fn controllers_with_rbac(objects: &[(String, serde_json::Value)]) -> BTreeSet<St
 }
 
 #[test]
-fn every_manifest_is_installed_by_an_overlay_or_the_monitoring_extra_crds_first() {
+fn every_manifest_is_installed_by_an_overlay_the_crds_or_the_monitoring_extra() {
     let mut installed = BTreeSet::new();
     for name in OVERLAYS {
         let objects = overlay(name);
-        // The CRDs come first: the retention controller lists their objects from the start.
         let kinds: Vec<&str> = objects
             .iter()
             .map(|(_, d)| d["kind"].as_str().unwrap())
             .collect();
-        assert_eq!(
-            kinds[..2],
-            ["CustomResourceDefinition", "CustomResourceDefinition"],
-            "{name}"
-        );
         assert!(
             kinds.contains(&"Deployment") && kinds.contains(&"Service"),
             "{name}"
         );
         installed.extend(objects.into_iter().map(|(file, _)| file));
     }
+    let crds = kustomize::render(&deploy_root().join("crds"));
+    assert!(crds
+        .iter()
+        .all(|(_, d)| d["kind"] == "CustomResourceDefinition"));
+    installed.extend(crds.into_iter().map(|(file, _)| file));
     let monitoring = kustomize::render(&deploy_root().join("monitoring"));
     assert_eq!(monitoring[0].1["kind"], "ServiceMonitor");
     installed.extend(monitoring.into_iter().map(|(file, _)| file));
     let files: BTreeSet<String> = manifest_files().into_iter().collect();
     assert_eq!(installed, files, "a manifest no kustomization installs");
+}
+
+/// `kubectl delete -k` of an overlay — uninstalling kube-gc, or reinstalling it — deletes what
+/// the overlay renders: were a CRD among them, every retention policy of its kind in the cluster
+/// would go with it. Only `deploy/crds` installs (and so deletes) them, and nothing an overlay
+/// renders holds state kube-gc would need back: no namespace, no Lease (kube-gc creates its
+/// Lease at run time; the uninstall in the README deletes it by name).
+#[test]
+fn deleting_an_overlay_deletes_no_crd_policy_namespace_or_lease() {
+    for name in OVERLAYS {
+        for (file, object) in overlay(name) {
+            let kind = object["kind"].as_str().unwrap_or_default();
+            assert!(
+                ![
+                    "CustomResourceDefinition",
+                    "RetentionPolicy",
+                    "ClusterRetentionPolicy",
+                    "Namespace",
+                    "Lease",
+                ]
+                .contains(&kind),
+                "{name} renders a {kind} ({file}): `kubectl delete -k` of it would delete it"
+            );
+        }
+    }
 }
 
 #[test]
@@ -526,6 +550,7 @@ fn every_field_status() -> RetentionPolicyStatus {
         observed_generation: Some(1),
         matched: 5,
         waiting: 1,
+        unknown: 1,
         deleted: 2,
         next_deletion_time: Some(now),
         conditions: vec![Condition {
@@ -629,7 +654,10 @@ fn the_crds_are_served_as_kube_gc_reads_them() {
             .collect();
         assert_eq!(
             columns,
-            ["Preset", "Resource", "TTL", "Matched", "Waiting", "Deleted", "Ready", "Age"]
+            [
+                "Preset", "Resource", "TTL", "Matched", "Waiting", "Unknown", "Deleted", "Ready",
+                "Age"
+            ]
         );
         let spec_schema = &version["schema"]["openAPIV3Schema"]["properties"]["spec"];
         let messages: Vec<&str> = spec_schema["x-kubernetes-validations"]

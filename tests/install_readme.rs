@@ -3,7 +3,10 @@
 //! repository, and rendered.
 //!
 //! - Always: the README's kustomization parses, names an overlay that exists, and its `images`
-//!   entry names the image the base Deployment runs (else the user's image would not replace it).
+//!   entry names the image the base Deployment runs (else the user's image would not replace it);
+//!   the README installs the CRDs on their own before it, and its uninstall deletes kube-gc's
+//!   objects and its Lease by the name the Deployment gives it, while the CRDs — and with them
+//!   every policy — go only with a `delete -k` of `deploy/crds` the README asks for apart.
 //! - Where kubectl is installed: `kubectl kustomize` renders it, with the user's image and the
 //!   overlay's `--controllers`.
 //! - Where `KUBE_GC_TEST_KUBECONFIG` names a cluster's kubeconfig (a real kube-apiserver, e.g.
@@ -43,6 +46,81 @@ fn users_directory() -> tempfile::TempDir {
     )
     .unwrap();
     directory
+}
+
+/// The shell commands of the README's code block that follows `marker`, comments dropped.
+fn readme_commands_after(marker: &str) -> Vec<String> {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README.md");
+    let start = readme
+        .find(marker)
+        .unwrap_or_else(|| panic!("the README has {marker:?}"));
+    let block = &readme[start..];
+    let open = block.find("```sh\n").expect("a shell block follows") + "```sh\n".len();
+    let close = block[open..].find("```").expect("the block ends");
+    block[open..open + close]
+        .lines()
+        .map(|line| {
+            line.split_once('#')
+                .map_or(line, |(command, _)| command)
+                .trim()
+        })
+        .filter(|command| !command.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The README's kustomization rendered, as `kubectl apply -k my-kube-gc` would apply it.
+fn readme_objects() -> Vec<Value> {
+    let users: Value = serde_saphyr::from_str(&readme_kustomization()).unwrap();
+    let overlay = users["resources"][0].as_str().unwrap();
+    let overlay = overlay
+        .strip_prefix("../kube-gc/deploy/")
+        .expect("an overlay of the checkout");
+    kustomize::render(&deploy_root().join(overlay))
+        .into_iter()
+        .map(|(_, o)| o)
+        .collect()
+}
+
+#[test]
+fn the_readme_installs_the_crds_apart_and_its_uninstall_keeps_them_unless_asked() {
+    let install = readme_commands_after("**2. Install the retention policy CRDs**");
+    assert_eq!(install[0], "kubectl apply -k kube-gc/deploy/crds");
+    let uninstall = readme_commands_after("**Uninstalling.**");
+    // kube-gc's own objects: what the user's kustomization renders, and none is a CRD.
+    assert_eq!(uninstall[0], "kubectl delete -k my-kube-gc");
+    let objects = readme_objects();
+    assert!(objects
+        .iter()
+        .all(|o| o["kind"] != "CustomResourceDefinition"));
+    // The Lease, by the namespace and name the Deployment gives it.
+    let args: Vec<&str> = deployment(&objects)["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let flag = |name: &str| {
+        args.iter()
+            .find_map(|a| a.strip_prefix(&format!("--{name}=")))
+            .unwrap_or_else(|| panic!("--{name} in {args:?}"))
+    };
+    assert_eq!(
+        uninstall[1],
+        format!(
+            "kubectl -n {} delete lease {}",
+            flag("leader-elect-resource-namespace"),
+            flag("leader-elect-resource-name")
+        )
+    );
+    // The CRDs only last, on purpose, and by their own directory.
+    let crds: Vec<&String> = uninstall
+        .iter()
+        .filter(|c| c.contains("deploy/crds"))
+        .collect();
+    assert_eq!(crds, [uninstall.last().unwrap()]);
+    assert_eq!(crds[0], "kubectl delete -k kube-gc/deploy/crds");
 }
 
 fn deployment(objects: &[Value]) -> &Value {

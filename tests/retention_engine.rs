@@ -382,16 +382,28 @@ async fn status_counts_what_the_policy_governs() {
     let now = world.now();
     create_pod(sim, "data", "waiting", Some(now));
     create_pod(sim, "data", "running", None);
+    // Succeeded, and no container says when it finished: kept for ever, and counted as such.
+    let mut unknown = sim
+        .create(
+            &pods(),
+            json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "when", "namespace": "data"},
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox:1.36"}]}}),
+        )
+        .expect("create the Pod");
+    unknown["status"] = json!({"phase": "Succeeded"});
+    sim.update_status(&pods(), unknown).expect("finish the Pod");
     create_policy(sim, "metadata: {name: counted, generation: 1}\nspec: {preset: pods, ttlSecondsAfterFinished: 3600}");
     let running = run(&world);
     eventually("status is written", || {
         sim.get(&cluster_policies(), None, "counted")
-            .map(|p| p["status"]["matched"] == 2)
+            .map(|p| p["status"]["matched"] == 3)
             .unwrap_or(false)
     })
     .await;
     let status = sim.get(&cluster_policies(), None, "counted").unwrap()["status"].clone();
     assert_eq!(status["waiting"], 1);
+    assert_eq!(status["unknown"], 1, "{status}");
     assert_eq!(status["deleted"], 0);
     assert_eq!(
         status["nextDeletionTime"],
@@ -411,8 +423,13 @@ async fn status_counts_what_the_policy_governs() {
     })
     .await;
     let status = sim.get(&cluster_policies(), None, "counted").unwrap()["status"].clone();
-    assert_eq!(status["matched"], 1, "{status}");
+    assert_eq!(status["matched"], 2, "{status}");
     assert_eq!(status["waiting"], 0, "{status}");
+    assert_eq!(status["unknown"], 1, "{status}");
+    assert!(
+        exists(sim, "data", "when"),
+        "a finish time unknown is never a deletion"
+    );
     assert!(
         status.get("nextDeletionTime").is_none(),
         "a next deletion is reported when none is scheduled: {status}"

@@ -6,7 +6,7 @@ mod sim_support;
 use std::path::Path;
 use std::time::Duration;
 
-use kube_gc::sim::{SimConfig, SimServer};
+use kube_gc::sim::{AggregatedDiscovery, SimConfig, SimServer};
 use sim_support::*;
 
 async fn kubectl(kubeconfig: &Path, args: &[&str]) -> Option<(bool, String, String)> {
@@ -192,4 +192,56 @@ async fn kubectl_applies_the_crds_and_waits_for_them() {
     let (ok, stdout, stderr) = kubectl(&kubeconfig, &["get", "crd"]).await.unwrap();
     assert!(ok, "{stderr}");
     assert!(stdout.contains("jobs.batch.volcano.sh"), "{stdout}");
+}
+
+/// kubectl v1.28 asks discovery in `v2beta1`, then plain JSON. A server of each later release
+/// still serves it: v1.30–v1.32 in `v2beta1`, v1.33 and later, which serve `v2` alone, in the
+/// legacy documents, read one per group version — and `kubectl get crp` works against both, as
+/// against the real server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_v1_28_reads_discovery_from_servers_of_later_releases() {
+    for served in [AggregatedDiscovery::Both, AggregatedDiscovery::V2] {
+        let server = start(
+            SimConfig::default()
+                .with_tls()
+                .with_token("kubectl-token")
+                .with_aggregated_discovery(served),
+        )
+        .await;
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = dir.path().join("kubeconfig");
+        server.write_kubeconfig(&kubeconfig).unwrap();
+        // A fresh discovery cache, so that kubectl asks the server.
+        let cache = dir.path().join("cache");
+        let cache_flag = format!("--cache-dir={}", cache.display());
+        let Some((ok, stdout, stderr)) = kubectl(&kubeconfig, &[&cache_flag, "get", "crp"]).await
+        else {
+            return;
+        };
+        assert!(ok, "{served:?}: {stderr}");
+        assert!(
+            stdout.is_empty() || stdout.starts_with("NAME"),
+            "{served:?}: {stdout}"
+        );
+        let journal = server.journal().entries();
+        let apis: Vec<_> = journal.iter().filter(|e| e.path == "/apis").collect();
+        assert!(!apis.is_empty(), "{served:?}: kubectl read /apis");
+        let legacy = apis
+            .iter()
+            .all(|e| e.content_type.as_deref() == Some("application/json"));
+        assert_eq!(
+            legacy,
+            served == AggregatedDiscovery::V2,
+            "{served:?}: {:?}",
+            apis.iter().map(|e| &e.content_type).collect::<Vec<_>>()
+        );
+        if legacy {
+            assert!(
+                journal
+                    .iter()
+                    .any(|e| e.path == "/apis/kube-gc.io/v1alpha1"),
+                "the legacy fallback reads each group version"
+            );
+        }
+    }
 }

@@ -1,9 +1,8 @@
 //! `kubectl get crp` against the simulated server: the `Table` it answers is the real server's
-//! (capture 22 of `fixtures/retention/crd-validation/`), columns read from the CRD.
+//! with the CRDs of `deploy/crds/` applied (exchange 207 of `fixtures/real-apiserver/`), columns
+//! read from the CRD.
 
 mod sim_support;
-
-use std::path::Path;
 
 use kube_gc::sim::{Gvr, SimConfig};
 use serde_json::{json, Value};
@@ -13,27 +12,25 @@ const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
 const KUBECTL: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
 
 fn captured_table() -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/retention/crd-validation/22-table.json");
-    let exchange: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let exchange = exchange("207-");
     assert_eq!(exchange["request"]["headers"]["Accept"], TABLE);
     exchange["response"]["body"].clone()
 }
 
 #[tokio::test]
-async fn kubectl_get_crp_prints_the_crds_columns_like_capture_22() {
+async fn kubectl_get_crp_prints_the_crds_columns_like_exchange_207() {
     let server = start(SimConfig::default()).await;
     let policies = Gvr::new("kube-gc.io", "v1alpha1", "clusterretentionpolicies");
     let created = server
         .create(
             &policies,
             json!({"apiVersion": "kube-gc.io/v1alpha1", "kind": "ClusterRetentionPolicy",
-                "metadata": {"name": "finished-pods"},
-                "spec": {"preset": "pods", "ttlSecondsAfterFinished": 7200}}),
+                "metadata": {"name": "rd-finished-pods"},
+                "spec": {"preset": "pods", "ttlSecondsAfterFinished": 7200, "dryRun": true}}),
         )
         .unwrap();
     let mut with_status = created.clone();
-    with_status["status"] = json!({"matched": 4, "waiting": 1, "deleted": 2,
+    with_status["status"] = json!({"matched": 5, "waiting": 1, "unknown": 1, "deleted": 2,
         "conditions": [{"type": "Ready", "status": "True", "reason": "Watching",
                         "message": "", "lastTransitionTime": created["metadata"]["creationTimestamp"]}]});
     server.update_status(&policies, with_status).unwrap();
@@ -58,14 +55,14 @@ async fn kubectl_get_crp_prints_the_crds_columns_like_capture_22() {
         assert_eq!(table["rows"][0]["cells"], real["rows"][0]["cells"]);
         let object = &table["rows"][0]["object"];
         assert_eq!(object["kind"], "PartialObjectMetadata");
-        assert_eq!(object["metadata"]["name"], "finished-pods");
+        assert_eq!(object["metadata"]["name"], "rd-finished-pods");
         assert!(table["metadata"]["resourceVersion"].is_string());
     }
     // One object, as `kubectl get crp finished-pods` asks.
     let (_, one) = send(
         http.get(url(
             &server,
-            "/apis/kube-gc.io/v1alpha1/clusterretentionpolicies/finished-pods",
+            "/apis/kube-gc.io/v1alpha1/clusterretentionpolicies/rd-finished-pods",
         ))
         .header("Accept", KUBECTL),
     )

@@ -265,4 +265,26 @@ mod tests {
         assert!(!workload_crds(&["kube-gc", "sim"]));
         assert!(workload_crds(&["kube-gc", "sim", "--workload-crds"]));
     }
+
+    #[test]
+    fn sim_answers_discovery_as_the_release_asked_for() {
+        use crate::sim::AggregatedDiscovery;
+        let forms = |args: &[&str]| match Cli::try_parse_from(args).map(|c| c.command) {
+            Ok(Some(Command::Sim(sim))) => Ok(sim.aggregated_discovery),
+            Ok(_) => panic!("not sim"),
+            Err(e) => Err(e.to_string()),
+        };
+        assert_eq!(forms(&["kube-gc", "sim"]), Ok(AggregatedDiscovery::V2Beta1));
+        for (name, setting) in AggregatedDiscovery::NAMES {
+            let flag = format!("--aggregated-discovery={name}");
+            assert_eq!(forms(&["kube-gc", "sim", &flag]), Ok(setting));
+        }
+        let refused = forms(&["kube-gc", "sim", "--aggregated-discovery", "v3"]);
+        assert!(
+            refused
+                .as_ref()
+                .is_err_and(|e| e.contains("\"v3\" is not one of none, v2beta1, both, v2")),
+            "{refused:?}"
+        );
+    }
 }

@@ -23,7 +23,7 @@ use serde_json::{json, Value};
 
 use crate::duration::parse_duration;
 use crate::sim::resources::Gvr;
-use crate::sim::{SimConfig, SimError, SimServer};
+use crate::sim::{AggregatedDiscovery, SimConfig, SimError, SimServer};
 
 /// Flags of `kube-gc sim`.
 #[derive(Debug, Clone, Args)]
@@ -65,6 +65,20 @@ pub struct SimArgs {
     /// How often etcd's history is compacted (kube-apiserver's flag); 0 never compacts.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5m")]
     pub etcd_compaction_interval: Duration,
+
+    /// The aggregated discovery `/api` and `/apis` answer, as a server of that release:
+    /// `v2beta1` (v1.26-v1.29), `both` (v2 and v2beta1: v1.30-v1.32), `v2` (v1.33 and later),
+    /// `none` (before v1.26: the legacy documents only).
+    #[arg(long, value_name = "FORMS", default_value = "v2beta1", value_parser = parse_aggregated_discovery)]
+    pub aggregated_discovery: AggregatedDiscovery,
+}
+
+/// `--aggregated-discovery`'s value.
+fn parse_aggregated_discovery(name: &str) -> Result<AggregatedDiscovery, String> {
+    AggregatedDiscovery::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = AggregatedDiscovery::NAMES.iter().map(|(n, _)| *n).collect();
+        format!("{name:?} is not one of {}", names.join(", "))
+    })
 }
 
 /// Why `kube-gc sim` stopped with an error.
@@ -107,7 +121,8 @@ pub async fn run(args: SimArgs) -> Result<(), SimCommandError> {
     let compaction = Some(args.etcd_compaction_interval).filter(|i| !i.is_zero());
     let mut config = SimConfig::default()
         .with_bind(SocketAddr::new(args.bind_address, args.port))
-        .with_compaction_interval(compaction);
+        .with_compaction_interval(compaction)
+        .with_aggregated_discovery(args.aggregated_discovery);
     if args.tls {
         config = config.with_tls();
     }

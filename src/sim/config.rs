@@ -1,7 +1,7 @@
 //! How a simulated server is set up.
 //!
 //! Contract: [`SimConfig::default`] is a plain-HTTP server on `127.0.0.1:<random port>` serving
-//! [`default_resources`], with no authentication, no faults, a 100 000-change etcd history
+//! [`default_resources`], with no authentication, every request authorized, no faults, a 100 000-change etcd history
 //! compacted every 5 minutes, watch caches sized like the real server's (100 to 102,400 events,
 //! keeping 75 s), lists waiting 3 s for a version the server has not reached, bookmarks every
 //! 60 s, WatchList off (like a v1.28 server) and the system clock. Each knob has a `with_*`
@@ -14,9 +14,53 @@ use std::time::Duration;
 
 use crate::sim::clock::{Clock, SystemClock};
 use crate::sim::faults::FaultPlan;
+use crate::sim::handlers::authorize::ResourceDenial;
 use crate::sim::handlers::reviews::{NonResourceGrant, SimUser};
 use crate::sim::resources::{default_resources, workload_custom_resources, ResourceDef};
 use crate::sim::store::WatchCacheSizing;
+
+/// The versions of `apidiscovery.k8s.io` `APIGroupDiscoveryList` a server answers `/api` and
+/// `/apis` in, by release.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AggregatedDiscovery {
+    /// None: the legacy documents only, as before v1.26.
+    None,
+    /// `v2beta1`, as v1.26–v1.29 (on by default from v1.27; the v1.28 of the captures).
+    #[default]
+    V2Beta1,
+    /// `v2` and `v2beta1`, as v1.30–v1.32 (`v2` GA).
+    Both,
+    /// `v2` only, as v1.33 and later (`AggregatedDiscoveryRemoveBetaType` on by default).
+    V2,
+}
+
+impl AggregatedDiscovery {
+    /// Every setting, as `kube-gc sim --aggregated-discovery` names them.
+    pub const NAMES: [(&'static str, AggregatedDiscovery); 4] = [
+        ("none", AggregatedDiscovery::None),
+        ("v2beta1", AggregatedDiscovery::V2Beta1),
+        ("both", AggregatedDiscovery::Both),
+        ("v2", AggregatedDiscovery::V2),
+    ];
+
+    /// Whether `version` (`v2`, `v2beta1`) is served.
+    pub fn serves(self, version: &str) -> bool {
+        match self {
+            AggregatedDiscovery::None => false,
+            AggregatedDiscovery::V2Beta1 => version == "v2beta1",
+            AggregatedDiscovery::Both => version == "v2" || version == "v2beta1",
+            AggregatedDiscovery::V2 => version == "v2",
+        }
+    }
+
+    /// The setting called `name` (`none`, `v2beta1`, `both`, `v2`).
+    pub fn from_name(name: &str) -> Option<AggregatedDiscovery> {
+        Self::NAMES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, setting)| *setting)
+    }
+}
 
 /// kube-apiserver's `--etcd-compaction-interval` default.
 pub const DEFAULT_COMPACTION_INTERVAL: Duration = Duration::from_secs(300);
@@ -53,9 +97,10 @@ pub struct SimConfig {
     pub bookmark_interval: Duration,
     /// Serve `sendInitialEvents=true` (WatchList streaming lists).
     pub watch_list_enabled: bool,
-    /// Whether `/api` and `/apis` answer in the aggregated form when asked (v1.28's default:
-    /// on). Off, they answer the legacy documents to every request, as a server before v1.26.
-    pub aggregated_discovery: bool,
+    /// Which aggregated forms `/api` and `/apis` answer in when asked: `v2beta1` by default, as
+    /// the v1.28 of the captures; `v2` and `v2beta1` as v1.30–v1.32; `v2` alone as v1.33 and
+    /// later; none, as before v1.26 (legacy documents to every request).
+    pub aggregated_discovery: AggregatedDiscovery,
     /// Source of creation and deletion timestamps.
     pub clock: Arc<dyn Clock>,
     /// Address to listen on (port 0 picks a free port).
@@ -68,6 +113,8 @@ pub struct SimConfig {
     pub users: Vec<SimUser>,
     /// Non-resource paths users and groups may `get` (SubjectAccessReview).
     pub grants: Vec<NonResourceGrant>,
+    /// Verbs on resources users are refused (403), as if no RBAC rule granted them.
+    pub denials: Vec<ResourceDenial>,
 }
 
 impl Default for SimConfig {
@@ -85,7 +132,7 @@ impl Default for SimConfig {
             watch_buffer: 10_000,
             bookmark_interval: Duration::from_secs(60),
             watch_list_enabled: false,
-            aggregated_discovery: true,
+            aggregated_discovery: AggregatedDiscovery::V2Beta1,
             clock: Arc::new(SystemClock),
             bind: SocketAddr::from(([127, 0, 0, 1], 0)),
             journal_capacity: crate::sim::journal::DEFAULT_CAPACITY,
@@ -95,6 +142,7 @@ impl Default for SimConfig {
                 .collect(),
             users: Vec::new(),
             grants: Vec::new(),
+            denials: Vec::new(),
         }
     }
 }
@@ -174,8 +222,8 @@ impl SimConfig {
         self
     }
 
-    /// Turns aggregated discovery on or off.
-    pub fn with_aggregated_discovery(mut self, served: bool) -> Self {
+    /// Answers the discovery roots in these aggregated forms, as a server of that release.
+    pub fn with_aggregated_discovery(mut self, served: AggregatedDiscovery) -> Self {
         self.aggregated_discovery = served;
         self
     }
@@ -202,6 +250,20 @@ impl SimConfig {
         self.grants.push(NonResourceGrant {
             subject: subject.to_owned(),
             paths: paths.iter().map(|p| p.to_string()).collect(),
+        });
+        self
+    }
+
+    /// Refuses `user` (a [`with_user`](Self::with_user)'s name) the `verbs` (RBAC's: `get`,
+    /// `list`, `watch`, `delete`…) on `resource` (its plural, or `plural/subresource`) in
+    /// `group` (`""` for the core group), with the 403 a real server answers: as if no RBAC rule
+    /// granted them. Every other request of every user is allowed.
+    pub fn forbidding(mut self, user: &str, group: &str, resource: &str, verbs: &[&str]) -> Self {
+        self.denials.push(ResourceDenial {
+            user: user.to_owned(),
+            group: group.to_owned(),
+            resource: resource.to_owned(),
+            verbs: verbs.iter().map(|v| v.to_string()).collect(),
         });
         self
     }

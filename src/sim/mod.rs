@@ -65,7 +65,8 @@
 //!   not, where the real server writes protobuf; only members the tables describe are written;
 //!   write verbs (create, update, patch, delete) answer their objects and success `Status` in
 //!   JSON whatever is asked (their errors are negotiated). Aggregated
-//!   discovery is served (`apidiscovery.k8s.io/v2beta1`, as v1.28), but no group is ever
+//!   discovery is served (`apidiscovery.k8s.io/v2beta1`, as v1.28; `v2` too, or alone, or
+//!   neither, as other releases: `SimConfig::aggregated_discovery`), but no group is ever
 //!   `Stale`: no aggregated API servers.
 //! - Pods are deleted like any other object (no graceful deletion period), namespaces are removed
 //!   at once without deleting their contents, and core/v1 and events.k8s.io/v1 Events are two
@@ -83,8 +84,9 @@
 //!   catalogue declares serves it, one it does not declare is refused (422) where a real server
 //!   would serve it, and a changed definition is stored without changing how its resource is
 //!   served or validated ([`crds`]).
-//! - Authentication is a single bearer token or any client certificate signed by the server's CA;
-//!   there is no authorization.
+//! - Authentication is the server's bearer token, a known user's token or any client certificate
+//!   signed by the server's CA; authorization only refuses the verbs a configuration denies a
+//!   user on a resource (`SimConfig::forbidding`), with the real server's 403.
 
 pub mod clock;
 pub mod config;
@@ -108,7 +110,7 @@ pub mod table;
 pub mod tls;
 pub mod validation;
 
-pub use config::SimConfig;
+pub use config::{AggregatedDiscovery, SimConfig};
 pub use resources::Gvr;
 pub use server::{SimError, SimServer};
 pub use store::{DeleteOptions, DeleteOutcome, Propagation};

@@ -2,7 +2,8 @@
 //! asks first, for the resources whose printer columns this server knows: kube-gc's own
 //! retention policies, whose columns are read from the CRDs in `deploy/crds/` — the ones a
 //! cluster installs — so `kubectl get crp` against `kube-gc sim` prints what it prints against a
-//! real cluster (capture 22 of `fixtures/retention/crd-validation/`).
+//! real cluster (exchange 207 of `fixtures/real-apiserver/`; 22 of
+//! `fixtures/retention/crd-validation/` before the `Unknown` column).
 //!
 //! Contract:
 //! - [`columns`] is `Some` only for those resources; every other resource is answered as before

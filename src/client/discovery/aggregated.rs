@@ -1,13 +1,19 @@
 //! Aggregated discovery: `/api` and `/apis` answering every group, version and resource in one
-//! `APIGroupDiscoveryList` (`apidiscovery.k8s.io/v2beta1`, served from v1.26 and on by default in
-//! v1.28) — two requests per discovery instead of one per group version.
+//! `APIGroupDiscoveryList` — two requests per discovery instead of one per group version. Servers
+//! serve it as `apidiscovery.k8s.io/v2beta1` from v1.26 (on by default from v1.27; the v1.28 of
+//! the captures), as `v2` too from v1.30, where it is GA, and as `v2` only from v1.33, whose
+//! `AggregatedDiscoveryRemoveBetaType` gate is on by default.
 //!
-//! Contract, as client-go's discovery client reads it (v1.28):
-//! - Ask with [`ACCEPT`]: the aggregated form first, plain JSON as the fallback, so a server that
-//!   does not serve it answers the legacy document to the same request (exchanges 93, 95).
+//! Contract, as client-go's discovery client reads it (v0.30–v0.33, the releases between v2's
+//! arrival and v2beta1's removal):
+//! - Ask with [`ACCEPT`]: `v2` first, then `v2beta1`, then plain JSON. A server takes the first
+//!   it serves and skips the others: a v1.33 server answers `v2`, a v1.28 server, which knows no
+//!   `v2`, answers `v2beta1` (exchange 209), and one without aggregated discovery the legacy
+//!   document (exchange 95: the same rule, one form earlier) — one request in every case.
 //! - Decide by what the server answered, never by what was asked: the response's `Content-Type`
-//!   names the aggregated kind in its parameters (`g`, `v`, `as`, in any order), else the body is
-//!   the legacy document ([`answered_aggregated`]).
+//!   names the aggregated kind and its version in its parameters (`g`, `v`, `as`, in any order),
+//!   else the body is the legacy document ([`answered_aggregated`]). Both versions have the same
+//!   shape for everything read here.
 //! - A group's versions are listed in order of preference; the preferred one is the first that
 //!   is not `Stale`. A `Stale` version (an aggregated API whose server does not answer, exchange
 //!   98) is a failure of that group version, as the 503 of its legacy document is (exchange 99):
@@ -22,12 +28,17 @@ use serde::Deserialize;
 use super::super::error::{ApiError, Error};
 use super::legacy::{ApiResourceEntry, ApiResourceList, GroupVersion};
 
-/// The `Accept` of a discovery root request: aggregated v2beta1, else plain JSON (client-go's
-/// `acceptDiscoveryFormats`, v1.28).
-pub const ACCEPT: &str =
-    "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+/// The `Accept` of a discovery root request: aggregated `v2`, else `v2beta1`, else plain JSON
+/// (client-go's `acceptDiscoveryFormats`, v0.30–v0.33). The parameters go in the order `g`, `v`,
+/// `as`, which servers expect in an `Accept`.
+pub const ACCEPT: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,\
+application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
 
-/// Whether a response's `Content-Type` says its body is an aggregated `APIGroupDiscoveryList`.
+/// The versions of `APIGroupDiscoveryList` read, newest first.
+pub const VERSIONS: [&str; 2] = ["v2", "v2beta1"];
+
+/// Whether a response's `Content-Type` says its body is an aggregated `APIGroupDiscoveryList`
+/// (`v2` or `v2beta1`).
 pub fn answered_aggregated(content_type: &str) -> bool {
     let mut parts = content_type.split(';').map(str::trim);
     if !parts
@@ -40,7 +51,7 @@ pub fn answered_aggregated(content_type: &str) -> bool {
     for (name, value) in parts.filter_map(|p| p.split_once('=')) {
         match name.trim() {
             "g" => group = value == "apidiscovery.k8s.io",
-            "v" => version = value == "v2beta1",
+            "v" => version = VERSIONS.contains(&value),
             "as" => kind = value == "APIGroupDiscoveryList",
             _ => {}
         }
@@ -167,15 +178,26 @@ mod tests {
         for exchange in [
             "93-discovery-apis-aggregated",
             "94-discovery-api-aggregated",
+            "209-discovery-apis-v2-then-v2beta1",
         ] {
             let answer = captured(exchange);
             let content_type = answer["response"]["headers"]["content-type"]
                 .as_str()
                 .unwrap();
             assert!(answered_aggregated(content_type), "{exchange}");
-            assert_eq!(answer["request"]["headers"]["Accept"], ACCEPT, "{exchange}");
         }
-        // Asked for v2 first, v1.28 answers plain JSON (exchange 95).
+        // v1.28's client-go asked v2beta1 then JSON (93, 94); asked as kube-gc asks now, v2 first,
+        // a v1.28 server skips the v2 it does not serve and answers v2beta1 (209).
+        let v1_28 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+        assert_eq!(captured("93-")["request"]["headers"]["Accept"], v1_28);
+        assert!(ACCEPT.ends_with(v1_28));
+        let now = captured("209-");
+        assert_eq!(now["request"]["headers"]["Accept"], ACCEPT);
+        assert_eq!(
+            now["response"]["body"]["apiVersion"],
+            "apidiscovery.k8s.io/v2beta1"
+        );
+        // Asked for v2 then plain JSON, v1.28 answers plain JSON (exchange 95).
         let legacy = captured("95-discovery-apis-v2-falls-back");
         assert!(!answered_aggregated(
             legacy["response"]["headers"]["content-type"]
@@ -185,8 +207,12 @@ mod tests {
         assert!(answered_aggregated(
             "application/json; as=APIGroupDiscoveryList;v=v2beta1; g=apidiscovery.k8s.io"
         ));
-        assert!(!answered_aggregated(
+        // What a v1.30 or later server answers to v2.
+        assert!(answered_aggregated(
             "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+        ));
+        assert!(!answered_aggregated(
+            "application/json;g=apidiscovery.k8s.io;v=v3;as=APIGroupDiscoveryList"
         ));
         assert!(!answered_aggregated(
             "application/yaml;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"

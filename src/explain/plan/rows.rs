@@ -289,6 +289,14 @@ fn policy_problems<'p>(
                         .collect::<Vec<_>>()
                         .join("; "),
                 ),
+                PolicyState::Forbidden { refused, .. } => (
+                    "Forbidden",
+                    refused
+                        .iter()
+                        .map(|r| r.describe())
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                ),
                 PolicyState::NotServed { missing, .. } => (
                     "NotServed",
                     format!(

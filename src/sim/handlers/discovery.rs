@@ -2,13 +2,17 @@
 //!
 //! Contract: `/version`, `/api`, `/api/v1`, `/apis`, `/apis/{group}` and `/apis/{group}/{version}`
 //! in the shapes of a v1.28 server (exchanges 01–07, 46), generated from the served
-//! [`Resources`]. `/api` and `/apis` also answer in the aggregated form
-//! (`apidiscovery.k8s.io/v2beta1` `APIGroupDiscoveryList`, exchanges 93, 94) when the request's
-//! `Accept` asks for it before anything else the server can produce ([`root_form`]): plain JSON
-//! first, or an aggregated version v1.28 does not serve (`v2`) followed by plain JSON, gets the
-//! legacy document (95); nothing producible gets 406 (96). Every other discovery path answers
-//! its legacy document whatever is asked (97). [`SimConfig::aggregated_discovery`] off makes
-//! the roots legacy-only, as a server before v1.26.
+//! [`Resources`]. `/api` and `/apis` also answer in an aggregated form (an
+//! `APIGroupDiscoveryList`, exchanges 93, 94, 209, 210) when the request's `Accept` asks for one
+//! the server serves before anything else it can produce ([`root_form`]): plain JSON first, or
+//! an aggregated version the server does not serve followed by plain JSON, gets the legacy
+//! document (95); nothing producible gets 406 (96). Every other discovery path answers its
+//! legacy document whatever is asked (97). Which versions are served is
+//! [`SimConfig::aggregated_discovery`]: `v2beta1` as v1.28, `v2` and `v2beta1` as v1.30–v1.32,
+//! `v2` alone as v1.33 and later (upstream's `IsAggregatedDiscoveryGVK`, which the
+//! `AggregatedDiscoveryRemoveBetaType` gate narrows to `v2`), or none as before v1.26. The two
+//! versions' documents differ only in their `apiVersion` and `Content-Type`; the rest of the
+//! server stays v1.28's.
 //!
 //! [`SimConfig::aggregated_discovery`]: crate::sim::SimConfig::aggregated_discovery
 
@@ -19,18 +23,54 @@ use serde_json::{json, Map, Value};
 use super::encoding;
 use super::response::{self, Body};
 use super::route::Discovery;
+use crate::sim::config::AggregatedDiscovery;
 use crate::sim::resources::{ResourceDef, Resources};
 use crate::sim::status;
 
-/// The `Content-Type` of an aggregated discovery answer (exchange 93).
-pub const AGGREGATED_CONTENT_TYPE: &str =
-    "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList";
+/// The `Content-Type` of an aggregated discovery answer in `version` (exchange 93: `v2beta1`).
+pub fn aggregated_content_type(version: AggregatedVersion) -> &'static str {
+    match version {
+        AggregatedVersion::V2 => {
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+        }
+        AggregatedVersion::V2Beta1 => {
+            "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
+        }
+    }
+}
+
+/// A version of `apidiscovery.k8s.io` `APIGroupDiscoveryList`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AggregatedVersion {
+    /// `v2` (GA in v1.30).
+    V2,
+    /// `v2beta1` (v1.26–v1.32).
+    V2Beta1,
+}
+
+impl AggregatedVersion {
+    /// `v2` or `v2beta1`.
+    pub fn name(self) -> &'static str {
+        match self {
+            AggregatedVersion::V2 => "v2",
+            AggregatedVersion::V2Beta1 => "v2beta1",
+        }
+    }
+
+    fn named(version: &str) -> Option<AggregatedVersion> {
+        match version {
+            "v2" => Some(AggregatedVersion::V2),
+            "v2beta1" => Some(AggregatedVersion::V2Beta1),
+            _ => None,
+        }
+    }
+}
 
 /// The form a discovery root is answered in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RootForm {
-    /// `APIGroupDiscoveryList`.
-    Aggregated,
+    /// `APIGroupDiscoveryList` in this version.
+    Aggregated(AggregatedVersion),
     /// `APIVersions` / `APIGroupList`.
     Legacy,
     /// 406: the request accepts nothing the server produces.
@@ -40,10 +80,10 @@ pub enum RootForm {
 /// Which form `/api` or `/apis` is answered in, for a request's `Accept` (its media types in
 /// the server's order, [`encoding::media_types`]): the first one the server can produce wins.
 /// Plain `application/json` (or a wildcard) is the legacy document; `application/json` with
-/// `g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList` the aggregated one, when served;
-/// JSON with any other `as` is skipped; other media types (YAML, protobuf) are skipped too, as
-/// this server writes discovery in JSON only.
-pub fn root_form(accept: Option<&str>, aggregated_served: bool) -> RootForm {
+/// `g=apidiscovery.k8s.io;v=<version>;as=APIGroupDiscoveryList` the aggregated one in that
+/// version, when `served`; JSON with any other `as` or an unserved version is skipped; other
+/// media types (YAML, protobuf) are skipped too, as this server writes discovery in JSON only.
+pub fn root_form(accept: Option<&str>, served: AggregatedDiscovery) -> RootForm {
     let Some(accept) = accept else {
         return RootForm::Legacy;
     };
@@ -57,16 +97,17 @@ pub fn root_form(accept: Option<&str>, aggregated_served: bool) -> RootForm {
             continue;
         }
         let param = |name: &str| media_type.param(name);
-        match param("as") {
-            None => return RootForm::Legacy,
-            Some("APIGroupDiscoveryList")
-                if aggregated_served
-                    && param("g") == Some("apidiscovery.k8s.io")
-                    && param("v") == Some("v2beta1") =>
+        let served_version = param("v")
+            .filter(|v| served.serves(v))
+            .and_then(AggregatedVersion::named);
+        match (param("as"), served_version) {
+            (None, _) => return RootForm::Legacy,
+            (Some("APIGroupDiscoveryList"), Some(version))
+                if param("g") == Some("apidiscovery.k8s.io") =>
             {
-                return RootForm::Aggregated
+                return RootForm::Aggregated(version)
             }
-            Some(_) => skipped_json = true,
+            (Some(_), _) => skipped_json = true,
         }
     }
     if skipped_json {
@@ -83,11 +124,11 @@ pub fn respond(
     resources: &Resources,
     server_address: &str,
     accept: Option<&str>,
-    aggregated_served: bool,
+    served: AggregatedDiscovery,
 ) -> Response<Body> {
     let root = matches!(which, Discovery::CoreVersions | Discovery::Groups);
     let form = if root {
-        root_form(accept, aggregated_served)
+        root_form(accept, served)
     } else {
         RootForm::Legacy
     };
@@ -96,13 +137,13 @@ pub fn respond(
             response::json(StatusCode::OK, &document(which, resources, server_address))
         }
         RootForm::NotAcceptable => response::status(status::not_acceptable()),
-        RootForm::Aggregated => {
+        RootForm::Aggregated(version) => {
             let core = matches!(which, Discovery::CoreVersions);
-            let mut answer = response::json(StatusCode::OK, &aggregated(resources, core));
+            let mut answer = response::json(StatusCode::OK, &aggregated(resources, core, version));
             let headers = answer.headers_mut();
             headers.insert(
                 CONTENT_TYPE,
-                HeaderValue::from_static(AGGREGATED_CONTENT_TYPE),
+                HeaderValue::from_static(aggregated_content_type(version)),
             );
             headers.insert(CACHE_CONTROL, HeaderValue::from_static("public"));
             headers.insert(VARY, HeaderValue::from_static("Accept"));
@@ -112,8 +153,8 @@ pub fn respond(
 }
 
 /// The aggregated document of `/api` (`core`: the core group alone, its item unnamed) or of
-/// `/apis` (every other group, versions preferred first).
-pub fn aggregated(resources: &Resources, core: bool) -> Value {
+/// `/apis` (every other group, versions preferred first), in `version`.
+pub fn aggregated(resources: &Resources, core: bool, version: AggregatedVersion) -> Value {
     let items: Vec<Value> = if core {
         let versions = vec![aggregated_version(resources, "", "v1")];
         vec![json!({"metadata": {"creationTimestamp": null}, "versions": versions})]
@@ -132,7 +173,7 @@ pub fn aggregated(resources: &Resources, core: bool) -> Value {
     };
     json!({
         "kind": "APIGroupDiscoveryList",
-        "apiVersion": "apidiscovery.k8s.io/v2beta1",
+        "apiVersion": format!("apidiscovery.k8s.io/{}", version.name()),
         "metadata": {},
         "items": items,
     })
@@ -349,23 +390,64 @@ mod tests {
 
     #[test]
     fn the_accept_header_picks_the_form_as_the_real_server_does() {
+        let v1_28 = AggregatedDiscovery::V2Beta1;
+        let beta = RootForm::Aggregated(AggregatedVersion::V2Beta1);
         for (exchange, form) in [
-            ("93-discovery-apis-aggregated", RootForm::Aggregated),
-            ("94-discovery-api-aggregated", RootForm::Aggregated),
+            ("93-discovery-apis-aggregated", beta),
+            ("94-discovery-api-aggregated", beta),
             ("95-discovery-apis-v2-falls-back", RootForm::Legacy),
             ("96-discovery-apis-v2-only", RootForm::NotAcceptable),
             ("04-discovery-apis", RootForm::Legacy),
+            ("209-discovery-apis-v2-then-v2beta1", beta),
+            ("210-discovery-api-v2-then-v2beta1", beta),
         ] {
             assert_eq!(
-                root_form(accept_of(&captured(exchange)), true),
+                root_form(accept_of(&captured(exchange)), v1_28),
                 form,
                 "{exchange}"
             );
         }
-        assert_eq!(root_form(None, true), RootForm::Legacy);
+        assert_eq!(root_form(None, v1_28), RootForm::Legacy);
         // A server without aggregated discovery answers the fallback.
         let asked = captured("93-discovery-apis-aggregated");
-        assert_eq!(root_form(accept_of(&asked), false), RootForm::Legacy);
+        assert_eq!(
+            root_form(accept_of(&asked), AggregatedDiscovery::None),
+            RootForm::Legacy
+        );
+    }
+
+    /// The same requests to the servers of later releases: v1.30–v1.32 serve both versions and
+    /// answer the first asked; v1.33 and later serve `v2` alone, so a client asking `v2beta1`
+    /// then JSON (client-go before v0.30, kubectl v1.28) gets the legacy document.
+    #[test]
+    fn later_releases_answer_the_first_version_they_serve() {
+        let v2 = RootForm::Aggregated(AggregatedVersion::V2);
+        let beta = RootForm::Aggregated(AggregatedVersion::V2Beta1);
+        for (exchange, both, v2_only) in [
+            ("93-discovery-apis-aggregated", beta, RootForm::Legacy),
+            ("95-discovery-apis-v2-falls-back", v2, v2),
+            ("96-discovery-apis-v2-only", v2, v2),
+            ("209-discovery-apis-v2-then-v2beta1", v2, v2),
+            ("04-discovery-apis", RootForm::Legacy, RootForm::Legacy),
+        ] {
+            let accept = captured(exchange);
+            let accept = accept_of(&accept);
+            assert_eq!(
+                root_form(accept, AggregatedDiscovery::Both),
+                both,
+                "{exchange}"
+            );
+            assert_eq!(
+                root_form(accept, AggregatedDiscovery::V2),
+                v2_only,
+                "{exchange}"
+            );
+        }
+        let beta_only = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList";
+        assert_eq!(
+            root_form(Some(beta_only), AggregatedDiscovery::V2),
+            RootForm::NotAcceptable
+        );
     }
 
     #[test]
@@ -382,7 +464,7 @@ mod tests {
     #[test]
     fn the_aggregated_documents_have_the_captured_shape() {
         let resources = Resources::default();
-        let apis = aggregated(&resources, false);
+        let apis = aggregated(&resources, false, AggregatedVersion::V2Beta1);
         let real = &captured("93-discovery-apis-aggregated")["response"]["body"];
         for key in ["kind", "apiVersion", "metadata"] {
             assert_eq!(apis[key], real[key], "{key}");
@@ -415,7 +497,7 @@ mod tests {
         };
         assert_eq!(jobs_of(&apis), jobs_of(real));
         // The core group: one unnamed item.
-        let api = aggregated(&resources, true);
+        let api = aggregated(&resources, true, AggregatedVersion::V2Beta1);
         let real_api = &captured("94-discovery-api-aggregated")["response"]["body"];
         assert_eq!(
             api["items"][0]["metadata"],

@@ -2,13 +2,16 @@
 //!
 //! Contract: [`handle`] is the whole request pipeline of the simulated server, in the order a
 //! real server applies it: route the path, authenticate (a client certificate signed by the
-//! server's CA, or `Authorization: Bearer` when a token is configured → else 401), apply injected faults (delay, or an error / 429 with `Retry-After`),
-//! run the verb against the store, write an error's `Status` in the media type the request
+//! server's CA, or `Authorization: Bearer` with the server's token or a known user's when a token
+//! is configured → else 401), apply injected faults (delay, or an error / 429 with
+//! `Retry-After`), refuse what a user is not granted ([`authorize`], 403), run the verb against
+//! the store, write an error's `Status` in the media type the request
 //! asks for, and record the exchange in the journal. Each verb lives in its own module:
 //! [`read`] (get, list), [`write`](mod@write) (create, update, patch, delete), [`watch`]
 //! (streaming), [`discovery`]; [`errors`] maps refusals to `Status` bodies, [`response`] builds
 //! responses, [`encoding`] negotiates JSON or protobuf and [`protobuf`] writes the latter.
 
+pub mod authorize;
 pub mod discovery;
 pub mod encoding;
 pub mod errors;
@@ -60,8 +63,8 @@ pub struct Context {
     pub too_large_wait: Duration,
     /// Whether `sendInitialEvents=true` (WatchList) is served.
     pub watch_list_enabled: bool,
-    /// Whether `/api` and `/apis` answer in the aggregated form when asked.
-    pub aggregated_discovery: bool,
+    /// Which aggregated forms `/api` and `/apis` answer in when asked.
+    pub aggregated_discovery: crate::sim::config::AggregatedDiscovery,
     /// `host:port` clients reach the server at (for `/api`).
     pub server_address: String,
     /// The connections of the current generation: cutting it drops them all, as a restart.
@@ -77,6 +80,9 @@ pub struct Context {
     pub users: Vec<reviews::SimUser>,
     /// Non-resource paths users and groups may `get`, for SubjectAccessReviews.
     pub grants: Vec<reviews::NonResourceGrant>,
+    /// Verbs on resources users are not granted ([`authorize`]); granted at run time by
+    /// [`SimServer::grant`](crate::sim::SimServer::grant).
+    pub denials: parking_lot::RwLock<Vec<authorize::ResourceDenial>>,
 }
 
 impl Context {
@@ -306,6 +312,9 @@ async fn respond(
             )
         }
         Route::Resource(target) => {
+            if let Some(refused) = authorize::refusal(ctx, incoming, target, verb) {
+                return refused;
+            }
             if let Some(timed_out) = etcd::unreachable(ctx, incoming, target).await {
                 return timed_out;
             }
@@ -345,7 +354,8 @@ async fn dispatch(
     }
 }
 
-/// Whether the request carries the configured bearer token (or none is configured).
+/// Whether the request carries the configured bearer token or a known user's (or no token is
+/// configured).
 fn token_accepted(ctx: &Context, incoming: &Incoming) -> bool {
     let Some(token) = &ctx.token else {
         return true;
@@ -353,7 +363,7 @@ fn token_accepted(ctx: &Context, incoming: &Incoming) -> bool {
     let presented = incoming
         .header(AUTHORIZATION)
         .and_then(|v| v.strip_prefix("Bearer "));
-    presented == Some(token.as_str())
+    presented == Some(token.as_str()) || authorize::user_of(ctx, incoming).is_some()
 }
 
 /// The answer to an injected failure, as the real server gives that status: a throttled request

@@ -115,6 +115,16 @@ impl SimServer {
         Ok(crds::ensure_definition(&self.ctx.store, resource)?)
     }
 
+    /// Lifts every denial of `user` on `resource` (its plural, or `plural/subresource`) in
+    /// `group` ([`SimConfig::forbidding`](crate::sim::SimConfig::forbidding)), as binding a role
+    /// that grants them would: its next requests are allowed.
+    pub fn grant(&self, user: &str, group: &str, resource: &str) {
+        self.ctx
+            .denials
+            .write()
+            .retain(|d| !(d.user == user && d.group == group && d.resource == resource));
+    }
+
     /// The current resourceVersion.
     pub fn resource_version(&self) -> u64 {
         self.ctx.store.resource_version()

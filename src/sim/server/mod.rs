@@ -133,6 +133,7 @@ impl SimServer {
             request_timeout: config.request_timeout,
             users: config.users.clone(),
             grants: config.grants.clone(),
+            denials: parking_lot::RwLock::new(config.denials.clone()),
         });
         let scheme = if tls.is_some() { "https" } else { "http" };
         let url = Url::parse(&format!("{scheme}://{addr}"))?;

@@ -106,9 +106,11 @@ pub fn not_found_path() -> (StatusCode, Value) {
 /// 403 `Forbidden` as the authorization filter answers a request RBAC denies:
 /// `jobs.batch "pi" is forbidden: User "bob" cannot delete resource "jobs" in API group "batch"
 /// in the namespace "ns"` (`at the cluster scope` when `namespace` is `None`; no quoted name for
-/// collection requests, where `name` is empty).
+/// collection requests, where `name` is empty; exchanges 200–206). A subresource is named in the
+/// sentence (`resource "jobs/status"`) but not in the group-qualified resource that starts it.
 pub fn forbidden(
     gr: &GroupResource,
+    subresource: Option<&str>,
     name: &str,
     user: &str,
     verb: &str,
@@ -119,10 +121,14 @@ pub fn forbidden(
         Some(ns) => format!("in the namespace {}", quote(ns)),
         None => "at the cluster scope".to_owned(),
     };
+    let resource = match subresource {
+        Some(sub) => format!("{}/{sub}", gr.resource),
+        None => gr.resource.clone(),
+    };
     let why = format!(
         "User {} cannot {verb} resource {} in API group {} {scope}",
         quote(user),
-        quote(&gr.resource),
+        quote(&resource),
         quote(&gr.group)
     );
     // Upstream escapes these so the message cannot pass for HTML.

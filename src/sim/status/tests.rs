@@ -256,7 +256,7 @@ fn too_large_resource_version_is_a_retryable_timeout() {
 
 #[test]
 fn forbidden_names_user_verb_resource_and_scope() {
-    let (code, body) = forbidden(&jobs(), "pi", "bob", "delete", Some("ns"));
+    let (code, body) = forbidden(&jobs(), None, "pi", "bob", "delete", Some("ns"));
     assert_eq!(code, StatusCode::FORBIDDEN);
     assert_eq!(
         body,
@@ -266,16 +266,47 @@ fn forbidden_names_user_verb_resource_and_scope() {
             "code": 403})
     );
     let namespaces = GroupResource::new("", "namespaces");
-    let (_, body) = forbidden(&namespaces, "", "system:anonymous", "list", None);
+    let (_, body) = forbidden(&namespaces, None, "", "system:anonymous", "list", None);
     assert_eq!(
         body["message"],
         "namespaces is forbidden: User \"system:anonymous\" cannot list resource \"namespaces\" in API group \"\" at the cluster scope"
     );
     assert_eq!(body["details"], json!({"kind": "namespaces"}));
-    let (_, body) = forbidden(&namespaces, "", "<script>", "list", None);
+    let (_, body) = forbidden(&namespaces, None, "", "<script>", "list", None);
     assert!(body["message"]
         .as_str()
         .is_some_and(|m| m.contains("&lt;script&gt;")));
+}
+
+#[test]
+fn forbidden_matches_exchanges_200_to_206() {
+    let user = "system:serviceaccount:rd-capture-forbidden:rd-capture";
+    let configmaps = GroupResource::new("", "configmaps");
+    assert_matches_capture("200-", forbidden(&configmaps, None, "", user, "list", None));
+    assert_matches_capture(
+        "202-",
+        forbidden(&configmaps, None, "", user, "watch", None),
+    );
+    assert_matches_capture(
+        "204-",
+        forbidden(
+            &configmaps,
+            None,
+            "rd-kept",
+            user,
+            "delete",
+            Some("rd-capture-forbidden"),
+        ),
+    );
+    assert_matches_capture("205-", forbidden(&jobs(), None, "", user, "list", None));
+    let policies = GroupResource::new("kube-gc.io", "retentionpolicies");
+    assert_matches_capture("206-", forbidden(&policies, None, "", user, "list", None));
+    // A subresource is named in the sentence only (upstream's `forbiddenMessage`).
+    let (_, body) = forbidden(&policies, Some("status"), "p", "u", "patch", Some("a"));
+    assert_eq!(
+        body["message"],
+        "retentionpolicies.kube-gc.io \"p\" is forbidden: User \"u\" cannot patch resource \"retentionpolicies/status\" in API group \"kube-gc.io\" in the namespace \"a\""
+    );
 }
 
 #[test]

@@ -7,7 +7,7 @@
 //! | `kube_gc_retention_deletion_delay_seconds` | histogram | expiry to successful delete (TTL deletions), upstream's TTL buckets |
 //! | `kube_gc_retention_object_errors_total` | counter | objects kept because something in them could not be read, by `reason` (`match`, `finish_rule`, `own_ttl`, `annotation`, `finish_time_unknown`, `creation_time_unknown`) |
 //! | `kube_gc_retention_api_errors_total` | counter | failed requests, by `verb` |
-//! | `kube_gc_retention_policies` | gauge | policies, by `state` (`ready`, `invalid`, `not_served`) |
+//! | `kube_gc_retention_policies` | gauge | policies, by `state` (`ready`, `invalid`, `not_served`, `forbidden`) |
 //!
 //! The per-policy deletion count is also what the policies' `status.deleted` reports.
 
@@ -48,8 +48,21 @@ pub struct VerbLabels {
 /// A policy state.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct StateLabels {
-    /// `ready`, `invalid`, `not_served`.
+    /// `ready`, `invalid`, `not_served`, `forbidden`.
     pub state: &'static str,
+}
+
+/// How many policies are in each state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StateTally {
+    /// Valid, every resource watched.
+    pub ready: usize,
+    /// Invalid.
+    pub invalid: usize,
+    /// Naming a resource the server does not serve.
+    pub not_served: usize,
+    /// Naming a resource kube-gc is forbidden to read or delete.
+    pub forbidden: usize,
 }
 
 /// The retention controller's metrics; share behind an `Arc`.
@@ -149,11 +162,12 @@ impl RetentionMetrics {
     }
 
     /// Sets the policy gauges.
-    pub fn set_policies(&self, ready: usize, invalid: usize, not_served: usize) {
+    pub fn set_policies(&self, tally: &StateTally) {
         for (state, n) in [
-            ("ready", ready),
-            ("invalid", invalid),
-            ("not_served", not_served),
+            ("ready", tally.ready),
+            ("invalid", tally.invalid),
+            ("not_served", tally.not_served),
+            ("forbidden", tally.forbidden),
         ] {
             self.policies
                 .get_or_create(&StateLabels { state })

@@ -1,7 +1,8 @@
 //! The retention engine: [`RetentionController`] watches the policies and the namespaces,
-//! plans which resources to watch and with which rules (`plan.rs`, run by `planner.rs`), keeps one
-//! [`ResourceWatch`] per resource (`watch.rs`), deletes what is due (`reconcile.rs`) and
-//! reports on every policy (`status.rs`, written by `writer.rs`).
+//! plans which resources to watch and with which rules (`plan.rs`, run by `planner.rs`, less
+//! what the server forbids: `refusal.rs`), keeps one [`ResourceWatch`] per resource
+//! (`watch.rs`), deletes what is due (`reconcile.rs`) and reports on every policy (`status.rs`,
+//! written by `writer.rs`).
 //!
 //! ```text
 //!  RetentionPolicy ─┐                        ┌─ ResourceWatch v1/pods ──────┐
@@ -18,6 +19,10 @@
 //!   cached: a watch's keys are queued by its own handlers, after its first list.
 //! - Invalid policies get `Ready=False` with the fields at fault and a Warning Event, once per
 //!   generation, and delete nothing.
+//! - A resource the server forbids kube-gc to read or delete (a 403) makes the policies naming
+//!   it `Ready=False`, reason `Forbidden`, with the RBAC rule to grant (`refusal.rs`); a resource
+//!   it may not read is not watched, so one policy's missing rule never fails `/readyz` for the
+//!   others, and is tried again every [`RetentionOptions::rediscover_interval`].
 //! - Every task (planner, status writer, watches) is owned by [`RetentionController::run`]
 //!   and stopped before it returns.
 
@@ -27,6 +32,7 @@ mod metrics;
 mod plan;
 mod planner;
 mod reconcile;
+mod refusal;
 mod status;
 mod tally;
 mod watch;
@@ -50,18 +56,19 @@ use crate::runtime::cache::{ObjectKey, Store};
 use crate::runtime::controller::{Controller, ControllerError, ServerWait};
 use crate::runtime::informer::{HandlerFns, InformerSynced, SharedInformer};
 use crate::runtime::reflector::Form;
-use crate::runtime::reflector::{ReflectorConfig, ReflectorMetrics, WatchErrorHandler};
+use crate::runtime::reflector::{ReflectorConfig, ReflectorMetrics};
 use crate::runtime::sources::{SourceKey, Sources, Subscriber};
 use crate::runtime::workqueue::{MetricsProvider, WorkQueue};
 
 pub use fresh_read::{FreshRead, UnknownFreshRead};
 pub use groups::{GroupIndex, GroupKey};
-pub use metrics::RetentionMetrics;
+pub use metrics::{RetentionMetrics, StateTally};
 pub use plan::{plan, plan_served, Plan, PolicyInput, PolicyState, WatchPlan};
 pub use reconcile::{ReconcileSettings, RetentionError, RetentionReconciler};
+pub use refusal::{forbid, rule_needed, Refusal, Refusals, Refused};
 pub use status::{count, status_for, Counts};
 pub use tally::Tally;
-pub use watch::{assessing, ResourceWatch, WatchContext};
+pub use watch::{assessing, ResourceWatch, TargetErrorHandler, WatchContext};
 
 use super::policy::spec::{CLUSTER_PLURAL, GROUP, NAMESPACED_PLURAL, VERSION};
 use super::policy::{PolicyId, RetentionPolicyObject, Target};
@@ -120,7 +127,8 @@ pub struct RetentionOptions {
     pub replan_delay: Duration,
     /// How often statuses are recounted (and written if they changed).
     pub status_interval: Duration,
-    /// How often discovery is read again while a policy names a resource not served.
+    /// How often discovery is read again while a policy names a resource not served, and a
+    /// resource kube-gc was forbidden to read is tried again.
     pub rediscover_interval: Duration,
     /// Every policy as if it said `dryRun: true` (`kube-gc run --dry-run`).
     pub dry_run: bool,
@@ -173,6 +181,8 @@ struct Shared {
     dirty: Notify,
     /// A watch was answered 404: read discovery again before the next plan, however fresh.
     rediscover: AtomicBool,
+    /// What the server forbids kube-gc on the policies' resources (403s).
+    refusals: Arc<Refusals>,
 }
 
 /// The retention controller, ready to run.
@@ -257,6 +267,7 @@ impl RetentionControllerBuilder {
         }
         let queue = queue.build();
         let watches: WatchMap = Arc::default();
+        let refusals = Arc::new(Refusals::default());
         let shared = Arc::new_cyclic(|weak| Shared {
             context: WatchContext {
                 controller: CONTROLLER,
@@ -265,7 +276,7 @@ impl RetentionControllerBuilder {
                 queue: queue.clone(),
                 clock: Arc::clone(&self.clock),
                 namespace: None,
-                on_error: Some(rediscover_on_not_found(weak.clone())),
+                on_error: Some(on_watch_error(weak.clone(), Arc::clone(&refusals))),
             },
             client: self.client,
             watches: Arc::clone(&watches),
@@ -279,6 +290,7 @@ impl RetentionControllerBuilder {
             namespaces,
             dirty: Notify::new(),
             rediscover: AtomicBool::new(false),
+            refusals: Arc::clone(&refusals),
         });
         for informer in [&shared.namespaced, &shared.cluster] {
             informer.add_handler(replan_on_change(&shared));
@@ -289,7 +301,8 @@ impl RetentionControllerBuilder {
             ..ReconcileSettings::default()
         };
         let reconciler = RetentionReconciler::new(watches, self.clock, self.metrics, self.recorder)
-            .with_settings(settings);
+            .with_settings(settings)
+            .with_refusals(refusals);
         let controller = Controller::new(CONTROLLER, queue, reconciler)
             .workers(self.options.workers)
             .wait_for_server(shared.client.availability().clone())
@@ -300,21 +313,34 @@ impl RetentionControllerBuilder {
     }
 }
 
-/// What the watches do with a failed request. A 404 may mean that the resource is no longer
-/// served — its CustomResourceDefinition deleted: its watch ends and every list and watch
-/// answers 404 (exchanges 74–76) — which only discovery can tell, so the planner reads it again
-/// now rather than at its next periodic look; if the resource is gone, the plan stops its
-/// watch and the policies naming it go `ResourceNotServed`.
-fn rediscover_on_not_found(shared: Weak<Shared>) -> WatchErrorHandler {
-    WatchErrorHandler::new(move |error| {
-        if !error.is_not_found() {
-            return;
-        }
-        if let Some(shared) = shared.upgrade() {
-            shared.rediscover.store(true, Ordering::Relaxed);
-            shared.dirty.notify_one();
+/// What the watches do with a failed request.
+///
+/// A 404 may mean that the resource is no longer served — its CustomResourceDefinition
+/// deleted: its watch ends and every list and watch answers 404 (exchanges 74–76) — which only
+/// discovery can tell, so the planner reads it again now rather than at its next periodic look;
+/// if the resource is gone, the plan stops its watch and the policies naming it go
+/// `ResourceNotServed`.
+///
+/// A 403 means kube-gc's RBAC does not cover the resource (exchanges 200–206): it is recorded,
+/// and the plan stops the watch and turns the policies naming it `Forbidden` (`refusal.rs`).
+fn on_watch_error(shared: Weak<Shared>, refusals: Arc<Refusals>) -> TargetErrorHandler {
+    Arc::new(move |target: &Target, error: &crate::client::Error| {
+        if error.is_forbidden() {
+            refusals.refused_read(target, server_said(error));
+        } else if error.is_not_found() {
+            if let Some(shared) = shared.upgrade() {
+                shared.rediscover.store(true, Ordering::Relaxed);
+                shared.dirty.notify_one();
+            }
         }
     })
+}
+
+/// The server's own words for a refusal: its `Status` message, else the error as a whole.
+fn server_said(error: &crate::client::Error) -> String {
+    error
+        .api()
+        .map_or_else(|| error.to_string(), |api| api.message.clone())
 }
 
 /// Handlers that only say "plan again".

@@ -6,6 +6,8 @@
 //!   errors and applies to nothing.
 //! - A valid policy applies to each of its targets the server serves; a target that is not
 //!   served is reported (`ResourceNotServed`), and the policy is ready only if all are served.
+//!   (Whether kube-gc may read and delete them is learnt from the server's 403s, applied after
+//!   by `refusal.rs`.)
 //! - A resource's [`ResourcePolicies`] hold its policies in a fixed order (cluster policies by name, then
 //!   namespaced ones by namespace and name), so that the same inputs always give the same
 //!   rules, and a [`fingerprint`](WatchPlan::fingerprint) that changes exactly when a relist is
@@ -15,6 +17,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use super::refusal::Refused;
 use crate::client::ResourceRef;
 use crate::controllers::retention::assessment::ResourcePolicies;
 use crate::controllers::retention::policy::{
@@ -42,6 +45,15 @@ pub enum PolicyState {
         generation: Option<i64>,
         /// The targets missing.
         missing: Vec<Target>,
+    },
+    /// Valid and served, but the server forbids kube-gc to read or delete some of its targets
+    /// (never made by [`plan`]: the engine's [`forbid`](super::refusal::forbid) makes it from
+    /// the 403s it met).
+    Forbidden {
+        /// The generation compiled.
+        generation: Option<i64>,
+        /// The targets refused, and how.
+        refused: Vec<Refused>,
     },
 }
 

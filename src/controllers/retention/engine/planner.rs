@@ -1,9 +1,11 @@
 //! The planner task: waits for the policies and namespaces to be cached, then after every
 //! change (debounced by [`RetentionOptions::replan_delay`](super::RetentionOptions)) — and
-//! periodically while a policy names a resource not served, and at once when a watch is
-//! answered 404 (its resource may be gone) — reads discovery, makes a
-//! [`Plan`] and applies it: watches started, stopped or restarted, policy states recorded
-//! with a Warning Event for each newly invalid or unserved policy.
+//! periodically while a policy names a resource not served or forbidden, at once when a watch
+//! is answered 404 (its resource may be gone) or a request 403 — reads discovery, makes a
+//! [`Plan`], tries the forbidden resources that are due once more (one LIST of one object each),
+//! applies the refusals that stand ([`forbid`]) and applies the plan: watches started, stopped
+//! or restarted, policy states recorded with a Warning Event for each newly invalid, unserved or
+//! forbidden policy.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -14,12 +16,14 @@ use tokio_util::sync::CancellationToken;
 
 use crate::api::ObjectReference;
 use crate::client::availability::warn_unless_unavailable;
-use crate::client::{Discovery, ResourceRef};
+use crate::client::{Api, Discovery, ListParams, ResourceRef};
 use crate::events::{EventRecord, EventType};
 use crate::runtime::cache::ObjectKey;
 use crate::runtime::informer::{wait_for_cache_sync, InformerSynced};
 
+use super::metrics::StateTally;
 use super::plan::{plan_served, Plan, PolicyState};
+use super::refusal::{forbid, Refused};
 use super::watch::ResourceWatch;
 use super::{cluster_policies, namespaced_policies, Shared};
 use crate::controllers::retention::policy::{PolicyId, RetentionPolicyObject, Target};
@@ -48,7 +52,8 @@ pub(super) async fn planner(
             .states
             .lock()
             .values()
-            .any(|s| matches!(s, PolicyState::NotServed { .. }));
+            .any(|s| matches!(s, PolicyState::NotServed { .. }))
+            || shared.refusals.any_read_refused();
         let recheck = if waiting_for_resources {
             shared.options.rediscover_interval
         } else {
@@ -57,6 +62,7 @@ pub(super) async fn planner(
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = shared.dirty.notified() => {}
+            _ = shared.refusals.changed() => {}
             _ = tokio::time::sleep(recheck) => {}
         }
         tokio::select! {
@@ -77,7 +83,40 @@ pub(super) async fn planner(
             }
         }
         let known = discovery.as_ref().map(|(_, d)| Arc::clone(d));
-        apply(&shared, make_plan(&shared, known.as_deref())).await;
+        let mut plan = make_plan(&shared, known.as_deref());
+        shared
+            .refusals
+            .retain(|target| plan.watches.contains_key(target));
+        try_refused_again(&shared, &plan).await;
+        forbid(&mut plan, &shared.refusals.snapshot());
+        apply(&shared, plan).await;
+    }
+}
+
+/// Tries each resource whose read was refused a rediscover interval ago or more with one LIST
+/// of one object: allowed, it is watched again; forbidden still, it waits another interval.
+async fn try_refused_again(shared: &Shared, plan: &Plan) {
+    for target in shared.refusals.due(shared.options.rediscover_interval) {
+        let Some(wanted) = plan.watches.get(&target) else {
+            continue;
+        };
+        let api: Api<serde_json::Value> =
+            Api::dynamic(shared.client.clone(), wanted.resource.clone(), None);
+        match api.list_page(&ListParams::default().with_limit(1)).await {
+            Ok(_) => {
+                tracing::info!(resource = %target, "retention: the API server allows reading the resource again; watching it");
+                shared.refusals.read_again(&target);
+            }
+            Err(e) if e.is_forbidden() => {
+                let said = e
+                    .api()
+                    .map_or_else(|| e.to_string(), |api| api.message.clone());
+                shared.refusals.refused_read(&target, said);
+            }
+            Err(e) => {
+                warn_unless_unavailable!(e, resource = %target, err = %e, "retention: could not try a forbidden resource again")
+            }
+        }
     }
 }
 
@@ -135,12 +174,13 @@ async fn apply(shared: &Shared, plan: Plan) {
 /// Records the policies' states, with a Warning Event for each newly invalid generation.
 fn report_states(shared: &Shared, states: BTreeMap<PolicyId, PolicyState>) {
     let mut previous = shared.states.lock();
-    let (mut ready, mut invalid, mut not_served) = (0, 0, 0);
+    let mut tally = StateTally::default();
     for (id, state) in &states {
         match state {
-            PolicyState::Ready { .. } => ready += 1,
-            PolicyState::Invalid { .. } => invalid += 1,
-            PolicyState::NotServed { .. } => not_served += 1,
+            PolicyState::Ready { .. } => tally.ready += 1,
+            PolicyState::Invalid { .. } => tally.invalid += 1,
+            PolicyState::NotServed { .. } => tally.not_served += 1,
+            PolicyState::Forbidden { .. } => tally.forbidden += 1,
         }
         if previous.get(id) == Some(state) {
             continue;
@@ -170,12 +210,21 @@ fn report_states(shared: &Shared, states: BTreeMap<PolicyId, PolicyState>) {
                     &missing,
                 );
             }
+            PolicyState::Forbidden { refused, .. } => {
+                let message = refused
+                    .iter()
+                    .map(Refused::describe)
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                tracing::warn!(retention_policy = %id, problem = %message, "retention policy cannot be served: the API server forbids kube-gc its resources; it acts on nothing there until the RBAC rule is granted");
+                record_policy_event(shared, id, EventType::Warning, "Forbidden", &message);
+            }
             PolicyState::Ready { .. } => {
                 tracing::info!(retention_policy = %id, "retention policy ready")
             }
         }
     }
-    shared.metrics.set_policies(ready, invalid, not_served);
+    shared.metrics.set_policies(&tally);
     *previous = states;
 }
 

@@ -5,11 +5,13 @@
 //! Contract:
 //! - [`count`] walks the watches' assessments: an object is *matched* by the policy that
 //!   governs it, *waiting* if its TTL runs out later (or now, not yet deleted), and the
-//!   earliest such time is the *next deletion*.
+//!   earliest such time is the *next deletion*; *unknown* if it is kept because its fate cannot
+//!   be decided (finished without a finish time, or something in it unreadable).
 //! - [`status_for`] builds the status from the plan's verdict on the policy, the counts and
 //!   the deletions so far; `Ready` keeps its `lastTransitionTime` while its status stays.
-//! - `Ready=False` reasons: `InvalidSpec` (the fields at fault in the message) and
-//!   `ResourceNotServed` (which targets); `Ready=True`: `Watching`.
+//! - `Ready=False` reasons: `InvalidSpec` (the fields at fault in the message),
+//!   `ResourceNotServed` (which targets) and `Forbidden` (which targets kube-gc may not read or
+//!   delete, the server's words, the RBAC rule to grant); `Ready=True`: `Watching`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -22,6 +24,7 @@ use crate::controllers::retention::policy::{Condition, PolicyId, RetentionPolicy
 use crate::controllers::retention::verdict::{decide, Verdict};
 
 use super::plan::PolicyState;
+use super::refusal::Refused;
 use super::watch::ResourceWatch;
 
 /// One policy's counts.
@@ -31,6 +34,10 @@ pub struct Counts {
     pub matched: u64,
     /// Of those, objects with a TTL that runs out later (or has, and they are not deleted yet).
     pub waiting: u64,
+    /// Of those, objects kept because their fate cannot be decided: finished without a finish
+    /// time (or no creation time) under a TTL counted from it, or something in them that cannot
+    /// be read (a malformed annotation, a CEL error).
+    pub unknown: u64,
     /// The earliest expiry among them.
     pub next_deletion: Option<DateTime<Utc>>,
     /// Objects it governs that other policies also match, by the other policy.
@@ -60,7 +67,9 @@ pub fn count(watches: &[Arc<ResourceWatch>], now: DateTime<Utc>) -> BTreeMap<Pol
                 continue;
             };
             let Some(governed) = governed else {
-                counts.entry(policy.id.clone()).or_default().matched += 1;
+                let entry = counts.entry(policy.id.clone()).or_default();
+                entry.matched += 1;
+                entry.unknown += 1;
                 continue;
             };
             for &loser in governed.shadowed() {
@@ -80,7 +89,13 @@ pub fn count(watches: &[Arc<ResourceWatch>], now: DateTime<Utc>) -> BTreeMap<Pol
             let expires_at = match decide(&governed.facts, governed.ttl, now) {
                 Ok(Verdict::Wait { expires_at, .. }) => expires_at,
                 Ok(Verdict::Expired { expired_at }) => expired_at,
-                _ => continue,
+                Ok(Verdict::Keep(_)) => continue,
+                // Finished without saying when (a Pod with no container's `finishedAt`): kept,
+                // and counted, so `kubectl get` shows what only an Event would say otherwise.
+                Err(_) => {
+                    entry.unknown += 1;
+                    continue;
+                }
             };
             entry.waiting += 1;
             entry.next_deletion = Some(
@@ -115,6 +130,19 @@ pub fn status_for(
             errors
                 .iter()
                 .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
+        PolicyState::Forbidden {
+            generation,
+            refused,
+        } => (
+            *generation,
+            "False",
+            "Forbidden",
+            refused
+                .iter()
+                .map(Refused::describe)
                 .collect::<Vec<_>>()
                 .join("; "),
         ),
@@ -153,6 +181,7 @@ pub fn status_for(
         observed_generation: generation,
         matched: counts.matched,
         waiting: counts.waiting,
+        unknown: counts.unknown,
         deleted,
         next_deletion_time: counts.next_deletion.map(Time),
         conditions: vec![ready, overlap],
@@ -226,6 +255,7 @@ mod tests {
         let counts = Counts {
             matched: 4,
             waiting: 2,
+            unknown: 1,
             next_deletion: Some(at(50)),
             ..Counts::default()
         };
@@ -234,7 +264,10 @@ mod tests {
         };
         let first = status_for(&ready, &counts, 1, None, at(0));
         assert_eq!(first.observed_generation, Some(2));
-        assert_eq!((first.matched, first.waiting, first.deleted), (4, 2, 1));
+        assert_eq!(
+            (first.matched, first.waiting, first.unknown, first.deleted),
+            (4, 2, 1, 1)
+        );
         assert_eq!(first.next_deletion_time, Some(Time(at(50))));
         let again = status_for(&ready, &counts, 1, Some(&first), at(100));
         assert_eq!(again.conditions[0].last_transition_time, Time(at(0)));

@@ -77,10 +77,14 @@ pub struct WatchContext {
     pub clock: SharedClock,
     /// Watch only this namespace (a TTL controller's `--namespace`); `None` for all.
     pub namespace: Option<String>,
-    /// Told of every failed list and watch request of the watches (the retention controller
-    /// looks at discovery again on a 404); `None`: the reflectors only log and retry.
-    pub on_error: Option<WatchErrorHandler>,
+    /// Told of every failed list and watch request of the watches, with the resource watched
+    /// (the retention controller looks at discovery again on a 404, and stops watching what it
+    /// is forbidden to read on a 403); `None`: the reflectors only log and retry.
+    pub on_error: Option<TargetErrorHandler>,
 }
+
+/// A handler of a watch's failed list and watch requests, told which resource failed.
+pub type TargetErrorHandler = Arc<dyn Fn(&Target, &crate::client::Error) + Send + Sync>;
 
 impl ResourceWatch {
     /// Starts watching `target` as `plan` says; the watch owns its informer's task.
@@ -117,11 +121,15 @@ impl ResourceWatch {
             resource: plan.resource.clone(),
             namespace: namespace.map(str::to_owned),
         };
+        let on_error = context.on_error.as_ref().map(|handler| {
+            let (handler, target) = (Arc::clone(handler), Arc::clone(&target));
+            WatchErrorHandler::new(move |error| handler(&target, error))
+        });
         let subscriber = Subscriber {
             name: context.controller.to_owned(),
             form: Form::Objects,
             decoder,
-            on_error: context.on_error.clone(),
+            on_error,
         };
         let informer =
             SharedInformer::builder(format!("{} {target}", context.controller), Store::new())

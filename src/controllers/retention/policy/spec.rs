@@ -217,6 +217,12 @@ pub struct RetentionPolicyStatus {
     /// Of those, finished or expiring objects waiting for their time.
     #[serde(default)]
     pub waiting: u64,
+    /// Of those, objects kept because their fate cannot be decided: finished without a finish
+    /// time (or without a creation time) under a TTL counted from it, or with something that
+    /// cannot be read (a malformed annotation, a CEL error). Each has a Warning Event saying
+    /// why.
+    #[serde(default)]
+    pub unknown: u64,
     /// Objects deleted under it, counted across restarts of kube-gc.
     #[serde(default)]
     pub deleted: u64,

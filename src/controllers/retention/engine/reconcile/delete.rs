@@ -1,5 +1,6 @@
 //! The one DELETE every deletion of the engine goes through: guarded by preconditions on the
-//! copy that was assessed, propagated as the policy says, counted and logged once.
+//! copy that was assessed, propagated as the policy says, counted and logged once; a 403 is
+//! recorded as the resource's refusal (`refusal.rs`), lifted by the next deletion that works.
 
 use chrono::{DateTime, Utc};
 use serde::de::IgnoredAny;
@@ -90,12 +91,23 @@ impl RetentionReconciler {
         );
         match api.delete_for_metadata(key.name(), &options).await {
             Ok(_) => {
+                if let Some(refusals) = &self.refusals {
+                    refusals.deleted(&watch.target);
+                }
                 self.deleted(watch, assessment, policy, reason);
                 Ok(Deletion::Deleted)
             }
             Err(e) if e.is_not_found() => Ok(Deletion::Gone),
             Err(e) if e.is_conflict() => Ok(Deletion::Conflict),
-            Err(source) => Err(self.api_error("delete", watch, key, source)),
+            Err(source) => {
+                if let (true, Some(refusals)) = (source.is_forbidden(), &self.refusals) {
+                    let said = source
+                        .api()
+                        .map_or_else(|| source.to_string(), |api| api.message.clone());
+                    refusals.refused_delete(&watch.target, said);
+                }
+                Err(self.api_error("delete", watch, key, source))
+            }
         }
     }
 

@@ -45,6 +45,7 @@ use crate::runtime::cache::{Cacheable, ObjectKey};
 use crate::runtime::controller::{Action, Reconciler};
 
 use super::fresh_read::FreshRead;
+use super::refusal::Refusals;
 use super::tally::Tally;
 use super::watch::ResourceWatch;
 use super::{WatchMap, WorkKey};
@@ -114,6 +115,8 @@ pub struct RetentionReconciler {
     settings: ReconcileSettings,
     /// Objects whose problem was reported, with the message, so it is said once.
     reported: Mutex<HashMap<(Arc<Target>, ObjectKey), String>>,
+    /// Where a refused DELETE is recorded, for the policies to report (`None`: logged only).
+    refusals: Option<Arc<Refusals>>,
 }
 
 impl RetentionReconciler {
@@ -131,7 +134,15 @@ impl RetentionReconciler {
             recorder,
             settings: ReconcileSettings::default(),
             reported: Mutex::new(HashMap::new()),
+            refusals: None,
         }
+    }
+
+    /// Records each DELETE the server forbids (403) in `refusals`, and lifts it at the next
+    /// deletion that works.
+    pub fn with_refusals(mut self, refusals: Arc<Refusals>) -> Self {
+        self.refusals = Some(refusals);
+        self
     }
 
     /// Replaces the settings.

@@ -1,0 +1,99 @@
+//! Authorization of resource requests, reduced to what tests of a refused controller need: a
+//! user known by a bearer token ([`SimConfig::with_user`]) may be denied verbs on a resource
+//! ([`SimConfig::forbidding`]); everything else is allowed.
+//!
+//! Contract:
+//! - Who asks: the [`SimUser`] whose token the request carries; the server's own token, a
+//!   client certificate, or no token on a server that requires none is `admin` of
+//!   `system:masters`, which a real server never refuses, and nothing here refuses either.
+//! - What is asked: the request's verb as RBAC names it (`get`, `list`, `watch`, `create`,
+//!   `update`, `patch`, `delete`) on the resource, `<plural>/<subresource>` for a subresource.
+//! - [`SimServer::grant`](crate::sim::SimServer::grant) lifts a user's denials on a resource
+//!   while the server runs, as binding a role that grants them would.
+//! - A denied request is answered before it reaches the store, with the 403 `Forbidden`
+//!   `Status` a real server's authorization filter writes (exchanges 200–206: the resource
+//!   group-qualified, the user, the verb, the scope — `at the cluster scope` or `in the
+//!   namespace "<ns>"` — and the object's name when there is one); a watch is refused before
+//!   any stream (202).
+//!
+//! [`SimConfig::with_user`]: crate::sim::SimConfig::with_user
+//! [`SimConfig::forbidding`]: crate::sim::SimConfig::forbidding
+
+use http::header::AUTHORIZATION;
+use http::Response;
+
+use super::response::{self, Body};
+use super::reviews::SimUser;
+use super::route::Target;
+use super::{Context, Incoming};
+use crate::sim::faults::Verb;
+use crate::sim::status;
+
+/// Verbs on one resource that one user is not granted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResourceDenial {
+    /// The user's name (`system:serviceaccount:kube-system:kube-gc`).
+    pub user: String,
+    /// The resource's API group (`""` for the core group).
+    pub group: String,
+    /// The plural, or `<plural>/<subresource>`.
+    pub resource: String,
+    /// RBAC's verbs (`list`, `watch`, `delete`…).
+    pub verbs: Vec<String>,
+}
+
+/// The user a request's bearer token belongs to, if it is one of [`Context::users`].
+pub fn user_of<'c>(ctx: &'c Context, incoming: &Incoming) -> Option<&'c SimUser> {
+    let token = incoming
+        .header(AUTHORIZATION)
+        .and_then(|v| v.strip_prefix("Bearer "))?;
+    ctx.users.iter().find(|user| user.token == token)
+}
+
+/// The 403 for a request to `target` its user is denied; `None` when it is allowed.
+pub fn refusal(
+    ctx: &Context,
+    incoming: &Incoming,
+    target: &Target,
+    verb: Verb,
+) -> Option<Response<Body>> {
+    let user = user_of(ctx, incoming)?;
+    let verb = rbac_verb(verb)?;
+    let def = ctx.store.resources().def(target.resource);
+    let resource = match &target.subresource {
+        Some(sub) => format!("{}/{sub}", def.resource),
+        None => def.resource.clone(),
+    };
+    let denied = ctx.denials.read().iter().any(|d| {
+        d.user == user.username
+            && d.group == def.group
+            && d.resource == resource
+            && d.verbs.iter().any(|v| v == verb)
+    });
+    if !denied {
+        return None;
+    }
+    let refused = status::forbidden(
+        &def.group_resource(),
+        target.subresource.as_deref(),
+        target.name.as_deref().unwrap_or_default(),
+        &user.username,
+        verb,
+        target.namespace.as_deref(),
+    );
+    Some(response::status(refused))
+}
+
+/// RBAC's name of a request's verb; `None` for discovery, which RBAC grants by path.
+fn rbac_verb(verb: Verb) -> Option<&'static str> {
+    Some(match verb {
+        Verb::Get => "get",
+        Verb::List => "list",
+        Verb::Watch => "watch",
+        Verb::Create => "create",
+        Verb::Update => "update",
+        Verb::Patch => "patch",
+        Verb::Delete => "delete",
+        Verb::Discovery => return None,
+    })
+}
