@@ -13,6 +13,7 @@ pub mod garbagecollector;
 pub mod podgc;
 pub mod protection;
 pub mod retention;
+pub mod settled;
 pub mod ttl;
 
 use std::sync::Arc;

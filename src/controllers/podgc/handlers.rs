@@ -23,6 +23,7 @@ use super::decide::{self, NodeView, Verdict};
 use super::facts::{NodeFacts, PodFacts};
 use super::{PodGcKey, BY_NODE};
 use crate::clock::SharedClock;
+use crate::controllers::settled::Settled;
 use crate::runtime::cache::{Deleted, ObjectKey, Store};
 use crate::runtime::informer::EventHandler;
 use crate::runtime::workqueue::WorkQueue;
@@ -59,6 +60,8 @@ pub(super) struct Watching {
     pub(super) quarantines: Arc<Quarantines>,
     pub(super) terminated: Arc<AtomicUsize>,
     pub(super) threshold: usize,
+    /// The Pods force-deleted whose deletion the cache has not seen yet.
+    pub(super) forced: Settled,
 }
 
 impl Watching {
@@ -69,6 +72,9 @@ impl Watching {
 
     /// Judges `pod` against the node cache and queues what is due.
     pub(super) fn schedule(&self, pod: &PodFacts) {
+        if self.forced.contains(&pod.uid) {
+            return;
+        }
         let node = self.cached_node(&pod.node_name);
         let view = node.as_deref().map_or(NodeView::Missing, NodeView::Present);
         match decide::judge(pod, view) {
@@ -125,6 +131,7 @@ impl EventHandler<PodFacts> for OnPods {
 
     async fn on_delete(&mut self, deleted: Deleted<PodFacts>) {
         self.0.count(Some(deleted.object()), None);
+        self.0.forced.forget(&deleted.object().uid);
     }
 }
 

@@ -47,6 +47,7 @@ pub use handlers::Quarantines;
 pub use metrics::PodGcMetrics;
 pub use reconcile::{PodGcError, PodGcReconciler};
 
+use crate::controllers::settled::Settled;
 use handlers::{OnNodes, OnPods, Watching};
 
 /// The controller's name, as `--controllers` selects it.
@@ -189,18 +190,17 @@ impl PodGcBuilder {
             quarantines: Arc::new(Quarantines::default()),
             terminated: Arc::new(AtomicUsize::new(0)),
             threshold: self.options.terminated_threshold,
+            forced: Settled::default(),
         });
         pods.add_handler(OnPods(Arc::clone(&watching)));
         nodes.add_handler(OnNodes(Arc::clone(&watching)));
-        let reconciler = PodGcReconciler {
-            watching: Arc::clone(&watching),
-            pods: Api::dynamic(self.client.clone(), pod_resource(), None),
-            pod_facts: Api::dynamic(self.client.clone(), pod_resource(), None),
-            nodes: Api::dynamic(self.client.clone(), node_resource(), None),
-            metrics: self.metrics,
-            recorder: self.recorder,
-            dry_run: self.options.dry_run,
-        };
+        let reconciler = reconciler(
+            &self.client,
+            Arc::clone(&watching),
+            self.metrics,
+            self.recorder,
+            &self.options,
+        );
         let reflectors = [
             reflector_of(pod_resource(), &pods),
             reflector_of(node_resource(), &nodes),
@@ -221,6 +221,66 @@ impl PodGcBuilder {
             synced,
             reflectors,
         }
+    }
+}
+
+/// A reconciler over caches the caller fills, with no informer behind them: the state between
+/// a cache read and the server's answer, made on purpose (tests; tools that judge Pods they
+/// listed themselves).
+pub struct Detached {
+    /// The reconciler.
+    pub reconciler: PodGcReconciler,
+    /// Its Pod cache (indexed by node, as the controller's).
+    pub pods: Arc<Store<PodFacts>>,
+    /// Its Node cache.
+    pub nodes: Arc<Store<NodeFacts>>,
+    /// Its quarantines.
+    pub quarantines: Arc<Quarantines>,
+}
+
+impl Detached {
+    /// A detached reconciler for `client`, counting into `metrics`.
+    pub fn new(
+        client: Client,
+        options: &PodGcOptions,
+        clock: SharedClock,
+        metrics: Arc<PodGcMetrics>,
+    ) -> Detached {
+        let watching = Arc::new(Watching {
+            pods: Arc::new(Store::builder().index(BY_NODE, node_of).build()),
+            nodes: Arc::new(Store::new()),
+            queue: WorkQueue::new(QUEUE),
+            clock,
+            quarantines: Arc::new(Quarantines::default()),
+            terminated: Arc::new(AtomicUsize::new(0)),
+            threshold: options.terminated_threshold,
+            forced: Settled::default(),
+        });
+        Detached {
+            pods: Arc::clone(&watching.pods),
+            nodes: Arc::clone(&watching.nodes),
+            quarantines: Arc::clone(&watching.quarantines),
+            reconciler: reconciler(&client, watching, metrics, Arc::new(NoopRecorder), options),
+        }
+    }
+}
+
+/// The reconciler over `watching`'s caches.
+fn reconciler(
+    client: &Client,
+    watching: Arc<Watching>,
+    metrics: Arc<PodGcMetrics>,
+    recorder: SharedRecorder,
+    options: &PodGcOptions,
+) -> PodGcReconciler {
+    PodGcReconciler {
+        watching,
+        pods: Api::dynamic(client.clone(), pod_resource(), None),
+        pod_facts: Api::dynamic(client.clone(), pod_resource(), None),
+        nodes: Api::dynamic(client.clone(), node_resource(), None),
+        metrics,
+        recorder,
+        dry_run: options.dry_run,
     }
 }
 

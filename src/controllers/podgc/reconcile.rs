@@ -15,6 +15,8 @@
 //! - A force deletion that meets a changed Pod (409) reads it once: gone, re-created (another
 //!   uid) or no longer due → nothing; still due → one more attempt at its new version. A Pod
 //!   re-created under the same name is never deleted on its predecessor's judgement.
+//! - A Pod force-deleted is not sent anything again while it lingers in the cache (its last
+//!   events, or a finalizer holding it): its uid is remembered until its deletion is seen.
 //! - Errors: counted per Pod (`pod_gc_collector_force_delete_pod_errors_total`), reported as a
 //!   Warning event on the Pod, and returned, so the key is retried with back-off; a request the
 //!   API server could not answer parks the key until it answers.
@@ -103,6 +105,9 @@ impl PodGcReconciler {
         let Some(pod) = self.watching.pods.get(key) else {
             return Ok(Action::Done);
         };
+        if self.watching.forced.contains(&pod.uid) {
+            return Ok(Action::Done);
+        }
         let cached = self.watching.cached_node(&pod.node_name);
         let view = cached
             .as_deref()
@@ -224,6 +229,9 @@ impl PodGcReconciler {
         due: impl Fn(&PodFacts) -> bool,
     ) -> Result<(), Error> {
         let namespace = pod.key.namespace().unwrap_or_default();
+        if self.watching.forced.contains(&pod.uid) {
+            return Ok(());
+        }
         if !self.dry_run {
             self.metrics.attempted(namespace, reason);
             tracing::info!(controller = CONTROLLER, pod = %pod.key, uid = %pod.uid,
@@ -237,6 +245,11 @@ impl PodGcReconciler {
             other => other,
         };
         match outcome {
+            Ok(Forced::Deleted) => {
+                self.watching.forced.insert(&pod.uid);
+                tracing::debug!(controller = CONTROLLER, pod = %pod.key, "force-deleted");
+                Ok(())
+            }
             Ok(forced) => {
                 tracing::debug!(controller = CONTROLLER, pod = %pod.key, ?forced, "force deletion done");
                 Ok(())

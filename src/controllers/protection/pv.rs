@@ -17,9 +17,12 @@ use std::sync::Arc;
 use super::decide::{volume_release, Release};
 use super::facts::{ClaimFacts, VolumeFacts};
 use super::pvc::subscriber;
-use super::{claim_resource, release, release_patch, volume_resource, PV_CONTROLLER, PV_FINALIZER};
+use super::{
+    claim_resource, release, release_patch, volume_resource, Released, PV_CONTROLLER, PV_FINALIZER,
+};
 use crate::api::PartialObjectMetadata;
 use crate::client::{Api, Client, Error, ListParams};
+use crate::controllers::settled::Settled;
 use crate::runtime::cache::{Deleted, ObjectKey, Store};
 use crate::runtime::controller::{Action, Controller, ControllerError, Reconciler, ServerWait};
 use crate::runtime::informer::{EventHandler, InformerSynced, SharedInformer};
@@ -84,7 +87,11 @@ impl PvProtection {
                 subscriber(ClaimFacts::decoder()),
             )
             .build();
-        volumes.add_handler(OnVolumes(queue.clone()));
+        let settled = Arc::new(Settled::default());
+        volumes.add_handler(OnVolumes {
+            queue: queue.clone(),
+            settled: Arc::clone(&settled),
+        });
         claims.add_handler(OnClaims {
             volumes: Arc::clone(volumes.store()),
             queue: queue.clone(),
@@ -94,6 +101,7 @@ impl PvProtection {
             claims: Arc::clone(claims.store()),
             volume_api: Api::dynamic(client.clone(), volume_resource(), None),
             claim_api: Api::dynamic(client.clone(), claim_resource(), None),
+            settled,
             dry_run,
         };
         let synced = vec![volumes.synced(), claims.synced()];
@@ -156,19 +164,26 @@ fn waiting(volume: &VolumeFacts) -> bool {
     volume.deleting && volume.finalizers.iter().any(|f| f == PV_FINALIZER)
 }
 
-struct OnVolumes(WorkQueue<Volumes>);
+struct OnVolumes {
+    queue: WorkQueue<Volumes>,
+    settled: Arc<Settled>,
+}
 
 impl EventHandler<VolumeFacts> for OnVolumes {
     async fn on_add(&mut self, volume: Arc<VolumeFacts>) {
         if waiting(&volume) {
-            self.0.add(Volumes);
+            self.queue.add(Volumes);
         }
     }
 
     async fn on_update(&mut self, _old: Arc<VolumeFacts>, volume: Arc<VolumeFacts>) {
         if waiting(&volume) {
-            self.0.add(Volumes);
+            self.queue.add(Volumes);
         }
+    }
+
+    async fn on_delete(&mut self, deleted: Deleted<VolumeFacts>) {
+        self.settled.forget(&deleted.object().uid);
     }
 }
 
@@ -221,6 +236,8 @@ struct PvReconciler {
     claims: Arc<Store<ClaimFacts>>,
     volume_api: Api<PartialObjectMetadata>,
     claim_api: Api<PartialObjectMetadata>,
+    /// Volumes released whose deletion the cache has not seen yet.
+    settled: Arc<Settled>,
     dry_run: bool,
 }
 
@@ -232,7 +249,7 @@ impl Reconciler<Volumes> for PvReconciler {
             .volumes
             .list()
             .into_iter()
-            .filter(|volume| waiting(volume))
+            .filter(|volume| waiting(volume) && !self.settled.contains(&volume.uid))
             .filter(|volume| {
                 match volume_release(
                     volume,
@@ -305,6 +322,9 @@ impl PvReconciler {
                 volume: volume.name.clone(),
                 source,
             })?;
+        if released == Released::Released {
+            self.settled.insert(&volume.uid);
+        }
         super::report(PV_CONTROLLER, "volume", &volume.name, &volume.uid, released);
         Ok(())
     }

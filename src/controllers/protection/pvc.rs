@@ -17,10 +17,11 @@ use std::sync::Arc;
 
 use super::decide::{claim_release, Release};
 use super::facts::{ClaimFacts, PodClaims};
-use super::{claim_resource, release, release_patch, PVC_CONTROLLER, PVC_FINALIZER};
+use super::{claim_resource, release, release_patch, Released, PVC_CONTROLLER, PVC_FINALIZER};
 use crate::api::PartialObjectMetadata;
 use crate::client::{Api, Client, Error, ItemDecoder, ListParams};
 use crate::controllers::podgc::pod_resource;
+use crate::controllers::settled::Settled;
 use crate::runtime::cache::{Cacheable, Deleted, ObjectKey, Store};
 use crate::runtime::controller::{Action, Controller, ControllerError, Reconciler, ServerWait};
 use crate::runtime::informer::{EventHandler, InformerSynced, SharedInformer};
@@ -98,7 +99,11 @@ impl PvcProtection {
                 subscriber(PodClaims::decoder()),
             )
             .build();
-        claims.add_handler(OnClaims(queue.clone()));
+        let settled = Arc::new(Settled::default());
+        claims.add_handler(OnClaims {
+            queue: queue.clone(),
+            settled: Arc::clone(&settled),
+        });
         pods.add_handler(OnPods {
             claims: Arc::clone(claims.store()),
             queue: queue.clone(),
@@ -108,6 +113,7 @@ impl PvcProtection {
             pods: Arc::clone(pods.store()),
             claim_api: Api::dynamic(client.clone(), claim_resource(), None),
             pod_api: Api::dynamic(client.clone(), pod_resource(), None),
+            settled,
             dry_run: options.dry_run,
         };
         let synced = vec![claims.synced(), pods.synced()];
@@ -178,13 +184,16 @@ fn waiting(claim: &ClaimFacts) -> bool {
     claim.deleting && claim.finalizers.iter().any(|f| f == PVC_FINALIZER)
 }
 
-struct OnClaims(WorkQueue<Namespace>);
+struct OnClaims {
+    queue: WorkQueue<Namespace>,
+    settled: Arc<Settled>,
+}
 
 impl OnClaims {
     fn check(&self, claim: &ClaimFacts) {
         if waiting(claim) {
             let namespace = claim.key.namespace().unwrap_or_default();
-            self.0.add(Namespace(namespace.to_owned()));
+            self.queue.add(Namespace(namespace.to_owned()));
         }
     }
 }
@@ -196,6 +205,10 @@ impl EventHandler<ClaimFacts> for OnClaims {
 
     async fn on_update(&mut self, _old: Arc<ClaimFacts>, claim: Arc<ClaimFacts>) {
         self.check(&claim);
+    }
+
+    async fn on_delete(&mut self, deleted: Deleted<ClaimFacts>) {
+        self.settled.forget(&deleted.object().uid);
     }
 }
 
@@ -265,6 +278,8 @@ struct PvcReconciler {
     pods: Arc<Store<PodClaims>>,
     claim_api: Api<PartialObjectMetadata>,
     pod_api: Api<PartialObjectMetadata>,
+    /// Claims released whose deletion the cache has not seen yet.
+    settled: Arc<Settled>,
     dry_run: bool,
 }
 
@@ -277,7 +292,7 @@ impl Reconciler<Namespace> for PvcReconciler {
             .claims
             .list_namespace(namespace)
             .into_iter()
-            .filter(|claim| waiting(claim))
+            .filter(|claim| waiting(claim) && !self.settled.contains(&claim.uid))
             .filter(|claim| {
                 let users = self
                     .pods
@@ -344,6 +359,9 @@ impl PvcReconciler {
                 claim: claim.key.clone(),
                 source,
             })?;
+        if released == Released::Released {
+            self.settled.insert(&claim.uid);
+        }
         super::report(
             PVC_CONTROLLER,
             "claim",
