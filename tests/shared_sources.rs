@@ -73,7 +73,10 @@ async fn every_controller_of_kube_gc_run_shares_one_list_and_one_watch_per_resou
             "ttl-after-finished",
             "volcano-job-ttl",
             "garbagecollector",
-            "retention"
+            "retention",
+            "podgc",
+            "pvc-protection",
+            "pv-protection"
         ]
     );
     let readiness = set.readiness();
@@ -87,13 +90,20 @@ async fn every_controller_of_kube_gc_run_shares_one_list_and_one_watch_per_resou
     let lists = count(&journal, Verb::List);
     let watches = count(&journal, Verb::Watch);
     // Jobs: the TTL controller and the collector; Volcano Jobs: the Volcano TTL controller and
-    // the collector; namespaces and both policy kinds: retention and the collector.
+    // the collector; namespaces and both policy kinds: retention and the collector; Pods: the
+    // pod garbage collector, the PVC protection controller and the collector; Nodes: the pod
+    // garbage collector and the collector; claims: both protection controllers and the
+    // collector; volumes: the PV protection controller and the collector.
     for shared in [
         "/apis/batch/v1/jobs",
         "/apis/batch.volcano.sh/v1alpha1/jobs",
         "/api/v1/namespaces",
         "/apis/kube-gc.io/v1alpha1/retentionpolicies",
         "/apis/kube-gc.io/v1alpha1/clusterretentionpolicies",
+        "/api/v1/pods",
+        "/api/v1/nodes",
+        "/api/v1/persistentvolumeclaims",
+        "/api/v1/persistentvolumes",
     ] {
         assert_eq!(lists.get(shared), Some(&1), "LISTs of {shared}: {lists:#?}");
         assert_eq!(
@@ -118,6 +128,13 @@ async fn every_controller_of_kube_gc_run_shares_one_list_and_one_watch_per_resou
         "application/vnd.kubernetes.protobuf,application/json"
     );
     assert!(accept("/api/v1/configmaps").starts_with("application/vnd.kubernetes.protobuf;"));
+    // Pods in protobuf for their two readers' projections (the tables cover what both read);
+    // Nodes, claims and volumes as JSON: the client has no tables for them.
+    assert_eq!(
+        accept("/api/v1/pods"),
+        "application/vnd.kubernetes.protobuf,application/json"
+    );
+    assert_eq!(accept("/api/v1/nodes"), "application/json");
     assert_eq!(
         accept("/apis/batch.volcano.sh/v1alpha1/jobs"),
         "application/json"

@@ -605,7 +605,7 @@ mod tests {
             lease_of(&["--controllers=*,-garbagecollector", "--namespace=batch"]),
             lease(
                 "batch",
-                "kube-gc.ttl-after-finished.volcano-job-ttl.retention"
+                "kube-gc.ttl-after-finished.volcano-job-ttl.retention.podgc.pvc-protection.pv-protection"
             )
         );
         assert_eq!(
