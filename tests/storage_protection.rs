@@ -277,3 +277,45 @@ async fn pods_are_listed_and_watched_once_in_protobuf_for_both_controllers_that_
     }
     stop(shutdown, tasks).await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_ephemeral_volumes_claim_is_held_until_its_pod_is_shut_down() {
+    let world = world().await;
+    let sim = world.sim();
+    create_node(sim, "n", true, false);
+    let mut with_scratch = pod("web-0", "n", &[]);
+    with_scratch["spec"]["volumes"] = json!([{"name": "scratch", "ephemeral": {
+        "volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"]}}}}]);
+    create_pod(sim, with_scratch, "Running");
+    create_claim(sim, "web-0-scratch", "");
+    // Pods are read in protobuf: the ephemeral source must survive the transcoding.
+    let (shutdown, tasks) = run(&world, false);
+    delete(sim, &claims(), Some(NS), "web-0-scratch");
+    wait(Duration::from_secs(300)).await;
+    assert!(claim(sim, "web-0-scratch").is_some(), "held by its Pod");
+    assert!(patches(&world, &format!("{CLAIMS}/web-0-scratch")).is_empty());
+    // Shut down (a grace period of zero, a finalizer keeping the Pod): released.
+    let mut held = get_pod(sim, "web-0").unwrap();
+    held["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    sim.update(&pods(), held).unwrap();
+    force_delete_pod(sim, "web-0");
+    eventually("the claim is released", || {
+        claim(sim, "web-0-scratch").is_none()
+    })
+    .await;
+    assert!(
+        get_pod(sim, "web-0").is_some(),
+        "the Pod itself stays, held"
+    );
+    let pod_list = world
+        .requests_to("/api/v1/pods")
+        .into_iter()
+        .find(|e| e.path == "/api/v1/pods" && e.query_value("watch").is_none())
+        .expect("the Pods' LIST");
+    assert_eq!(
+        pod_list.content_type.as_deref(),
+        Some("application/vnd.kubernetes.protobuf"),
+        "answered in protobuf"
+    );
+    stop(shutdown, tasks).await;
+}
