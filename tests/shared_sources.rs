@@ -145,6 +145,44 @@ async fn every_controller_of_kube_gc_run_shares_one_list_and_one_watch_per_resou
     running.await.unwrap().unwrap();
 }
 
+/// Without the garbage collector, whose start-up holds the sources until its monitors have
+/// subscribed, the controllers that read Pods, Nodes, claims and volumes hold them themselves
+/// until each of their informers has joined: still one list per resource.
+#[tokio::test(start_paused = true)]
+async fn the_pod_gc_and_the_protection_controllers_share_one_list_per_resource_on_their_own() {
+    let world = world().await;
+    let options = ManagerOptions {
+        controllers: kube_gc::manager::ControllerSelection::parse(&[
+            "podgc",
+            "pvc-protection",
+            "pv-protection",
+        ])
+        .unwrap(),
+        ..ManagerOptions::default()
+    };
+    let set = Manager::new(world.harness.client.clone(), options)
+        .clock(Arc::clone(&world.clock))
+        .start()
+        .await
+        .expect("the manager starts");
+    let readiness = set.readiness();
+    let shutdown = CancellationToken::new();
+    let running = tokio::spawn(set.run(shutdown.clone()));
+    readiness.wait(&shutdown).await.expect("ready");
+    let journal = world.sim().journal().entries();
+    let lists = count(&journal, Verb::List);
+    for path in [
+        "/api/v1/pods",
+        "/api/v1/nodes",
+        "/api/v1/persistentvolumeclaims",
+        "/api/v1/persistentvolumes",
+    ] {
+        assert_eq!(lists.get(path), Some(&1), "LISTs of {path}: {lists:#?}");
+    }
+    shutdown.cancel();
+    running.await.unwrap().unwrap();
+}
+
 #[tokio::test(start_paused = true)]
 async fn two_subscribers_share_one_list_and_each_keeps_its_own_projection() {
     let world = world().await;

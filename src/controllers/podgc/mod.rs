@@ -168,18 +168,22 @@ impl PodGcBuilder {
             .sources
             .unwrap_or_else(|| Sources::new(self.client.clone(), self.options.reflector.clone()));
         let pod_store = Store::builder().index(BY_NODE, node_of).build();
+        // Each informer holds the sources until it has subscribed: the controllers built beside
+        // this one read the same resources, and the first list is to serve them all.
         let pods = SharedInformer::builder("pods", pod_store)
-            .source(
+            .source_holding(
                 &sources,
                 SourceKey::all(pod_resource()),
                 subscriber(PodFacts::decoder()),
+                Some(sources.hold()),
             )
             .build();
         let nodes = SharedInformer::builder("nodes", Store::new())
-            .source(
+            .source_holding(
                 &sources,
                 SourceKey::all(node_resource()),
                 subscriber(NodeFacts::decoder()),
+                Some(sources.hold()),
             )
             .build();
         let watching = Arc::new(Watching {

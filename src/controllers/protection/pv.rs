@@ -72,19 +72,23 @@ impl PvProtection {
             queue = queue.metrics(provider);
         }
         let queue = queue.build();
+        // Each informer holds the sources until it has subscribed: the controllers built beside
+        // this one read the same resources, and the first list is to serve them all.
         let volumes = SharedInformer::builder("persistentvolumes", Store::new())
-            .source(
+            .source_holding(
                 sources,
                 SourceKey::all(volume_resource()),
                 subscriber(VolumeFacts::decoder()),
+                Some(sources.hold()),
             )
             .build();
         let claim_store = Store::builder().index(BY_VOLUME, volume_of).build();
         let claims = SharedInformer::builder("persistentvolumeclaims", claim_store)
-            .source(
+            .source_holding(
                 sources,
                 SourceKey::all(claim_resource()),
                 subscriber(ClaimFacts::decoder()),
+                Some(sources.hold()),
             )
             .build();
         let settled = Arc::new(Settled::default());

@@ -84,19 +84,23 @@ impl PvcProtection {
             resource,
             namespace: options.namespace.clone(),
         };
+        // Each informer holds the sources until it has subscribed: the controllers built beside
+        // this one read the same resources, and the first list is to serve them all.
         let claims = SharedInformer::builder("persistentvolumeclaims", Store::new())
-            .source(
+            .source_holding(
                 sources,
                 scope(claim_resource()),
                 subscriber(ClaimFacts::decoder()),
+                Some(sources.hold()),
             )
             .build();
         let pod_store = Store::builder().index(BY_CLAIM, claims_of).build();
         let pods = SharedInformer::builder("pods", pod_store)
-            .source(
+            .source_holding(
                 sources,
                 scope(pod_resource()),
                 subscriber(PodClaims::decoder()),
+                Some(sources.hold()),
             )
             .build();
         let settled = Arc::new(Settled::default());
