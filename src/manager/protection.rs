@@ -7,7 +7,8 @@
 //! - A server that does not serve claims or volumes (or Pods) skips them, with the reason.
 //! - Each reads and writes through a client of its own named as kube-controller-manager's
 //!   (`pvc-protection-controller`, `pv-protection-controller`), lists and watches through the
-//!   shared informers, and publishes its queue (`pvcprotection`, `pvprotection`).
+//!   shared informers, and publishes its queue (`pvcprotection`, `pvprotection`) and its
+//!   informers' reflector counters.
 
 use std::sync::Arc;
 
@@ -20,6 +21,7 @@ use crate::controllers::protection::{
     claim_resource, volume_resource, PvProtection, PvcProtection,
 };
 use crate::runtime::controller::ServerWait;
+use crate::runtime::reflector::ReflectorMetrics;
 use crate::runtime::workqueue::WorkQueue;
 
 /// Builds the PVC protection controller, or says why it is skipped.
@@ -39,6 +41,7 @@ pub(super) fn init_pvc(context: &ControllerContext<'_>) -> Result<Init, BoxError
         context.queue_metrics.cloned(),
     );
     publish(context, controller.queue(), controller.server_wait());
+    publish_reflectors(context, PVC_PROTECTION, controller.reflector_metrics());
     let caches = controller.synced();
     Ok(Init::Run(ManagedController::new(
         PVC_PROTECTION,
@@ -65,6 +68,7 @@ pub(super) fn init_pv(context: &ControllerContext<'_>) -> Result<Init, BoxError>
         context.queue_metrics.cloned(),
     );
     publish(context, controller.queue(), controller.server_wait());
+    publish_reflectors(context, PV_PROTECTION, controller.reflector_metrics());
     let caches = controller.synced();
     Ok(Init::Run(ManagedController::new(
         PV_PROTECTION,
@@ -98,4 +102,22 @@ where
             .add_queue(queue.name(), &wait);
     }
     endpoints.queues.register(Arc::new(queue.clone()));
+}
+
+/// Registers a controller's informers' reflector counters (`/metrics`, and `/readyz`'s check
+/// that no informer is stuck).
+fn publish_reflectors(
+    context: &ControllerContext<'_>,
+    controller: &str,
+    reflectors: &[(ResourceRef, Arc<ReflectorMetrics>)],
+) {
+    if let Some(endpoints) = context.endpoints {
+        for (resource, metrics) in reflectors {
+            endpoints.metrics.reflectors().add(
+                controller,
+                &resource.path_name(),
+                Arc::clone(metrics),
+            );
+        }
+    }
 }

@@ -21,11 +21,12 @@ use super::{
     claim_resource, release, release_patch, volume_resource, Released, PV_CONTROLLER, PV_FINALIZER,
 };
 use crate::api::PartialObjectMetadata;
-use crate::client::{Api, Client, Error, ListParams};
+use crate::client::{Api, Client, Error, ListParams, ResourceRef};
 use crate::controllers::settled::Settled;
 use crate::runtime::cache::{Deleted, ObjectKey, Store};
 use crate::runtime::controller::{Action, Controller, ControllerError, Reconciler, ServerWait};
 use crate::runtime::informer::{EventHandler, InformerSynced, SharedInformer};
+use crate::runtime::reflector::ReflectorMetrics;
 use crate::runtime::sources::{SourceKey, Sources};
 use crate::runtime::workqueue::{MetricsProvider, WorkQueue};
 
@@ -52,6 +53,7 @@ pub struct PvProtection {
     volumes: Arc<Store<VolumeFacts>>,
     queue: WorkQueue<Volumes>,
     synced: Vec<InformerSynced>,
+    reflectors: Vec<(ResourceRef, Arc<ReflectorMetrics>)>,
 }
 
 impl PvProtection {
@@ -109,6 +111,17 @@ impl PvProtection {
             dry_run,
         };
         let synced = vec![volumes.synced(), claims.synced()];
+        let reflectors = [
+            volumes
+                .reflector_metrics()
+                .map(|m| (volume_resource(), Arc::clone(m))),
+            claims
+                .reflector_metrics()
+                .map(|m| (claim_resource(), Arc::clone(m))),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
         let controller = Controller::new(PV_CONTROLLER, queue.clone(), reconciler)
             .wait_for_server(client.availability().clone())
             .informer(&volumes)
@@ -118,6 +131,7 @@ impl PvProtection {
             volumes: Arc::clone(volumes.store()),
             queue,
             synced,
+            reflectors,
         }
     }
 
@@ -129,6 +143,11 @@ impl PvProtection {
     /// The cached volumes.
     pub fn volumes(&self) -> &Arc<Store<VolumeFacts>> {
         &self.volumes
+    }
+
+    /// The reflector counters of its two informers, for `/metrics` and readiness.
+    pub fn reflector_metrics(&self) -> &[(ResourceRef, Arc<ReflectorMetrics>)] {
+        &self.reflectors
     }
 
     /// The workqueue.

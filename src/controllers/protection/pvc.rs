@@ -19,13 +19,13 @@ use super::decide::{claim_release, Release};
 use super::facts::{ClaimFacts, PodClaims};
 use super::{claim_resource, release, release_patch, Released, PVC_CONTROLLER, PVC_FINALIZER};
 use crate::api::PartialObjectMetadata;
-use crate::client::{Api, Client, Error, ItemDecoder, ListParams};
+use crate::client::{Api, Client, Error, ItemDecoder, ListParams, ResourceRef};
 use crate::controllers::podgc::pod_resource;
 use crate::controllers::settled::Settled;
 use crate::runtime::cache::{Cacheable, Deleted, ObjectKey, Store};
 use crate::runtime::controller::{Action, Controller, ControllerError, Reconciler, ServerWait};
 use crate::runtime::informer::{EventHandler, InformerSynced, SharedInformer};
-use crate::runtime::reflector::Form;
+use crate::runtime::reflector::{Form, ReflectorMetrics};
 use crate::runtime::sources::{SourceKey, Sources, Subscriber};
 use crate::runtime::workqueue::{MetricsProvider, WorkQueue};
 
@@ -61,6 +61,7 @@ pub struct PvcProtection {
     claims: Arc<Store<ClaimFacts>>,
     queue: WorkQueue<Namespace>,
     synced: Vec<InformerSynced>,
+    reflectors: Vec<(ResourceRef, Arc<ReflectorMetrics>)>,
 }
 
 impl PvcProtection {
@@ -121,6 +122,16 @@ impl PvcProtection {
             dry_run: options.dry_run,
         };
         let synced = vec![claims.synced(), pods.synced()];
+        let reflectors = [
+            claims
+                .reflector_metrics()
+                .map(|m| (claim_resource(), Arc::clone(m))),
+            pods.reflector_metrics()
+                .map(|m| (pod_resource(), Arc::clone(m))),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
         let controller = Controller::new(PVC_CONTROLLER, queue.clone(), reconciler)
             .wait_for_server(client.availability().clone())
             .informer(&claims)
@@ -130,6 +141,7 @@ impl PvcProtection {
             claims: Arc::clone(claims.store()),
             queue,
             synced,
+            reflectors,
         }
     }
 
@@ -141,6 +153,11 @@ impl PvcProtection {
     /// The cached claims.
     pub fn claims(&self) -> &Arc<Store<ClaimFacts>> {
         &self.claims
+    }
+
+    /// The reflector counters of its two informers, for `/metrics` and readiness.
+    pub fn reflector_metrics(&self) -> &[(ResourceRef, Arc<ReflectorMetrics>)] {
+        &self.reflectors
     }
 
     /// The workqueue.
