@@ -23,8 +23,8 @@ use kube_gc::controllers::retention::policy::{
 };
 use kube_gc::events::{ApiEventRecorder, EventRecord, EventRecorder, EventType, Reporter};
 use kube_gc::manager::{
-    ControllerSelection, GARBAGE_COLLECTOR, KNOWN_CONTROLLERS, RETENTION, TTL_AFTER_FINISHED,
-    VOLCANO_JOB_TTL,
+    ControllerSelection, GARBAGE_COLLECTOR, KNOWN_CONTROLLERS, PODGC, PVC_PROTECTION,
+    PV_PROTECTION, RETENTION, TTL_AFTER_FINISHED, VOLCANO_JOB_TTL,
 };
 use ops_support::{Candidate, Cluster, Timeline};
 
@@ -305,6 +305,35 @@ fn required_by(controller: &str) -> Vec<Request> {
             r("update", "", "pods", Some("default")).named("p"),
             r("delete", "", "secrets", Some("default")).named("s"),
         ],
+        // Pods and Nodes watched; a Node read; a Pod's status written, the Pod deleted, and
+        // read again after a conflict.
+        PODGC => vec![
+            r("list", "", "pods", None),
+            r("watch", "", "pods", None),
+            r("list", "", "nodes", None),
+            r("watch", "", "nodes", None),
+            r("get", "", "nodes", None).named("node-1"),
+            r("get", "", "pods", Some("default")).named("p"),
+            r("patch", "", "pods/status", Some("default")).named("p"),
+            r("delete", "", "pods", Some("default")).named("p"),
+        ],
+        // Claims and Pods watched, a namespace's Pods listed, a claim's finalizer removed.
+        PVC_PROTECTION => vec![
+            r("list", "", "persistentvolumeclaims", None),
+            r("watch", "", "persistentvolumeclaims", None),
+            r("list", "", "pods", None),
+            r("watch", "", "pods", None),
+            r("list", "", "pods", Some("default")),
+            r("patch", "", "persistentvolumeclaims", Some("default")).named("c"),
+        ],
+        // Volumes and claims watched, a volume's finalizer removed.
+        PV_PROTECTION => vec![
+            r("list", "", "persistentvolumes", None),
+            r("watch", "", "persistentvolumes", None),
+            r("list", "", "persistentvolumeclaims", None),
+            r("watch", "", "persistentvolumeclaims", None),
+            r("patch", "", "persistentvolumes", None).named("pv-1"),
+        ],
         other => panic!("no requests listed for {other}"),
     }
 }
@@ -414,6 +443,34 @@ fn rbac_is_least_privilege() {
             !allowed(&retention, &request),
             "{request:?} should be denied"
         );
+    }
+    // The pod garbage collector writes Pods' status and deletes Pods, never Nodes nor a
+    // Pod's spec; the protection controllers patch claims and volumes, and delete nothing.
+    let podgc = only("controllers/podgc/rbac.yaml");
+    for request in [
+        r("patch", "", "pods", Some("default")).named("p"),
+        r("update", "", "pods", Some("default")).named("p"),
+        r("delete", "", "nodes", None).named("node-1"),
+        r("patch", "", "nodes", None).named("node-1"),
+    ] {
+        assert!(!allowed(&podgc, &request), "{request:?} should be denied");
+    }
+    let pvc = only("controllers/pvc-protection/rbac.yaml");
+    let pv = only("controllers/pv-protection/rbac.yaml");
+    for request in [
+        r("delete", "", "persistentvolumeclaims", Some("default")).named("c"),
+        r("update", "", "persistentvolumeclaims", Some("default")).named("c"),
+        r("delete", "", "pods", Some("default")).named("p"),
+        r("patch", "", "persistentvolumes", None).named("pv-1"),
+    ] {
+        assert!(!allowed(&pvc, &request), "{request:?} should be denied");
+    }
+    for request in [
+        r("delete", "", "persistentvolumes", None).named("pv-1"),
+        r("patch", "", "persistentvolumeclaims", Some("default")).named("c"),
+        r("list", "", "pods", None),
+    ] {
+        assert!(!allowed(&pv, &request), "{request:?} should be denied");
     }
     let lease = only("base/rbac-leader-election.yaml");
     assert!(!allowed(

@@ -73,7 +73,10 @@ async fn every_controller_of_kube_gc_run_shares_one_list_and_one_watch_per_resou
             "ttl-after-finished",
             "volcano-job-ttl",
             "garbagecollector",
-            "retention"
+            "retention",
+            "podgc",
+            "pvc-protection",
+            "pv-protection"
         ]
     );
     let readiness = set.readiness();
@@ -87,13 +90,20 @@ async fn every_controller_of_kube_gc_run_shares_one_list_and_one_watch_per_resou
     let lists = count(&journal, Verb::List);
     let watches = count(&journal, Verb::Watch);
     // Jobs: the TTL controller and the collector; Volcano Jobs: the Volcano TTL controller and
-    // the collector; namespaces and both policy kinds: retention and the collector.
+    // the collector; namespaces and both policy kinds: retention and the collector; Pods: the
+    // pod garbage collector, the PVC protection controller and the collector; Nodes: the pod
+    // garbage collector and the collector; claims: both protection controllers and the
+    // collector; volumes: the PV protection controller and the collector.
     for shared in [
         "/apis/batch/v1/jobs",
         "/apis/batch.volcano.sh/v1alpha1/jobs",
         "/api/v1/namespaces",
         "/apis/kube-gc.io/v1alpha1/retentionpolicies",
         "/apis/kube-gc.io/v1alpha1/clusterretentionpolicies",
+        "/api/v1/pods",
+        "/api/v1/nodes",
+        "/api/v1/persistentvolumeclaims",
+        "/api/v1/persistentvolumes",
     ] {
         assert_eq!(lists.get(shared), Some(&1), "LISTs of {shared}: {lists:#?}");
         assert_eq!(
@@ -118,12 +128,57 @@ async fn every_controller_of_kube_gc_run_shares_one_list_and_one_watch_per_resou
         "application/vnd.kubernetes.protobuf,application/json"
     );
     assert!(accept("/api/v1/configmaps").starts_with("application/vnd.kubernetes.protobuf;"));
+    // Pods in protobuf for their two readers' projections (the tables cover what both read);
+    // Nodes, claims and volumes as JSON: the client has no tables for them.
+    assert_eq!(
+        accept("/api/v1/pods"),
+        "application/vnd.kubernetes.protobuf,application/json"
+    );
+    assert_eq!(accept("/api/v1/nodes"), "application/json");
     assert_eq!(
         accept("/apis/batch.volcano.sh/v1alpha1/jobs"),
         "application/json"
     );
     assert!(accept("/api/v1/namespaces").contains("PartialObjectMetadataList"));
     assert!(accept("/api/v1/configmaps").contains("PartialObjectMetadataList"));
+    shutdown.cancel();
+    running.await.unwrap().unwrap();
+}
+
+/// Without the garbage collector, whose start-up holds the sources until its monitors have
+/// subscribed, the controllers that read Pods, Nodes, claims and volumes hold them themselves
+/// until each of their informers has joined: still one list per resource.
+#[tokio::test(start_paused = true)]
+async fn the_pod_gc_and_the_protection_controllers_share_one_list_per_resource_on_their_own() {
+    let world = world().await;
+    let options = ManagerOptions {
+        controllers: kube_gc::manager::ControllerSelection::parse(&[
+            "podgc",
+            "pvc-protection",
+            "pv-protection",
+        ])
+        .unwrap(),
+        ..ManagerOptions::default()
+    };
+    let set = Manager::new(world.harness.client.clone(), options)
+        .clock(Arc::clone(&world.clock))
+        .start()
+        .await
+        .expect("the manager starts");
+    let readiness = set.readiness();
+    let shutdown = CancellationToken::new();
+    let running = tokio::spawn(set.run(shutdown.clone()));
+    readiness.wait(&shutdown).await.expect("ready");
+    let journal = world.sim().journal().entries();
+    let lists = count(&journal, Verb::List);
+    for path in [
+        "/api/v1/pods",
+        "/api/v1/nodes",
+        "/api/v1/persistentvolumeclaims",
+        "/api/v1/persistentvolumes",
+    ] {
+        assert_eq!(lists.get(path), Some(&1), "LISTs of {path}: {lists:#?}");
+    }
     shutdown.cancel();
     running.await.unwrap().unwrap();
 }

@@ -35,7 +35,14 @@ async fn a_cluster_without_the_volcano_and_retention_crds_skips_volcano_and_rete
     // Volcano's controller is skipped; retention waits for its CRDs, ready meanwhile.
     assert_eq!(
         set.names(),
-        ["ttl-after-finished", "garbagecollector", "retention"]
+        [
+            "ttl-after-finished",
+            "garbagecollector",
+            "retention",
+            "podgc",
+            "pvc-protection",
+            "pv-protection"
+        ]
     );
     let readiness = set.readiness();
     assert!(!readiness.is_ready());
@@ -61,17 +68,31 @@ async fn controllers_selection_and_the_default_set() {
             "ttl-after-finished",
             "volcano-job-ttl",
             "garbagecollector",
-            "retention"
+            "retention",
+            "podgc",
+            "pvc-protection",
+            "pv-protection"
         ]
     );
     let options = ManagerOptions {
-        controllers: ControllerSelection::parse(&["*", "-ttl-after-finished-controller"]).unwrap(),
+        controllers: ControllerSelection::parse(&[
+            "*",
+            "-ttl-after-finished-controller",
+            "-pod-garbage-collector-controller",
+            "-pvc-protection",
+        ])
+        .unwrap(),
         ..ManagerOptions::default()
     };
     let some = manager(&world, options).start().await.unwrap();
     assert_eq!(
         some.names(),
-        ["volcano-job-ttl", "garbagecollector", "retention"]
+        [
+            "volcano-job-ttl",
+            "garbagecollector",
+            "retention",
+            "pv-protection"
+        ]
     );
 }
 
@@ -121,7 +142,20 @@ async fn a_ttl_deletion_never_waits_behind_the_collectors_monitors() {
         .without_timeouts()
         .with_rate(1.0, 1);
     let client = client_support::client_for(world.sim(), &dir, &slow);
-    let set = Manager::new(client, ManagerOptions::default())
+    // The pod garbage collector's and the protection controllers' informers share the
+    // informers' bucket with the TTL controller's, as in kube-controller-manager; at 1 request/s
+    // their four lists would come before the Jobs'. What this test is about is the monitors.
+    let options = ManagerOptions {
+        controllers: ControllerSelection::parse(&[
+            "*",
+            "-podgc",
+            "-pvc-protection",
+            "-pv-protection",
+        ])
+        .unwrap(),
+        ..ManagerOptions::default()
+    };
+    let set = Manager::new(client, options)
         .clock(Arc::clone(&world.clock))
         .start()
         .await

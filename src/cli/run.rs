@@ -47,7 +47,8 @@ use crate::leaderelection::{
 };
 use crate::manager::{
     ControllerFailed, ControllerSelection, ControllerSet, Manager, ManagerError, ManagerOptions,
-    Readiness, UnknownController, DEFAULT_GC_WORKERS, DEFAULT_RETENTION_WORKERS, KNOWN_CONTROLLERS,
+    Readiness, UnknownController, DEFAULT_GC_WORKERS, DEFAULT_RETENTION_WORKERS,
+    DEFAULT_TERMINATED_POD_THRESHOLD, KNOWN_CONTROLLERS,
 };
 use crate::metrics::Metrics;
 use crate::server::{DelegatedAuth, Endpoints, Server, ServerError, ServerOptions};
@@ -72,10 +73,13 @@ pub struct RunArgs {
     pub master: Option<Url>,
 
     /// Controllers to run: `*` for all, a name to enable one, `-name` to disable one.
-    /// Names: ttl-after-finished, volcano-job-ttl, garbagecollector, retention (aliases:
-    /// ttl-after-finished-controller, garbage-collector-controller). A controller whose
-    /// resource the cluster does not serve is skipped (retention: the kube-gc.io CRDs), and the
-    /// garbage collector and retention under --namespace (they need every namespace).
+    /// Names: ttl-after-finished, volcano-job-ttl, garbagecollector, retention, podgc,
+    /// pvc-protection, pv-protection (aliases: ttl-after-finished-controller,
+    /// garbage-collector-controller, pod-garbage-collector-controller,
+    /// persistentvolumeclaim-protection-controller, persistentvolume-protection-controller). A
+    /// controller whose resource the cluster does not serve is skipped (retention: the
+    /// kube-gc.io CRDs), and the garbage collector, retention, podgc and pv-protection under
+    /// --namespace (they need every namespace).
     #[arg(long, value_name = "NAMES", value_delimiter = ',', default_value = "*")]
     pub controllers: Vec<String>,
 
@@ -117,6 +121,11 @@ pub struct RunArgs {
     /// Objects the retention controller handles at once.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_RETENTION_WORKERS)]
     pub concurrent_retention_syncs: usize,
+
+    /// Terminated Pods (Succeeded or Failed) kept before the pod garbage collector deletes the
+    /// oldest; 0 keeps them all.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_TERMINATED_POD_THRESHOLD)]
+    pub terminated_pod_gc_threshold: usize,
 
     /// How often the garbage collector re-reads discovery to monitor new resources (CRDs) and
     /// stop monitoring removed ones.
@@ -199,6 +208,7 @@ impl RunArgs {
             retention_workers: self.concurrent_retention_syncs,
             gc_discovery_period: self.gc_discovery_period,
             gc_initial_sync_timeout: self.gc_initial_sync_timeout,
+            terminated_pod_gc_threshold: self.terminated_pod_gc_threshold,
             ..ManagerOptions::default()
         })
     }
@@ -595,7 +605,7 @@ mod tests {
             lease_of(&["--controllers=*,-garbagecollector", "--namespace=batch"]),
             lease(
                 "batch",
-                "kube-gc.ttl-after-finished.volcano-job-ttl.retention"
+                "kube-gc.ttl-after-finished.volcano-job-ttl.retention.podgc.pvc-protection.pv-protection"
             )
         );
         assert_eq!(

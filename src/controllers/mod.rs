@@ -4,9 +4,16 @@
 //! - [`garbagecollector`]: the ownerReference garbage collector (issue #7): a dependency graph fed
 //!   by metadata-only monitors, Background / Foreground / Orphan cascades.
 //! - [`retention`]: retention policies for anything that finishes.
+//! - [`podgc`]: the pod garbage collector (kube-controller-manager's), for API servers where
+//!   nothing else removes Pods whose node is gone.
+//! - [`protection`]: PVC and PV protection, releasing claims and volumes being deleted once
+//!   nothing uses them.
 
 pub mod garbagecollector;
+pub mod podgc;
+pub mod protection;
 pub mod retention;
+pub mod settled;
 pub mod ttl;
 
 use std::sync::Arc;

@@ -11,8 +11,10 @@
 //!   [`Readiness`] (every cache synced) from a health endpoint or anywhere else.
 //! - Controllers are plugged in by name with [`Manager::with_controller`]; [`Manager::new`]
 //!   registers the two TTL controllers, the ownerReference garbage collector
-//!   ([`GARBAGE_COLLECTOR`], always possible: it only needs discovery) and the retention
-//!   controller ([`RETENTION`], when the `kube-gc.io` CRDs are installed). Leader election wraps
+//!   ([`GARBAGE_COLLECTOR`], always possible: it only needs discovery), the retention
+//!   controller ([`RETENTION`], when the `kube-gc.io` CRDs are installed), the pod garbage
+//!   collector ([`PODGC`]) and the PVC and PV protection controllers ([`PVC_PROTECTION`],
+//!   [`PV_PROTECTION`]). Leader election wraps
 //!   [`ControllerSet::run`] without the manager knowing.
 //! - With [`Manager::publish_to`], controllers publish on the HTTP server's [`Endpoints`]: their
 //!   metrics (TTL, garbage collector, workqueues, reflectors), their queues for
@@ -22,13 +24,15 @@
 //!
 //! ```text
 //! Manager::new(client, options)            ttl-after-finished, volcano-job-ttl, garbagecollector,
-//!                                          retention
+//!                                          retention, podgc, pvc-protection, pv-protection
 //!   .publish_to(&endpoints)                metrics, queues, debug pages
 //!   .start().await?                        discovery → enabled + served → ControllerSet
 //!   .run(shutdown).await?                  all controllers until cancelled, then drained
 //! ```
 
 mod garbage_collector;
+mod podgc;
+mod protection;
 mod retention;
 mod selection;
 mod set;
@@ -38,10 +42,11 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+pub use crate::controllers::podgc::DEFAULT_TERMINATED_POD_THRESHOLD;
 pub use crate::controllers::{Progress, ProgressProbe};
 pub use selection::{
-    ControllerSelection, UnknownController, GARBAGE_COLLECTOR, KNOWN_CONTROLLERS, RETENTION,
-    TTL_AFTER_FINISHED, VOLCANO_JOB_TTL,
+    ControllerSelection, UnknownController, GARBAGE_COLLECTOR, KNOWN_CONTROLLERS, PODGC,
+    PVC_PROTECTION, PV_PROTECTION, RETENTION, TTL_AFTER_FINISHED, VOLCANO_JOB_TTL,
 };
 pub use set::{BoxError, ControllerFailed, ControllerSet, ManagedController, Readiness};
 
@@ -101,6 +106,8 @@ pub struct ManagerOptions {
     /// How often the retention controller recounts its policies' statuses (the demo, on a
     /// timescale of seconds, wants them sooner than a cluster does).
     pub retention_status_interval: Duration,
+    /// `--terminated-pod-gc-threshold`: terminated Pods the pod garbage collector keeps.
+    pub terminated_pod_gc_threshold: usize,
     /// How informers list and watch.
     pub reflector: ReflectorConfig,
 }
@@ -119,6 +126,7 @@ impl Default for ManagerOptions {
             gc_initial_sync_timeout: DEFAULT_GC_INITIAL_SYNC_TIMEOUT,
             retention_workers: DEFAULT_RETENTION_WORKERS,
             retention_status_interval: RetentionOptions::default().status_interval,
+            terminated_pod_gc_threshold: DEFAULT_TERMINATED_POD_THRESHOLD,
             reflector: ReflectorConfig::default(),
         }
     }
@@ -204,8 +212,7 @@ pub struct Manager {
 }
 
 impl Manager {
-    /// A manager for `client`, with the two TTL controllers, the garbage collector and the
-    /// retention controller registered.
+    /// A manager for `client`, with every controller of [`KNOWN_CONTROLLERS`] registered.
     pub fn new(client: Client, options: ManagerOptions) -> Self {
         Manager {
             client,
@@ -221,6 +228,9 @@ impl Manager {
         .with_controller(VOLCANO_JOB_TTL, Box::new(init_ttl::<VolcanoJobs>))
         .with_controller(GARBAGE_COLLECTOR, Box::new(garbage_collector::init))
         .with_controller(RETENTION, Box::new(retention::init))
+        .with_controller(PODGC, Box::new(podgc::init))
+        .with_controller(PVC_PROTECTION, Box::new(protection::init_pvc))
+        .with_controller(PV_PROTECTION, Box::new(protection::init_pv))
     }
 
     /// Registers a controller under `name` (one of [`KNOWN_CONTROLLERS`]).

@@ -17,19 +17,35 @@ pub const VOLCANO_JOB_TTL: &str = "volcano-job-ttl";
 pub const GARBAGE_COLLECTOR: &str = "garbagecollector";
 /// `retention`: retention policies (`RetentionPolicy`, `ClusterRetentionPolicy`).
 pub const RETENTION: &str = crate::controllers::retention::engine::CONTROLLER;
+/// `podgc`: the pod garbage collector.
+pub const PODGC: &str = crate::controllers::podgc::CONTROLLER;
+/// `pvc-protection`: releases PersistentVolumeClaims being deleted that no Pod uses.
+pub const PVC_PROTECTION: &str = crate::controllers::protection::PVC_CONTROLLER;
+/// `pv-protection`: releases PersistentVolumes being deleted that no claim is bound to.
+pub const PV_PROTECTION: &str = crate::controllers::protection::PV_CONTROLLER;
 
 /// Every controller kube-gc knows, in start order.
-pub const KNOWN_CONTROLLERS: [&str; 4] = [
+pub const KNOWN_CONTROLLERS: [&str; 7] = [
     TTL_AFTER_FINISHED,
     VOLCANO_JOB_TTL,
     GARBAGE_COLLECTOR,
     RETENTION,
+    PODGC,
+    PVC_PROTECTION,
+    PV_PROTECTION,
 ];
 
-/// Upstream's newer names, and the name each stands for.
-const ALIASES: [(&str, &str); 2] = [
+/// Upstream's newer names (v1.28 registers these and keeps the short ones as aliases), and the
+/// name each stands for.
+const ALIASES: [(&str, &str); 5] = [
     ("ttl-after-finished-controller", TTL_AFTER_FINISHED),
     ("garbage-collector-controller", GARBAGE_COLLECTOR),
+    ("pod-garbage-collector-controller", PODGC),
+    (
+        "persistentvolumeclaim-protection-controller",
+        PVC_PROTECTION,
+    ),
+    ("persistentvolume-protection-controller", PV_PROTECTION),
 ];
 
 /// A name in `--controllers` that names no controller.
@@ -132,8 +148,13 @@ mod tests {
     fn names_enable_and_dashes_disable() {
         assert_eq!(enabled(&["volcano-job-ttl"]), [VOLCANO_JOB_TTL]);
         assert_eq!(
-            enabled(&["*", "-garbagecollector"]),
-            [TTL_AFTER_FINISHED, VOLCANO_JOB_TTL, RETENTION]
+            enabled(&["*", "-garbagecollector", "-podgc", "-pvc-protection"]),
+            [
+                TTL_AFTER_FINISHED,
+                VOLCANO_JOB_TTL,
+                RETENTION,
+                PV_PROTECTION
+            ]
         );
         assert_eq!(
             enabled(&["ttl-after-finished", "-ttl-after-finished"]),
@@ -148,8 +169,25 @@ mod tests {
             [TTL_AFTER_FINISHED]
         );
         assert_eq!(
-            enabled(&["*", "-garbage-collector-controller"]),
-            [TTL_AFTER_FINISHED, VOLCANO_JOB_TTL, RETENTION]
+            enabled(&[
+                "*",
+                "-garbage-collector-controller",
+                "-pod-garbage-collector-controller"
+            ]),
+            [
+                TTL_AFTER_FINISHED,
+                VOLCANO_JOB_TTL,
+                RETENTION,
+                PVC_PROTECTION,
+                PV_PROTECTION
+            ]
+        );
+        assert_eq!(
+            enabled(&[
+                "persistentvolumeclaim-protection-controller",
+                "persistentvolume-protection-controller"
+            ]),
+            [PVC_PROTECTION, PV_PROTECTION]
         );
     }
 

@@ -51,8 +51,14 @@
 //!
 //! Deliberate simplifications; none of them is something a controller should rely on:
 //! - No `managedFields`, no defaulting of spec fields (a Job's selector, pod template defaults,
-//!   …), no schema validation beyond names, ownerReferences, finalizers and kube-gc's own
-//!   retention policies (checked against their CRDs: [`validation::crd`]).
+//!   a Node's `status.nodeInfo`, a claim's `volumeMode`, …) but a Pod's
+//!   `terminationGracePeriodSeconds`, which its deletion reads; a new Pod's status is
+//!   `{phase: Pending}` without the `qosClass` a real server computes; no schema validation
+//!   beyond names, ownerReferences, finalizers and kube-gc's own retention policies (checked
+//!   against their CRDs: [`validation::crd`]). Of the admission plugins, TaintNodesByCondition
+//!   (new Nodes are tainted `not-ready`) and StorageObjectInUseProtection (the
+//!   `kubernetes.io/pvc-protection` and `pv-protection` finalizers) are modelled
+//!   (`store::built_in`), no other.
 //! - No `deletecollection`, no server-side apply (`application/apply-patch+yaml` → 415), no
 //!   YAML (JSON instead); `as=Table` only for kube-gc's retention policies ([`table`]; other
 //!   resources answer the JSON clients offer as a fallback); `/openapi/v2` is an empty document
@@ -68,9 +74,11 @@
 //!   discovery is served (`apidiscovery.k8s.io/v2beta1`, as v1.28; `v2` too, or alone, or
 //!   neither, as other releases: `SimConfig::aggregated_discovery`), but no group is ever
 //!   `Stale`: no aggregated API servers.
-//! - Pods are deleted like any other object (no graceful deletion period), namespaces are removed
-//!   at once without deleting their contents, and core/v1 and events.k8s.io/v1 Events are two
-//!   separate stores.
+//! - Pods are deleted gracefully as on a real server (a bound, running Pod is kept marked for
+//!   its grace period: exchanges 170–183), but no kubelet ever finishes that deletion: a Pod
+//!   stays marked until someone deletes it with `gracePeriodSeconds: 0`, as on an API server
+//!   whose nodes are gone. Namespaces are removed at once without deleting their contents, and
+//!   core/v1 and events.k8s.io/v1 Events are two separate stores.
 //! - Like the real server, watches are served from a watch cache per resource (sized by the
 //!   real rule, rebuilt by [`SimServer::restart`]) and exact reads and continue tokens from etcd's
 //!   history (compacted every 5 minutes by default); the LIST table is the real one

@@ -61,8 +61,9 @@ pub struct ResourceDef {
     /// a `Status` (the registry's `ReturnDeletedObject`: Pods, Namespaces, Services and a few
     /// more on a real server; exchange 67).
     pub returns_deleted_object: bool,
-    /// Whether objects are deleted gracefully (Pods): a removal stamps `deletionTimestamp` and
-    /// a zero `deletionGracePeriodSeconds` on the final state (exchanges 67, 68).
+    /// Whether objects are deleted gracefully (Pods): a deletion marks them with
+    /// `deletionTimestamp` and `deletionGracePeriodSeconds`, and keeps them while that grace
+    /// period runs (`store::graceful`; exchanges 67, 68, 170–183).
     pub graceful_deletion: bool,
 }
 
@@ -281,8 +282,9 @@ impl Default for Resources {
     }
 }
 
-/// The resources a default server serves: what kube-gc and its tests touch, plus one more
-/// cluster-scoped type, kube-gc's own CRDs (`deploy/crds/`): `RetentionPolicy` and
+/// The resources a default server serves: what kube-gc and its tests touch (Nodes,
+/// PersistentVolumeClaims and PersistentVolumes for the pod garbage collector and the protection
+/// controllers), plus one more cluster-scoped type, kube-gc's own CRDs (`deploy/crds/`): `RetentionPolicy` and
 /// `ClusterRetentionPolicy`, with a status subresource, so generation moves on spec changes
 /// only, and the CustomResourceDefinitions of the custom resources ([`crate::sim::crds`]).
 pub fn default_resources() -> Vec<ResourceDef> {
@@ -298,6 +300,19 @@ pub fn default_resources() -> Vec<ResourceDef> {
             .deleted_gracefully()
             .with_short_names(&["po"])
             .with_categories(&["all"]),
+        ResourceDef::new("", "v1", "nodes", "Node")
+            .cluster_scoped()
+            .with_status()
+            .with_short_names(&["no"]),
+        ResourceDef::new("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")
+            .returning_deleted_object()
+            .with_status()
+            .with_short_names(&["pvc"]),
+        ResourceDef::new("", "v1", "persistentvolumes", "PersistentVolume")
+            .cluster_scoped()
+            .returning_deleted_object()
+            .with_status()
+            .with_short_names(&["pv"]),
         ResourceDef::new("", "v1", "configmaps", "ConfigMap").with_short_names(&["cm"]),
         ResourceDef::new("", "v1", "secrets", "Secret"),
         ResourceDef::new("", "v1", "events", "Event").with_short_names(&["ev"]),

@@ -34,7 +34,7 @@ use crate::runtime::cache::{Cacheable, Deleted, ReplaceDiff, Store};
 use crate::runtime::reflector::{
     ListWatch, Reflector, ReflectorConfig, ReflectorEvent, ReflectorMetrics, ReflectorSink,
 };
-use crate::runtime::sources::{SourceKey, Sources, Subscriber};
+use crate::runtime::sources::{Hold, SourceKey, Sources, Subscriber};
 
 use super::handler::{EventHandler, Notification};
 use super::listener::{spawn_listener, HandlerRegistration, Listener};
@@ -96,11 +96,29 @@ where
     /// Keeps the cache current with `subscriber`'s projections of `key`'s source in `sources`
     /// — one list and watch shared with every other subscriber of that resource — which
     /// [`SharedInformer::run`] subscribes to, and leaves when it stops.
-    pub fn source(mut self, sources: &Sources, key: SourceKey, subscriber: Subscriber<T>) -> Self {
+    pub fn source(self, sources: &Sources, key: SourceKey, subscriber: Subscriber<T>) -> Self {
+        self.source_holding(sources, key, subscriber, None)
+    }
+
+    /// As [`source`](Self::source), keeping `hold` (taken from `sources` while the controller
+    /// was built) until this informer has subscribed: the sources do not list before it has
+    /// joined, so their first list serves it too instead of being made again for it.
+    pub fn source_holding(
+        mut self,
+        sources: &Sources,
+        key: SourceKey,
+        subscriber: Subscriber<T>,
+        hold: Option<Hold>,
+    ) -> Self {
         let metrics = sources.metrics(&key);
         let sources = sources.clone();
         let run: RunReflector<T> = Box::new(move |sink, stop| {
-            Box::pin(async move { sources.feed(key, subscriber, sink, stop).await })
+            Box::pin(async move {
+                let subscription = sources.subscribe(key, subscriber, sink);
+                drop(hold);
+                stop.cancelled().await;
+                subscription.leave().await;
+            })
         });
         self.reflector = Some((run, metrics));
         self

@@ -24,7 +24,9 @@
 //!   soon as one does.
 //! - A subscriber joining a source that already lists makes it list again (one more LIST; the
 //!   others take it as a relist, whose difference is empty); [`Sources::hold`] lets start-up
-//!   subscriptions gather first. Leaving costs nothing; the last to leave stops the source.
+//!   subscriptions gather first (an informer can carry one and drop it as it subscribes:
+//!   `SharedInformerBuilder::source_holding`). Leaving costs nothing; the last to leave stops
+//!   the source.
 //! - Each resource's reflector counters live as long as the [`Sources`], across restarts
 //!   ([`Sources::metrics`]).
 //! - Lists and watches of whole objects go through the objects client (`shared-informers`),

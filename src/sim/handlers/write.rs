@@ -216,6 +216,13 @@ fn delete_options(incoming: &Incoming) -> Result<DeleteOptions, HandlerError> {
         orphan = Some(o == "true");
     }
     dry_run |= incoming.dry_run();
+    let mut grace_period_seconds = body.get("gracePeriodSeconds").and_then(Value::as_i64);
+    if let Some(text) = incoming.query("gracePeriodSeconds") {
+        let period = text.parse().map_err(|_| {
+            HandlerError::bad_request(format!("invalid gracePeriodSeconds {text:?}"))
+        })?;
+        grace_period_seconds = Some(period);
+    }
     let propagation = match policy.as_deref() {
         None | Some("") => None,
         Some(p) => Some(Propagation::parse(p).ok_or_else(|| unsupported_policy(p))?),
@@ -228,6 +235,7 @@ fn delete_options(incoming: &Incoming) -> Result<DeleteOptions, HandlerError> {
             .and_then(|p| p.get("resourceVersion"))
             .and_then(text),
         dry_run,
+        grace_period_seconds,
     })
 }
 

@@ -1,23 +1,32 @@
-//! Deleting objects: preconditions, propagation policies and finalizers.
+//! Deleting objects: preconditions, grace periods, propagation policies and finalizers.
 //!
 //! Contract (the real server's generic registry, `Store.Delete`):
 //! - `preconditions.uid` / `preconditions.resourceVersion` that do not match → 409.
+//! - Pods are deleted gracefully (`graceful.rs`): a first deletion marks the Pod with
+//!   `deletionTimestamp` = now + its grace period and `deletionGracePeriodSeconds`, and a Pod
+//!   whose period is above 0 stays, left for its kubelet (no kubelet runs here: it stays until
+//!   a deletion with `gracePeriodSeconds: 0`); a deletion while a period runs only shortens
+//!   it, and otherwise writes nothing. A period of 0 (requested, or because the Pod is not
+//!   bound to a node or has terminated) writes the mark and removes the Pod one revision
+//!   later: a watch sees MODIFIED, then DELETED (exchanges 68, 174, 176).
 //! - The propagation policy (explicit, else the deprecated `orphanDependents`, else the
 //!   object's existing `orphan`/`foregroundDeletion` finalizer, else the resource's default)
 //!   decides whether the `orphan` (Orphan) or `foregroundDeletion` (Foreground) finalizer is set;
 //!   Background sets neither and removes a previous one.
-//! - An object left with no finalizers is removed at once ([`DeleteOutcome::Deleted`]).
-//!   Otherwise it is kept with `deletionTimestamp` (set once, never moved later),
-//!   `deletionGracePeriodSeconds: 0` and, if it tracks generations, `generation + 1`
-//!   ([`DeleteOutcome::Pending`]); a garbage collector or another controller finishes the job by
-//!   removing the finalizers. Deleting an object that is already being deleted returns it,
-//!   switching orphan ↔ foreground finalizers when the new request asks for that.
+//! - An object left with no finalizers (and no grace period) is removed at once
+//!   ([`DeleteOutcome::Deleted`]). Otherwise it is kept with `deletionTimestamp` (set once,
+//!   never moved later), `deletionGracePeriodSeconds: 0` (or its grace period) and, if it
+//!   tracks generations, `generation + 1` ([`DeleteOutcome::Pending`]); a garbage collector or
+//!   another controller finishes the job by removing the finalizers. Deleting an object that
+//!   is already being deleted returns it, switching orphan ↔ foreground finalizers when the
+//!   new request asks for that.
 //! - The simulated server never deletes dependents itself: that is kube-gc's job.
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::graceful::{self, Grace};
 use super::{Removal, Store, StoreError, Write};
 use crate::sim::clock::format_time;
 use crate::sim::object;
@@ -63,6 +72,9 @@ pub struct DeleteOptions {
     pub precondition_resource_version: Option<String>,
     /// `dryRun: ["All"]`: validate and answer, change nothing.
     pub dry_run: bool,
+    /// `gracePeriodSeconds`: how long a Pod is left to its kubelet (`None`: its own
+    /// `terminationGracePeriodSeconds`). Ignored by resources not deleted gracefully.
+    pub grace_period_seconds: Option<i64>,
 }
 
 impl DeleteOptions {
@@ -110,6 +122,9 @@ impl Store {
                 return Ok(match deletion {
                     Deletion::Mark(marked) => DeleteOutcome::Pending(Arc::new(marked)),
                     Deletion::Unchanged => DeleteOutcome::Pending(existing),
+                    Deletion::WriteThenRemove(marked) => {
+                        DeleteOutcome::Deleted(Stamped::stored(Arc::new(marked)))
+                    }
                     _ => DeleteOutcome::Deleted(Stamped::stored(existing)),
                 });
             }
@@ -139,10 +154,16 @@ impl Store {
                     let removal = removal(existing.clone(), existing);
                     DeleteOutcome::Deleted(state.commit_deletion(def, removal, now))
                 }
-                Deletion::RemoveAs(last) => {
-                    let removal =
-                        removal(Stamped::stored(Arc::new(last)), Stamped::stored(existing));
-                    DeleteOutcome::Deleted(state.commit_deletion(def, removal, now))
+                // A pending grace period cut to zero: the new mark, then the removal (exchanges
+                // 174, 176: MODIFIED, then DELETED).
+                Deletion::WriteThenRemove(marked) => {
+                    let marked = state.commit(marking(marked, existing), now);
+                    let last = Stamped::stored(marked);
+                    DeleteOutcome::Deleted(state.commit_deletion(
+                        def,
+                        removal(last.clone(), last),
+                        now,
+                    ))
                 }
                 // A graceful deletion writes the object marked (deletionTimestamp, a zero grace
                 // period), then removes it one revision later: a watch sees MODIFIED, then
@@ -163,18 +184,20 @@ impl Store {
 /// large object take tens of microseconds, and every request would wait for them.
 #[derive(Debug)]
 enum Deletion {
-    /// The object is already marked exactly so: nothing to write.
+    /// Nothing to write: the object is already marked exactly so, or its graceful deletion is
+    /// pending and the request does not shorten it.
     Unchanged,
-    /// Finalizers remain: the object is written marked for deletion, and stays.
+    /// The object is written marked for deletion, and stays (finalizers remain, or a grace
+    /// period runs).
     Mark(Value),
     /// The object leaves storage as it is stored.
     Remove,
-    /// The object leaves storage in this final state (a graceful deletion of an object
-    /// already marked, whose grace period the deletion ends).
-    RemoveAs(Value),
-    /// A graceful deletion: the object is written marked (its first `deletionTimestamp`, a zero
-    /// grace period), then leaves storage so.
+    /// A graceful deletion with no grace period: the object is written marked (its first
+    /// `deletionTimestamp`, a zero grace period), then leaves storage so — without a copy.
     MarkThenRemove,
+    /// A graceful deletion whose mark changes more than that (a pending grace period cut to
+    /// zero, finalizers the propagation policy removed): written, then removed.
+    WriteThenRemove(Value),
 }
 
 /// What deleting `existing` writes (see the module documentation and [`Deletion`]).
@@ -184,27 +207,59 @@ fn deletion(
     options: &DeleteOptions,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Deletion {
+    if def.graceful_deletion {
+        match graceful::plan(existing, options.grace_period_seconds, now) {
+            // The real server changes nothing, finalizers included, while a grace period runs.
+            Grace::Pending => return Deletion::Unchanged,
+            Grace::Mark { timestamp, period } => {
+                return graceful_deletion(def, existing, options, timestamp, period)
+            }
+            Grace::Over => {}
+        }
+    }
     let finalizers = finalizers_after_delete(def, existing, options);
     if finalizers.is_empty() {
-        if !def.graceful_deletion {
-            return Deletion::Remove;
-        }
-        if object::deletion_timestamp(existing).is_none() {
-            return Deletion::MarkThenRemove;
-        }
-        let mut last = existing.clone();
-        stamp_deletion(&mut last, now, false);
-        return if last == *existing {
-            Deletion::Remove
-        } else {
-            Deletion::RemoveAs(last)
-        };
+        return Deletion::Remove;
     }
     let mut marked = existing.clone();
     object::set_finalizers(&mut marked, &finalizers);
     stamp_deletion(&mut marked, now, true);
     if marked == *existing {
         Deletion::Unchanged
+    } else {
+        Deletion::Mark(marked)
+    }
+}
+
+/// A graceful deletion writing the mark `timestamp`, `period` (module documentation): the
+/// object stays while its period runs or finalizers remain, and goes otherwise.
+fn graceful_deletion(
+    def: &ResourceDef,
+    existing: &Value,
+    options: &DeleteOptions,
+    timestamp: chrono::DateTime<chrono::Utc>,
+    period: i64,
+) -> Deletion {
+    let finalizers = finalizers_after_delete(def, existing, options);
+    let first = object::deletion_timestamp(existing).is_none();
+    if period == 0 && finalizers.is_empty() && first && object::finalizers(existing).is_empty() {
+        return Deletion::MarkThenRemove;
+    }
+    let mut marked = existing.clone();
+    object::set_finalizers(&mut marked, &finalizers);
+    let generation = object::generation(existing);
+    if first && generation > 0 {
+        object::set_meta(&mut marked, "generation", Some(Value::from(generation + 1)));
+    }
+    let stamp = Value::from(format_time(timestamp));
+    object::set_meta(&mut marked, "deletionTimestamp", Some(stamp));
+    object::set_meta(
+        &mut marked,
+        "deletionGracePeriodSeconds",
+        Some(Value::from(period)),
+    );
+    if period == 0 && finalizers.is_empty() {
+        Deletion::WriteThenRemove(marked)
     } else {
         Deletion::Mark(marked)
     }

@@ -13,10 +13,13 @@
 //! resourceVersion, generation, finalizers, deletion).
 //!
 //! The write paths live in `write.rs` (create/update/patch, with the rules on server-owned
-//! fields in `server_fields.rs`) and `delete.rs`; reads in `list.rs`.
+//! fields in `server_fields.rs` and those of a few built-in types in `built_in.rs`) and
+//! `delete.rs` (with Pods' grace periods in `graceful.rs`); reads in `list.rs`.
 
+mod built_in;
 mod delete;
 mod error;
+mod graceful;
 mod list;
 mod server_fields;
 pub mod watch_cache;

@@ -2,7 +2,8 @@
 //!
 //! Contract: pure functions on JSON objects, no storage. [`prepare_new_object`] fills in what a
 //! create gets from the server (kind/apiVersion, uid, creationTimestamp, generation, an empty or
-//! absent status, a namespace's defaults) and drops what a client may not set. [`merge_update`]
+//! absent status, a namespace's defaults, and what `built_in` says of Pods, Nodes, claims and
+//! volumes) and drops what a client may not set. [`merge_update`]
 //! builds the object an update stores from the stored one and the requested one: server-owned
 //! metadata is carried over, the status subresource decides who may change `.status`, and
 //! `generation` moves when anything but metadata and status changed.
@@ -36,6 +37,7 @@ pub fn prepare_new_object(
     }
     obj["kind"] = Value::from(def.kind.clone());
     obj["apiVersion"] = Value::from(def.api_version());
+    drop_empty_metadata(obj);
     let metadata = object::meta_mut(obj);
     for field in [
         "uid",
@@ -68,6 +70,23 @@ pub fn prepare_new_object(
     }
     if def.group.is_empty() && def.resource == "namespaces" {
         prepare_namespace(obj);
+    }
+    super::built_in::prepare_created(def, obj);
+}
+
+/// Metadata lists and maps the real server omits when empty (Go's `omitempty`): a patch that
+/// removes the last finalizer leaves no `finalizers: []` behind (exchanges 182, 190).
+fn drop_empty_metadata(obj: &mut Value) {
+    let metadata = object::meta_mut(obj);
+    for field in ["finalizers", "ownerReferences", "labels", "annotations"] {
+        let empty = match metadata.get(field) {
+            Some(Value::Array(items)) => items.is_empty(),
+            Some(Value::Object(map)) => map.is_empty(),
+            _ => false,
+        };
+        if empty {
+            metadata.remove(field);
+        }
     }
 }
 
@@ -120,6 +139,7 @@ pub fn merge_update(
         let value = object::meta(existing).and_then(|m| m.get(*field)).cloned();
         object::set_meta(&mut updated, field, value);
     }
+    drop_empty_metadata(&mut updated);
     if def.tracks_generation && content_changed(existing, &updated) {
         let next = object::generation(existing) + 1;
         object::set_meta(&mut updated, "generation", Some(Value::from(next)));

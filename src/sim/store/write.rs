@@ -5,12 +5,14 @@
 //!   tracks generations, and resolves `generateName`; it refuses duplicates (409), invalid
 //!   objects (422) and objects in a namespace that does not exist (404).
 //! - update (PUT, and PATCH after the patch is applied) is conditional on `metadata.resourceVersion`
-//!   when the body carries one (409 when stale) and on `metadata.uid` likewise; server-owned
+//!   when the body carries one (409 when stale); a PUT's `metadata.uid` is a precondition too
+//!   (409), while a PATCH's that differs is a change of an immutable field (422); server-owned
 //!   metadata cannot be changed; on resources with a status subresource the main resource ignores
 //!   `.status` and `/status` changes only `.status`; `generation` is bumped when anything but
 //!   metadata and status changes.
 //! - a write that changes nothing is not committed: no new resourceVersion, no watch event.
-//! - an object being deleted whose last finalizer is removed leaves storage at once.
+//! - an object being deleted with no grace period left whose last finalizer is removed leaves
+//!   storage at once.
 
 use std::sync::Arc;
 
@@ -21,7 +23,17 @@ use super::{Removal, State, Store, StoreError, Write};
 use crate::sim::object;
 use crate::sim::resources::{ResourceDef, ResourceId};
 use crate::sim::stamped::Stamped;
+use crate::sim::status::Cause;
 use crate::sim::validation;
+
+/// What an update asks for besides the object: the part it may change, whether it is a dry run,
+/// and how a uid in the object is judged.
+#[derive(Debug, Clone, Copy)]
+struct Request {
+    target: UpdateTarget,
+    dry_run: bool,
+    uid_rule: UidRule,
+}
 
 /// Which part of an object an update may change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,7 +107,12 @@ impl Store {
         dry_run: bool,
     ) -> Result<Arc<Value>, StoreError> {
         self.check_body_identity(resource, namespace, name, &obj)?;
-        self.modify(resource, namespace, name, target, dry_run, |_| Ok(obj))
+        let request = Request {
+            target,
+            dry_run,
+            uid_rule: UidRule::Precondition,
+        };
+        self.modify(resource, namespace, name, request, |_| Ok(obj))
     }
 
     /// Changes an object by applying `apply` to a copy of its stored state (PATCH). A
@@ -110,7 +127,12 @@ impl Store {
         dry_run: bool,
         apply: impl FnOnce(&mut Value) -> Result<(), E>,
     ) -> Result<Arc<Value>, E> {
-        self.modify(resource, namespace, name, target, dry_run, |existing| {
+        let request = Request {
+            target,
+            dry_run,
+            uid_rule: UidRule::Immutable,
+        };
+        self.modify(resource, namespace, name, request, |existing| {
             let mut patched = existing.clone();
             apply(&mut patched)?;
             Ok(patched)
@@ -124,10 +146,14 @@ impl Store {
         resource: ResourceId,
         namespace: Option<&str>,
         name: &str,
-        target: UpdateTarget,
-        dry_run: bool,
+        request: Request,
         incoming: impl FnOnce(&Value) -> Result<Value, E>,
     ) -> Result<Arc<Value>, E> {
+        let Request {
+            target,
+            dry_run,
+            uid_rule,
+        } = request;
         let def = self.def(resource);
         let key = self.key(resource, namespace, name);
         let now = self.clock.now();
@@ -135,7 +161,7 @@ impl Store {
         let existing = state.existing(resource, &key, name)?;
         let requested = incoming(&existing)?;
         validation::check_metadata_types(def, &requested).map_err(StoreError::BadRequest)?;
-        check_preconditions(resource, name, &existing, &requested)?;
+        check_preconditions(resource, name, &existing, &requested, uid_rule)?;
         let updated = merge_update(def, &existing, requested, target);
         let mut errors = validation::validate_update(&existing, &updated);
         errors.extend(validation::crd::causes(def, &updated));
@@ -263,10 +289,8 @@ fn commit_update(
     write: Write,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Arc<Value> {
-    let finished_deleting = object::deletion_timestamp(&write.object).is_some()
-        && object::finalizers(&write.object).is_empty();
-    let previous = match (&write.previous, finished_deleting) {
-        (Some(previous), true) => Arc::clone(previous),
+    let previous = match &write.previous {
+        Some(previous) if finishes_deletion(previous, &write.object) => Arc::clone(previous),
         _ => return state.commit(write, now),
     };
     let Write {
@@ -286,12 +310,35 @@ fn commit_update(
     Arc::clone(state.commit_deletion(def, removal, now).object())
 }
 
+/// Whether an update of `previous` to `updated` ends its deletion (upstream's
+/// `ShouldDeleteDuringUpdate`): it was being deleted with no grace period left (0, or none),
+/// and its last finalizer is gone. A Pod whose grace period still runs stays without
+/// finalizers (exchange 182) until a deletion ends it; one with none left goes (181).
+fn finishes_deletion(previous: &Value, updated: &Value) -> bool {
+    let grace = object::meta(previous)
+        .and_then(|m| m.get("deletionGracePeriodSeconds"))
+        .and_then(Value::as_i64);
+    object::deletion_timestamp(previous).is_some()
+        && matches!(grace, None | Some(0))
+        && object::finalizers(updated).is_empty()
+}
+
+/// How a uid the requested object carries is judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum UidRule {
+    /// A PUT: a precondition, 409 when it differs (the storage precondition).
+    Precondition,
+    /// A PATCH: an attempt to change an immutable field, 422 (exchanges 179, 183).
+    Immutable,
+}
+
 /// A resourceVersion or uid carried by the requested object must match the stored one.
 fn check_preconditions(
     resource: ResourceId,
     name: &str,
     existing: &Value,
     requested: &Value,
+    uid_rule: UidRule,
 ) -> Result<(), StoreError> {
     if let Some(rv) = object::resource_version(requested).filter(|rv| !rv.is_empty()) {
         if Some(rv) != object::resource_version(existing) {
@@ -303,6 +350,16 @@ fn check_preconditions(
     }
     if let Some(uid) = object::uid(requested).filter(|uid| !uid.is_empty()) {
         let actual = object::uid(existing).unwrap_or_default();
+        if uid != actual && uid_rule == UidRule::Immutable {
+            // Listed twice, as the real server does: the generic update path and the type's
+            // own validation both check the metadata.
+            let immutable = Cause::invalid("metadata.uid", Value::from(uid), "field is immutable");
+            return Err(StoreError::Invalid {
+                resource,
+                name: name.to_string(),
+                errors: vec![immutable.clone(), immutable],
+            });
+        }
         if uid != actual {
             return Err(StoreError::UidMismatch {
                 resource,

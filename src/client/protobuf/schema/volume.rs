@@ -3,10 +3,12 @@
 //! Field numbers: `staging/src/k8s.io/api/core/v1/generated.proto`; pointer or value and
 //! `omitempty`: `staging/src/k8s.io/api/core/v1/types.go` (v1.28). Kept: `hostPath`, `emptyDir`,
 //! `secret`, `persistentVolumeClaim`, `downwardAPI`, `configMap` and `projected` — the last is
-//! in every Pod that mounts its service account's token (the admission plugin adds it). Other
-//! sources (cloud disks, NFS, CSI, ephemeral, …) are skipped when read.
+//! in every Pod that mounts its service account's token (the admission plugin adds it) — and
+//! `ephemeral` down to its claim template's metadata. Other sources (cloud disks, NFS, CSI, …)
+//! are skipped when read.
 
 use super::container::{LOCAL_OBJECT_REFERENCE, OBJECT_FIELD_SELECTOR, RESOURCE_FIELD_SELECTOR};
+use super::meta::OBJECT_META;
 use super::{Field, Kind, Message};
 
 /// `core.v1.Volume`: a name and an inlined `VolumeSource`.
@@ -29,7 +31,21 @@ pub static VOLUME_SOURCE: Message = Message {
         Field::message(16, "downwardAPI", &DOWNWARD_API_VOLUME).pointer(),
         Field::message(19, "configMap", &CONFIG_MAP_VOLUME).pointer(),
         Field::message(26, "projected", &PROJECTED_VOLUME).pointer(),
+        Field::message(29, "ephemeral", &EPHEMERAL_VOLUME).pointer(),
     ],
+};
+
+/// `core.v1.EphemeralVolumeSource`: a claim made for the pod (`<pod>-<volume>`), which the
+/// PVC protection controller must see to keep that claim while the pod runs.
+pub static EPHEMERAL_VOLUME: Message = Message {
+    name: "core.v1.EphemeralVolumeSource",
+    fields: &[Field::message(1, "volumeClaimTemplate", &PVC_TEMPLATE).pointer()],
+};
+
+/// `core.v1.PersistentVolumeClaimTemplate`, its metadata only (the claim's spec is skipped).
+pub static PVC_TEMPLATE: Message = Message {
+    name: "core.v1.PersistentVolumeClaimTemplate",
+    fields: &[Field::message(1, "metadata", &OBJECT_META)],
 };
 
 /// `core.v1.HostPathVolumeSource`.
