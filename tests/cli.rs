@@ -89,6 +89,24 @@ fn config_view_names_the_file_and_field_at_fault() {
     );
 }
 
+/// A duration in a unit the flag does not take is refused naming the unit found and the units
+/// it takes, so the operator learns what to write instead of guessing again.
+#[test]
+fn a_duration_in_an_unknown_unit_names_the_units_taken() {
+    let out = kube_gc()
+        .args(["plan", "--within", "1w"])
+        .output()
+        .expect("run kube-gc");
+    assert_eq!(out.status.code(), Some(2), "clap's usage error");
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(
+            "unknown unit \"w\" (units: ns, us (or µs), ms, s, m, h, d; e.g. 90m, 24h, 7d"
+        ),
+        "{err}"
+    );
+}
+
 /// A `kube-gc sim` child process, killed when dropped.
 struct RunningSim {
     child: Child,
