@@ -70,6 +70,25 @@ fn output_to_a_reader_that_went_away_ends_quietly() {
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
+/// The same for the simulated server's banner (`kube-gc sim | head -1`): it serves on, and
+/// ends when asked, with no panic.
+#[test]
+fn the_sim_banner_to_a_reader_that_went_away_ends_quietly() {
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = kube_gc()
+        .args(["sim", "--for", "100ms", "--kubeconfig-out"])
+        .arg(dir.path().join("kubeconfig"))
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("run kube-gc");
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
 #[test]
 fn config_view_names_the_file_and_field_at_fault() {
     let path = fixture("kubeconfig/broken/dangling-user.yaml");

@@ -64,6 +64,55 @@ fn an_unknown_controller_is_refused_before_connecting() {
     );
 }
 
+/// A kubeconfig naming a port nothing listens on.
+fn closed_port_kubeconfig(dir: &std::path::Path) -> std::path::PathBuf {
+    let path = dir.join("kubeconfig");
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let port = closed.local_addr().expect("its address").port();
+    drop(closed);
+    let text = format!(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n\
+         clusters: [{{name: c, cluster: {{server: \"https://127.0.0.1:{port}\"}}}}]\n\
+         users: [{{name: u, user: {{token: t}}}}]\n\
+         contexts: [{{name: c, context: {{cluster: c, user: u}}}}]\n"
+    );
+    std::fs::write(&path, text).expect("write the kubeconfig");
+    path
+}
+
+/// `kube-gc run 2>&1 | head -1`: once nobody reads the log, `run` stops as on SIGTERM and
+/// exits non-zero without a panic (it used to exit 101 from tracing's own report of the
+/// failed write), rather than run on blind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_ends_quietly_when_nobody_reads_its_log() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let kubeconfig = closed_port_kubeconfig(dir.path());
+    let mut child = kube_gc()
+        .arg("run")
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["--leader-elect=false", "--secure-port=0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start kube-gc");
+    let stderr = child.stderr.take().expect("piped stderr");
+    let mut first = String::new();
+    BufReader::new(stderr)
+        .read_line(&mut first)
+        .expect("the first log line");
+    assert!(first.contains("starting kube-gc"), "{first}");
+    // The reader is gone; the next retry's line (within a second) finds the pipe closed.
+    let exited = tokio::task::spawn_blocking(move || child.wait());
+    let status = tokio::time::timeout(Duration::from_secs(30), exited)
+        .await
+        .expect("kube-gc ends once its log is closed")
+        .expect("join")
+        .expect("wait");
+    assert_eq!(status.code(), Some(1), "{status:?}");
+}
+
 #[test]
 fn a_small_demo_passes_and_prints_its_summary() {
     let out = kube_gc()

@@ -19,7 +19,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 pub use crate::duration::{parse_duration, DurationError};
-pub use logging::{LogFormat, LoggingArgs};
+pub use logging::{LogFormat, LogSink, LoggingArgs};
 
 /// kube-gc: a standalone Kubernetes garbage collector.
 ///
@@ -135,27 +135,28 @@ pub fn main() -> ExitCode {
         Err(error) => error.exit(),
     };
     let command = cli.command.unwrap_or(Command::Run(cli.run));
-    if matches!(command, Command::Demo(_)) {
-        cli.logging.install_quiet();
+    let log = if matches!(command, Command::Demo(_)) {
+        cli.logging.install_quiet()
     } else {
-        cli.logging.install();
-    }
-    match run(command) {
+        cli.logging.install()
+    };
+    match run(command, log) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("kube-gc: {}", error_chain(&err));
+            output::eprint(&format!("kube-gc: {}\n", error_chain(&err)));
             ExitCode::FAILURE
         }
     }
 }
 
-fn run(command: Command) -> Result<(), CliError> {
+/// Runs `command`; `log` is where its log lines go (`run` stops when nobody reads them).
+fn run(command: Command, log: LogSink) -> Result<(), CliError> {
     match command {
         // Loading a configuration is blocking file I/O and needs no async runtime.
         Command::Config(config_command) => config::run(&config_command)?,
         Command::Sim(args) => async_runtime()?.block_on(sim::run(args))?,
         Command::Record(args) => async_runtime()?.block_on(record::run(args))?,
-        Command::Run(args) => async_runtime()?.block_on(run::run(*args))?,
+        Command::Run(args) => async_runtime()?.block_on(run::run(*args, log))?,
         Command::Demo(args) => async_runtime()?.block_on(demo::run(args))?,
         Command::Explain(args) => async_runtime()?.block_on(explain::run_explain(args))?,
         Command::Plan(args) => async_runtime()?.block_on(explain::run_plan(args))?,

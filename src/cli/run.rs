@@ -33,6 +33,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
+use super::logging::LogSink;
 use crate::client::config::{
     Auth, ClientConfig, ConfigError, Environment, LoadOptions, Origin, SystemRoots, TlsSettings,
 };
@@ -174,6 +175,10 @@ pub enum RunError {
         #[source]
         source: crate::client::Error,
     },
+    /// Nobody reads the log any more (`kube-gc run 2>&1 | head -1`): the controllers were
+    /// stopped as on SIGTERM rather than run on with nobody told what they do.
+    #[error("the log's reader went away; stopped")]
+    LogClosed,
     /// A task of the process ended abnormally (a panic).
     #[error("the {task} task ended abnormally: {source}")]
     Task {
@@ -257,8 +262,9 @@ fn anonymous_config(server: Url) -> ClientConfig {
     }
 }
 
-/// Runs `kube-gc run` (see the module documentation).
-pub async fn run(args: RunArgs) -> Result<(), RunError> {
+/// Runs `kube-gc run` (see the module documentation) until a signal, or until nobody reads
+/// `log` any more.
+pub async fn run(args: RunArgs, log: LogSink) -> Result<(), RunError> {
     let options = args.manager_options()?;
     let config = args.client_config()?;
     let identity = unique_identity(&hostname());
@@ -271,6 +277,7 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
 
     let shutdown = CancellationToken::new();
     let signals = handle_signals(shutdown.clone()).map_err(RunError::Signals)?;
+    let log_gone = stop_when_closed(log.clone(), shutdown.clone());
     // The server and the Event writer outlive the controllers: they stop last, on any path.
     let services = CancellationToken::new();
     let _stop_services = services.clone().drop_guard();
@@ -323,13 +330,25 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
 
     services.cancel();
     signals.abort();
+    log_gone.abort();
     if let Some(events) = events {
         let _ = events.await;
     }
     server.stopped().await;
     result?;
+    if log.is_closed() {
+        return Err(RunError::LogClosed);
+    }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Stops the run (as SIGTERM does: drained, the Lease released) once nobody reads `log`.
+fn stop_when_closed(log: LogSink, shutdown: CancellationToken) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        log.closed().await;
+        shutdown.cancel();
+    })
 }
 
 /// A 401 or 403: the server refuses these credentials, or what they may do.
