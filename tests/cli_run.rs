@@ -113,6 +113,43 @@ async fn run_ends_quietly_when_nobody_reads_its_log() {
     assert_eq!(status.code(), Some(1), "{status:?}");
 }
 
+/// A server that refuses connections: every retry's line says so ("Connection refused"), not
+/// only "error sending request" until the last.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_retry_line_says_why_the_request_failed() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let kubeconfig = closed_port_kubeconfig(dir.path());
+    let mut child = kube_gc()
+        .arg("run")
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["--leader-elect=false", "--secure-port=0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start kube-gc");
+    let stderr = child.stderr.take().expect("piped stderr");
+    let first_retry = tokio::task::spawn_blocking(move || {
+        BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+            .find(|line| line.contains("retrying"))
+    });
+    let line = tokio::time::timeout(Duration::from_secs(30), first_retry)
+        .await
+        .expect("a retry is logged at once")
+        .expect("join");
+    let _ = child.kill();
+    let _ = child.wait();
+    let line = line.expect("a retry line");
+    assert!(
+        line.contains("discovery failed at start-up; retrying")
+            && line.contains("Connection refused"),
+        "{line}"
+    );
+}
+
 #[test]
 fn a_small_demo_passes_and_prints_its_summary() {
     let out = kube_gc()

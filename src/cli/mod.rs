@@ -143,7 +143,7 @@ pub fn main() -> ExitCode {
     match run(command, log) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            output::eprint(&format!("kube-gc: {}\n", error_chain(&err)));
+            output::eprint(&format!("kube-gc: {}\n", crate::error_chain::chain(&err)));
             ExitCode::FAILURE
         }
     }
@@ -169,21 +169,6 @@ fn async_runtime() -> Result<tokio::runtime::Runtime, CliError> {
         .enable_all()
         .build()
         .map_err(CliError::Runtime)
-}
-
-/// "outer: inner: innermost", so the cause of a failure is never hidden behind its context.
-fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]
