@@ -52,6 +52,19 @@ fn config_view_describes_the_connection_without_secrets() {
     assert!(!view.contains(&password), "the password leaked:\n{view}");
 }
 
+/// `kube-gc --help` lists `--kubeconfig`: it works before the subcommand, as kubectl's does.
+#[test]
+fn the_kubeconfig_goes_before_the_subcommand_too() {
+    let out = kube_gc()
+        .arg("--kubeconfig")
+        .arg(fixture("kubeconfig/credentials.yaml"))
+        .args(["--context", "basic", "config", "view"])
+        .output()
+        .expect("run kube-gc");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("basic auth as \"admin\""));
+}
+
 /// `kube-gc plan -o yaml | head -1`: a reader that went away ends the command quietly, as it
 /// ends kubectl, not with a panic (exit 101 and a backtrace).
 #[test]

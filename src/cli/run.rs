@@ -24,7 +24,6 @@
 //!   does — a restarted process competes again from scratch.
 //! - A controller failing: the others are stopped and the process exits 1.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,6 +32,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
+use super::config::ConnectionArgs;
 use super::logging::LogSink;
 use crate::client::config::{
     Auth, ClientConfig, ConfigError, Environment, LoadOptions, Origin, SystemRoots, TlsSettings,
@@ -60,13 +60,8 @@ const COMPONENT: &str = "kube-gc";
 /// Flags of `kube-gc run`.
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// Path to a kubeconfig file. Without it: $KUBECONFIG, then ~/.kube/config, then in-cluster.
-    #[arg(long, value_name = "FILE")]
-    pub kubeconfig: Option<PathBuf>,
-
-    /// The kubeconfig context to use instead of its current-context.
-    #[arg(long, value_name = "NAME")]
-    pub context: Option<String>,
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
 
     /// The API server's address; overrides the kubeconfig's server.
     #[arg(long, value_name = "URL")]
@@ -222,8 +217,8 @@ impl RunArgs {
     /// server replaced by `--master`; `--master` alone connects anonymously.
     fn client_config(&self) -> Result<ClientConfig, ConfigError> {
         let options = LoadOptions {
-            kubeconfig: self.kubeconfig.clone(),
-            context: self.context.clone(),
+            kubeconfig: self.connection.kubeconfig.clone(),
+            context: self.connection.context.clone(),
         };
         match (
             ClientConfig::load(&options, &Environment::from_process()),
