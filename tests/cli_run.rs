@@ -64,6 +64,24 @@ fn an_unknown_controller_is_refused_before_connecting() {
     );
 }
 
+/// `--controllers=-retention` enables nothing in kube-controller-manager's syntax: refused
+/// before connecting, naming the list that was probably meant, instead of running nothing and
+/// exiting 0.
+#[test]
+fn a_controller_list_that_enables_nothing_is_refused_with_what_was_meant() {
+    let out = kube_gc()
+        .args(["--controllers=-retention", "--master", "http://127.0.0.1:1"])
+        .output()
+        .expect("run kube-gc");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("--controllers=-retention enables no controller")
+            && stderr.contains("write --controllers='*,-retention'"),
+        "{stderr}"
+    );
+}
+
 /// A kubeconfig naming a port nothing listens on.
 fn closed_port_kubeconfig(dir: &std::path::Path) -> std::path::PathBuf {
     let path = dir.join("kubeconfig");

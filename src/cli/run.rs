@@ -48,7 +48,7 @@ use crate::leaderelection::{
 };
 use crate::manager::{
     ControllerFailed, ControllerSelection, ControllerSet, Manager, ManagerError, ManagerOptions,
-    Readiness, UnknownController, DEFAULT_GC_WORKERS, DEFAULT_RETENTION_WORKERS, KNOWN_CONTROLLERS,
+    Readiness, SelectionError, DEFAULT_GC_WORKERS, DEFAULT_RETENTION_WORKERS, KNOWN_CONTROLLERS,
 };
 use crate::metrics::Metrics;
 use crate::server::{DelegatedAuth, Endpoints, Server, ServerError, ServerOptions};
@@ -137,9 +137,9 @@ pub struct RunArgs {
 /// Why `kube-gc run` stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    /// `--controllers` names something unknown.
+    /// `--controllers` names something unknown, or enables nothing.
     #[error(transparent)]
-    Controllers(#[from] UnknownController),
+    Controllers(#[from] SelectionError),
     /// No usable connection configuration.
     #[error(transparent)]
     Config(#[from] ConfigError),
@@ -187,7 +187,7 @@ pub enum RunError {
 
 impl RunArgs {
     /// The manager's options from the flags.
-    pub fn manager_options(&self) -> Result<ManagerOptions, UnknownController> {
+    pub fn manager_options(&self) -> Result<ManagerOptions, SelectionError> {
         Ok(ManagerOptions {
             controllers: ControllerSelection::parse(&self.controllers)?,
             namespace: self.namespace.clone(),
@@ -399,11 +399,7 @@ fn lease_name(controllers: &ControllerSelection) -> String {
     if *controllers == ControllerSelection::default() {
         return DEFAULT_LEASE_NAME.to_owned();
     }
-    let running: Vec<&str> = KNOWN_CONTROLLERS
-        .into_iter()
-        .filter(|name| controllers.is_enabled(name))
-        .collect();
-    format!("{DEFAULT_LEASE_NAME}.{}", running.join("."))
+    format!("{DEFAULT_LEASE_NAME}.{}", controllers.enabled().join("."))
 }
 
 /// `/readyz`'s checks: the API server answers (else for how long it has not, and how), the

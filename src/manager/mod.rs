@@ -40,8 +40,8 @@ use tokio_util::sync::CancellationToken;
 
 pub use crate::controllers::{Progress, ProgressProbe};
 pub use selection::{
-    ControllerSelection, UnknownController, GARBAGE_COLLECTOR, KNOWN_CONTROLLERS, RETENTION,
-    TTL_AFTER_FINISHED, VOLCANO_JOB_TTL,
+    ControllerSelection, SelectionError, UnknownController, GARBAGE_COLLECTOR, KNOWN_CONTROLLERS,
+    RETENTION, TTL_AFTER_FINISHED, VOLCANO_JOB_TTL,
 };
 pub use set::{BoxError, ControllerFailed, ControllerSet, ManagedController, Readiness};
 
