@@ -120,7 +120,10 @@ pub async fn run_explain(args: ExplainArgs) -> Result<(), ExplainError> {
         .namespace
         .clone()
         .unwrap_or_else(|| client.default_namespace().to_owned());
-    let targets = targets(&args, &client, &discovery, &namespace).await?;
+    let Targets { targets, scope } = targets(&args, &client, &discovery, &namespace).await?;
+    if targets.is_empty() {
+        return print_none(scope.as_deref(), args.output);
+    }
     let now = chrono::Utc::now();
     let mut explanations = Vec::new();
     for target in &targets {
@@ -129,15 +132,31 @@ pub async fn run_explain(args: ExplainArgs) -> Result<(), ExplainError> {
     print(&explanations, args.output)
 }
 
+/// The objects the command line names.
+struct Targets {
+    targets: Vec<ExplainTarget>,
+    /// The namespace they were looked for in, for a namespaced type chosen by a selector.
+    scope: Option<String>,
+}
+
+impl From<Vec<ExplainTarget>> for Targets {
+    fn from(targets: Vec<ExplainTarget>) -> Self {
+        Targets {
+            targets,
+            scope: None,
+        }
+    }
+}
+
 /// What the command line names.
 async fn targets(
     args: &ExplainArgs,
     client: &Client,
     discovery: &Discovery,
     namespace: &str,
-) -> Result<Vec<ExplainTarget>, ExplainError> {
+) -> Result<Targets, ExplainError> {
     if let Some(path) = &args.filename {
-        return from_file(path, discovery, namespace);
+        return from_file(path, discovery, namespace).map(Targets::from);
     }
     let (type_, name) = match args.target.as_slice() {
         [one] => match one.split_once('/') {
@@ -152,11 +171,12 @@ async fn targets(
         }
     };
     if let Some(name) = name {
-        return Ok(vec![ExplainTarget {
+        let target = ExplainTarget {
             type_,
             name,
             namespace: namespace.to_owned(),
-        }]);
+        };
+        return Ok(Targets::from(vec![target]));
     }
     let Some(selector) = &args.selector else {
         return Err(ExplainError::Usage(format!(
@@ -180,7 +200,7 @@ async fn targets(
             what: format!("list {} -l {selector}", resource.path_name()),
             source,
         })?;
-    Ok(list
+    let targets = list
         .items
         .into_iter()
         .filter_map(|o| o.metadata.name)
@@ -189,7 +209,28 @@ async fn targets(
             name,
             namespace: namespace.to_owned(),
         })
-        .collect())
+        .collect();
+    Ok(Targets {
+        targets,
+        scope: resource.namespaced.then(|| namespace.to_owned()),
+    })
+}
+
+/// Nothing matched: as kubectl says it — on standard error for a terminal ("No resources
+/// found in default namespace."), an empty list as data.
+fn print_none(scope: Option<&str>, output: Output) -> Result<(), ExplainError> {
+    match output {
+        Output::Text => {
+            output::eprint(&match scope {
+                Some(namespace) => format!("No resources found in {namespace} namespace.\n"),
+                None => "No resources found\n".to_owned(),
+            });
+            Ok(())
+        }
+        Output::Json | Output::Yaml => {
+            output::print("[]\n").map_err(|e| ExplainError::Print(e.to_string()))
+        }
+    }
 }
 
 fn from_file(
