@@ -65,6 +65,26 @@ fn the_kubeconfig_goes_before_the_subcommand_too() {
     assert!(text(&out.stdout).contains("basic auth as \"admin\""));
 }
 
+/// `plan` and `explain` take `run`'s `--controllers`, parsed alike: a list that enables
+/// nothing is refused before connecting, as `run` refuses it.
+#[test]
+fn plan_and_explain_take_runs_controllers() {
+    for command in [&["plan"][..], &["explain", "jobs/x"]] {
+        let out = kube_gc()
+            .args(command)
+            .args(["--controllers=-retention", "--kubeconfig"])
+            .arg(fixture("kubeconfig/credentials.yaml"))
+            .output()
+            .expect("run kube-gc");
+        assert_eq!(out.status.code(), Some(1), "{command:?}");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains("enables no controller") && err.contains("'*,-retention'"),
+            "{command:?}: {err}"
+        );
+    }
+}
+
 /// `kube-gc plan -o yaml | head -1`: a reader that went away ends the command quietly, as it
 /// ends kubectl, not with a panic (exit 101 and a backtrace).
 #[test]

@@ -1,4 +1,4 @@
-//! `kube-gc explain` and `kube-gc plan` (issue 18) against the simulated API server: their
+//! `kube-gc explain` and `kube-gc plan` against the simulated API server: their
 //! verdicts are the controllers' (the same objects driven through both), they only read, they
 //! name what blocks a deletion down to the root cause, and bad input is one clear error.
 
@@ -448,8 +448,9 @@ async fn a_volcano_job_is_said_to_follow_volcanos_rules() {
     );
 }
 
-/// `plan`'s rough edges (issue 30, item 3): what kube-gc keeps for a problem and the policies
-/// that delete nothing are listed; a due deletion has a time in JSON; an empty plan is one line.
+/// `plan`'s rough edges: what kube-gc keeps for a problem and the policies that delete nothing
+/// are listed; a due deletion has a time in JSON; an empty plan is one line under the
+/// controllers it assumed.
 #[tokio::test(start_paused = true)]
 async fn plan_lists_what_is_kept_for_a_problem_and_broken_policies() {
     let world = world().await;
@@ -464,7 +465,8 @@ async fn plan_lists_what_is_kept_for_a_problem_and_broken_policies() {
         .unwrap();
     assert_eq!(
         kube_gc::explain::plan::text(&empty),
-        "No deletions within 24h.\n"
+        "Assuming kube-gc runs: ttl-after-finished, volcano-job-ttl, retention, \
+         garbagecollector (--controllers)\n\nNo deletions within 24h.\n"
     );
 
     create_job(sim, "due", Some(0), Some(world.now()));

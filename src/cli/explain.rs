@@ -1,6 +1,7 @@
 //! `kube-gc explain TYPE/NAME` and `kube-gc plan`: read-only answers from the same decisions
-//! the controllers make (`crate::explain`). Both connect as `kube-gc run` does, need no running
-//! kube-gc, send only GET and LIST, and fail with one line naming what was asked.
+//! the controllers make (`crate::explain`). Both connect as `kube-gc run` does, take its
+//! `--controllers` to assume what the install runs, need no running kube-gc, send only GET and
+//! LIST, and fail with one line naming what was asked.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -14,7 +15,10 @@ use crate::client::config::{ClientConfig, ConfigError, Environment, LoadOptions}
 use crate::client::{Api, BuildError, Client, ClientOptions, Discovery, ListParams};
 
 use crate::explain::plan::{plan, text as plan_text, PlanOptions};
-use crate::explain::{decide, gather, render, resolve, ExplainTarget, Explanation, GatherError};
+use crate::explain::{
+    decide_assuming, gather, render, resolve, Assumed, ExplainTarget, Explanation, GatherError,
+};
+use crate::manager::{ControllerSelection, SelectionError};
 
 /// How to print.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
@@ -46,6 +50,10 @@ pub struct ExplainArgs {
     /// text, json or yaml.
     #[arg(short = 'o', long, value_enum, default_value_t = Output::Text)]
     pub output: Output,
+    /// The controllers the install runs, as `kube-gc run --controllers` takes them (the
+    /// managed overlay: volcano-job-ttl,retention): the others decide nothing here.
+    #[arg(long, value_name = "NAMES", value_delimiter = ',', default_value = "*")]
+    pub controllers: Vec<String>,
     #[command(flatten)]
     pub connection: ConnectionArgs,
 }
@@ -65,6 +73,10 @@ pub struct PlanArgs {
     /// text or json (yaml too).
     #[arg(short = 'o', long, value_enum, default_value_t = Output::Text)]
     pub output: Output,
+    /// The controllers the install runs, as `kube-gc run --controllers` takes them (the
+    /// managed overlay: volcano-job-ttl,retention): only their deletions are planned.
+    #[arg(long, value_name = "NAMES", value_delimiter = ',', default_value = "*")]
+    pub controllers: Vec<String>,
     #[command(flatten)]
     pub connection: ConnectionArgs,
 }
@@ -75,6 +87,9 @@ pub enum ExplainError {
     /// The command line names no object.
     #[error("{0}")]
     Usage(String),
+    /// `--controllers` names something unknown, or enables nothing.
+    #[error(transparent)]
+    Controllers(#[from] SelectionError),
     /// The configuration could not be loaded.
     #[error(transparent)]
     Config(#[from] ConfigError),
@@ -115,6 +130,7 @@ async fn connect(connection: &ConnectionArgs) -> Result<(Client, Discovery), Exp
 
 /// Runs `kube-gc explain`.
 pub async fn run_explain(args: ExplainArgs) -> Result<(), ExplainError> {
+    let running = ControllerSelection::parse(&args.controllers)?;
     let (client, discovery) = connect(&args.connection).await?;
     let namespace = args
         .namespace
@@ -125,9 +141,13 @@ pub async fn run_explain(args: ExplainArgs) -> Result<(), ExplainError> {
         return print_none(scope.as_deref(), args.output);
     }
     let now = chrono::Utc::now();
+    let assumed = Assumed::of(&running).lines("explain");
     let mut explanations = Vec::new();
     for target in &targets {
-        explanations.push(decide(&gather(&client, &discovery, target).await?, now));
+        let gathered = gather(&client, &discovery, target).await?;
+        let mut explained = decide_assuming(&gathered, &running, now);
+        explained.notes.extend(assumed.iter().cloned());
+        explanations.push(explained);
     }
     print(&explanations, args.output)
 }
@@ -306,11 +326,13 @@ fn print(explanations: &[Explanation], output: Output) -> Result<(), ExplainErro
 
 /// Runs `kube-gc plan`.
 pub async fn run_plan(args: PlanArgs) -> Result<(), ExplainError> {
+    let controllers = ControllerSelection::parse(&args.controllers)?;
     let (client, discovery) = connect(&args.connection).await?;
     let options = PlanOptions {
         within: args.within,
         namespace: args.namespace.clone(),
         selector: args.selector.clone(),
+        controllers,
     };
     let report = plan(&client, &discovery, &options, chrono::Utc::now()).await?;
     let text = match args.output {

@@ -47,7 +47,7 @@ pub(crate) struct Assessing<'a> {
 }
 
 /// The retention decision on `gathered`: the plan for its resource, its assessment, its group.
-pub(super) fn from_gathered(
+pub(crate) fn from_gathered(
     gathered: &Gathered,
     meta: &ObjectMeta,
     now: DateTime<Utc>,

@@ -4,7 +4,9 @@
 //! per namespace and kind and an hourly chart of the deletions to come.
 //!
 //! Contract: only LISTs; the same decision functions as the controllers (`decide/` uses them
-//! for one object, `rows.rs` for all); deletions due now come first, then those within the
+//! for one object, `rows.rs` for all); only the controllers `--controllers` runs are planned
+//! (each one's rows are its entry's in `explain::controllers`), and the report says which were
+//! assumed; deletions due now come first, then those within the
 //! window. What would stop a deletion is listed too: objects kept because something about them
 //! cannot be read (the controllers keep them and say so in an Event), and retention policies
 //! that are invalid or wait for a resource. Objects simply kept, and deletions beyond the
@@ -20,12 +22,14 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::client::{Client, Discovery};
-use crate::controllers::ttl::{BatchJob, TtlKind, VolcanoJobs};
+use crate::manager::ControllerSelection;
 use crate::sim::selectors::LabelSelector;
 
-use self::rows::{orphan_rows, retention_rows, ttl_rows, Findings};
+use super::controllers::{Assumed, COVERED};
 use super::decide::rfc3339;
-use super::gather::{every_version, serves, GatherError};
+use super::gather::{every_version, GatherError};
+
+pub(crate) use self::rows::{orphan_rows, retention_rows, ttl_rows, Findings, PlanContext};
 
 pub use self::text::text;
 
@@ -38,6 +42,8 @@ pub struct PlanOptions {
     pub namespace: Option<String>,
     /// Only objects whose labels match (a label selector, as kubectl takes it).
     pub selector: Option<String>,
+    /// The controllers kube-gc runs (`run`'s `--controllers`): only theirs are planned.
+    pub controllers: ControllerSelection,
 }
 
 /// One deletion to come.
@@ -98,6 +104,8 @@ pub struct PlanReport {
     pub generated_at: String,
     /// The window, in seconds.
     pub within_seconds: u64,
+    /// The controllers assumed to run here: only their deletions are listed.
+    pub controllers: Assumed,
     /// Every deletion, due ones first, then by time.
     pub deletions: Vec<Row>,
     /// Objects kept because something about them cannot be read.
@@ -137,14 +145,21 @@ pub async fn plan(
     };
     let mut found = Findings::default();
     let served = every_version(discovery);
-    if serves(&served, &BatchJob::resource()) {
-        ttl_rows::<BatchJob>(client, options, now, &mut found).await?;
+    let cx = PlanContext {
+        client,
+        discovery,
+        served: &served,
+        options,
+        selector: selector.as_ref(),
+        now,
+    };
+    // A controller not run here costs no request: its resources are not even listed.
+    for covered in COVERED
+        .iter()
+        .filter(|c| options.controllers.is_enabled(c.name))
+    {
+        (covered.plan)(&cx, &mut found).await?;
     }
-    if serves(&served, &VolcanoJobs::resource()) {
-        ttl_rows::<VolcanoJobs>(client, options, now, &mut found).await?;
-    }
-    retention_rows(client, &served, options, now, &mut found).await?;
-    orphan_rows(client, discovery, options, selector.as_ref(), &mut found).await?;
     found
         .deletions
         .retain(|(at, _)| at.is_none_or(|at| at <= horizon));
@@ -201,6 +216,7 @@ fn report(found: Findings, options: &PlanOptions, now: DateTime<Utc>) -> PlanRep
     PlanReport {
         generated_at,
         within_seconds: options.within.as_secs(),
+        controllers: Assumed::of(&options.controllers),
         deletions,
         kept: found.kept,
         policy_problems: found.policy_problems,

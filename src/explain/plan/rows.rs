@@ -1,5 +1,7 @@
 //! The plan's rows: each controller's deletions to come and the objects it keeps for a
 //! problem, found with the controller's own decision functions over one LIST per resource.
+//! Each controller's function is its `plan` in `explain::controllers`; all read what they need
+//! from one [`PlanContext`].
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -14,13 +16,30 @@ use crate::controllers::retention::verdict::{decide, Verdict};
 use crate::controllers::ttl::{
     judge as judge_ttl, rules as ttl_rules, TtlKind, TtlState, Verdict as TtlVerdict,
 };
+use crate::explain::gather::serves;
 use crate::sim::selectors::LabelSelector;
 
 use super::{KeptRow, PlanOptions, PolicyProblem};
 use crate::explain::gather::{read_namespaces, read_policies, GatherError};
 
+/// What every controller's rows are found with.
+pub(crate) struct PlanContext<'a> {
+    /// Reads (LISTs only).
+    pub client: &'a Client,
+    /// What the server serves.
+    pub discovery: &'a Discovery,
+    /// Every resource served, in every version.
+    pub served: &'a [ResourceRef],
+    /// What the plan was asked for.
+    pub options: &'a PlanOptions,
+    /// `options.selector`, parsed.
+    pub selector: Option<&'a LabelSelector>,
+    /// The moment of the plan.
+    pub now: DateTime<Utc>,
+}
+
 /// A deletion found: what and why; when is beside it.
-pub(super) struct Found {
+pub(crate) struct Found {
     pub kind: String,
     pub namespace: Option<String>,
     pub name: String,
@@ -30,7 +49,7 @@ pub(super) struct Found {
 
 /// Everything the plan found, before it is sorted and totalled.
 #[derive(Default)]
-pub(super) struct Findings {
+pub(crate) struct Findings {
     /// Each deletion and when (`None`: due now).
     pub deletions: Vec<(Option<DateTime<Utc>>, Found)>,
     pub kept: Vec<KeptRow>,
@@ -109,13 +128,15 @@ async fn list(
 /// The TTL controller of kind `K`: its objects listed as the controller caches them (each
 /// decoded straight to the engine's assessment under the controller's fixed policy), assessed by
 /// its `judge`.
-pub(super) async fn ttl_rows<K: TtlKind>(
-    client: &Client,
-    options: &PlanOptions,
-    now: DateTime<Utc>,
+pub(crate) async fn ttl_rows<K: TtlKind>(
+    cx: &PlanContext<'_>,
     found: &mut Findings,
 ) -> Result<(), GatherError> {
+    let (client, options, now) = (cx.client, cx.options, cx.now);
     let resource = K::resource();
+    if !serves(cx.served, &resource) {
+        return Ok(());
+    }
     let api: Api<Value> = Api::dynamic(
         client.clone(),
         resource.clone(),
@@ -176,13 +197,11 @@ pub(super) async fn ttl_rows<K: TtlKind>(
 
 /// Every retention policy's deletions, its objects kept for a problem, and the policies
 /// that are invalid or wait for a resource.
-pub(super) async fn retention_rows(
-    client: &Client,
-    served: &[ResourceRef],
-    options: &PlanOptions,
-    now: DateTime<Utc>,
+pub(crate) async fn retention_rows(
+    cx: &PlanContext<'_>,
     found: &mut Findings,
 ) -> Result<(), GatherError> {
+    let (client, served, options, now) = (cx.client, cx.served, cx.options, cx.now);
     let Some(policies) = read_policies(client, served).await? else {
         return Ok(());
     };
@@ -316,13 +335,11 @@ fn policy_problems<'p>(
 /// selector then picks among the dependents, by the server's own rules (the simulated
 /// server's implementation of apimachinery's `labels.Parse`, so `-l` means what it means for
 /// the kinds the server filters).
-pub(super) async fn orphan_rows(
-    client: &Client,
-    discovery: &Discovery,
-    options: &PlanOptions,
-    selector: Option<&LabelSelector>,
+pub(crate) async fn orphan_rows(
+    cx: &PlanContext<'_>,
     found: &mut Findings,
 ) -> Result<(), GatherError> {
+    let (client, discovery, options, selector) = (cx.client, cx.discovery, cx.options, cx.selector);
     let mut all = Vec::new();
     let mut uids = HashSet::new();
     for resource in discovery.deletable() {

@@ -13,6 +13,10 @@ const GAP: usize = 3;
 /// The report, for a terminal.
 pub fn text(report: &PlanReport) -> String {
     let mut out = String::new();
+    for line in report.controllers.lines("plan") {
+        let _ = writeln!(out, "{line}");
+    }
+    out.push('\n');
     let within =
         crate::duration::format_duration(std::time::Duration::from_secs(report.within_seconds));
     if report.deletions.is_empty() {
