@@ -118,11 +118,9 @@ async fn the_verdict_is_what_the_retention_controller_then_does() {
     assert_eq!(oldest.verdict, VerdictKind::DeleteNow, "{oldest:#?}");
     let retention = decision(&oldest, "retention");
     assert!(
-        retention
-            .details
-            .iter()
-            .any(|l| l
-                == "4th newest of 4 successful in its group (etl); limit 2: beyond it: deleted"),
+        retention.details.iter().any(|l| l
+            == "4th newest of 4 successful in its group, those labelled app=etl in \
+                    namespace data; limit 2: beyond it: deleted"),
         "{retention:#?}"
     );
     let newest = explain(&world, "pods", "data", "run-3").await.unwrap();
@@ -315,9 +313,9 @@ async fn plan_lists_what_goes_and_when_sorted_and_totalled() {
     let names: Vec<&str> = report.deletions.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(names, ["now", "soon"], "{report:#?}");
     assert_eq!(report.by_kind.get("Job"), Some(&2));
-    assert_eq!(report.hourly[0], ("now".to_owned(), 1));
-    assert_eq!(report.hourly[1], ("+0h".to_owned(), 0));
-    assert_eq!(report.hourly[2], ("+1h".to_owned(), 1));
+    assert_eq!(report.chart.buckets[0], ("now".to_owned(), 1));
+    assert_eq!(report.chart.buckets[1], ("+0h".to_owned(), 0));
+    assert_eq!(report.chart.buckets[2], ("+1h".to_owned(), 1));
     let text = kube_gc::explain::plan::text(&report);
     assert!(text.contains("2 deletions within 24h"), "{text}");
 }

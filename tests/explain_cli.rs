@@ -73,12 +73,14 @@ async fn explain_and_plan_answer_as_an_operator_reads_them() {
             .unwrap();
     assert!(plan.status.success(), "{}", text(&plan.stderr));
     let plan = text(&plan.stdout);
+    // What it assumed first, then the table.
     assert!(
-        plan.lines().next().unwrap_or("").starts_with("KIND"),
+        plan.starts_with("Assuming kube-gc runs: ttl-after-finished, volcano-job-ttl, ")
+            && plan.contains("\n\nKIND "),
         "{plan}"
     );
     assert!(
-        plan.contains("done") && plan.contains("1 deletions within 2h"),
+        plan.contains("done") && plan.contains("\n1 deletion within 2h\n"),
         "{plan}"
     );
 

@@ -32,7 +32,7 @@ pub(crate) use gc::{
 };
 pub(crate) use retention::{
     decision_on as retention_decision, from_gathered as retention_from_gathered, group_members,
-    no_policy, Assessing,
+    group_phrase, no_policy, ordinal, outcome_word, Assessing,
 };
 pub(crate) use ttl::{from_gathered as ttl_from_gathered, judgement_decision, not_its_resource};
 

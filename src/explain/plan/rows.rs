@@ -16,7 +16,9 @@ use crate::controllers::retention::verdict::{decide, Verdict};
 use crate::controllers::ttl::{
     judge as judge_ttl, rules as ttl_rules, TtlKind, TtlState, Verdict as TtlVerdict,
 };
+use crate::explain::decide::{group_phrase, ordinal, outcome_word};
 use crate::explain::gather::serves;
+use crate::runtime::cache::Cacheable;
 use crate::sim::selectors::LabelSelector;
 
 use super::{KeptRow, PlanOptions, PolicyProblem};
@@ -40,6 +42,8 @@ pub(crate) struct PlanContext<'a> {
 
 /// A deletion found: what and why; when is beside it.
 pub(crate) struct Found {
+    /// The object's UID (empty if its source gave none).
+    pub uid: String,
     pub kind: String,
     pub namespace: Option<String>,
     pub name: String,
@@ -69,6 +73,10 @@ impl Findings {
         self.deletions.push((
             at,
             Found {
+                uid: object["metadata"]["uid"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
                 kind: kind.to_owned(),
                 namespace,
                 name,
@@ -184,6 +192,7 @@ pub(crate) async fn ttl_rows<K: TtlKind>(
             }
         };
         let deletion = Found {
+            uid: assessment.uid().to_owned(),
             kind: K::KIND.to_owned(),
             namespace: namespace.map(str::to_owned),
             name: name.to_owned(),
@@ -262,15 +271,19 @@ pub(crate) async fn retention_rows(
                 }
             }
         }
-        for ((policy, _, group), members) in groups {
+        for ((policy, namespace, group), members) in groups {
             let policy = &watch.rules.policies[usize::from(policy)];
             for excess in over_limit(&members, policy.limits) {
                 if due_by_ttl.contains(&excess.id) {
                     continue;
                 }
+                let owner = owner_named(&objects[excess.id], &group);
                 let reason = format!(
-                    "history limit {} of group {group} ({})",
+                    "history limit {} {}: {} newest of {} ({})",
                     excess.limit.unwrap_or(0),
+                    outcome_word(excess.outcome),
+                    ordinal(excess.position),
+                    group_phrase(&policy.group_by, &group, &namespace, owner),
                     policy.id
                 );
                 found.delete(
@@ -284,6 +297,17 @@ pub(crate) async fn retention_rows(
         }
     }
     Ok(())
+}
+
+/// `Kind name` of the owner of `object` whose UID is `uid`, if it names one.
+fn owner_named(object: &Value, uid: &str) -> Option<String> {
+    let owners = object["metadata"]["ownerReferences"].as_array()?;
+    let owner = owners.iter().find(|o| o["uid"].as_str() == Some(uid))?;
+    Some(format!(
+        "{} {}",
+        owner["kind"].as_str()?,
+        owner["name"].as_str()?
+    ))
 }
 
 /// The policies that are invalid or wait for a resource, as their status says it.
@@ -378,6 +402,7 @@ pub(crate) async fn orphan_rows(
                 .map(|o| format!("{} {}", o.kind, o.name))
                 .collect();
             let orphan = Found {
+                uid: meta.uid.clone().unwrap_or_default(),
                 kind: resource.kind.clone(),
                 namespace: meta.namespace.clone(),
                 name: meta.name.clone().unwrap_or_default(),
