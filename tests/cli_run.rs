@@ -182,12 +182,13 @@ fn a_small_demo_passes_and_prints_its_summary() {
             "--spread",
             "1s",
         ])
-        .args(["--no-progress", "--kube-api-qps", "0"])
+        .args(["--kube-api-qps", "0"])
         .output()
         .expect("run kube-gc demo");
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
     assert!(stdout.contains("PASS"), "{stdout}");
+    progress_only_grows_and_ends_at_what_was_expected(&stdout);
     assert!(stdout.contains("ttl-extended"), "{stdout}");
     assert!(stdout.contains("recreated"), "{stdout}");
     for tree in [
@@ -225,6 +226,33 @@ fn a_small_demo_passes_and_prints_its_summary() {
     ] {
         assert!(stdout.contains(line), "{line}: {stdout}");
     }
+}
+
+/// The demo's progress lines (one a second on a pipe): "jobs seen" and "deleted" never fall
+/// (they used to: "seen" was what the caches still held), and "deleted" ends at N/N, the owner
+/// trees' expired Jobs counted among the expected (it used to end above, at 229/226).
+fn progress_only_grows_and_ends_at_what_was_expected(stdout: &str) {
+    let number = |line: &str, after: &str| -> u64 {
+        let rest = line.split(after).nth(1).unwrap_or_default().trim_start();
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        digits
+            .parse()
+            .unwrap_or_else(|_| panic!("{after:?} in {line:?}"))
+    };
+    let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with('[')).collect();
+    assert!(lines.len() >= 2, "{stdout}");
+    let mut last = (0, 0);
+    for line in &lines {
+        let now = (number(line, "jobs seen"), number(line, "deleted"));
+        assert!(
+            now.0 >= last.0 && now.1 >= last.1,
+            "fell: {line:?} after {last:?}"
+        );
+        last = now;
+    }
+    let final_line = lines[lines.len() - 1];
+    let expected = number(final_line, &format!("deleted {:>4}/", last.1));
+    assert_eq!(last.1, expected, "{final_line}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
