@@ -228,6 +228,72 @@ fn a_small_demo_passes_and_prints_its_summary() {
     }
 }
 
+/// Policies applied one after another while `run` runs (the managed overlay's controllers):
+/// at the default verbosity the log says once that v1/pods is watched and once per policy that
+/// it is ready — not "retention: watching" again for each, nor how the shared list restarts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn applying_policies_one_by_one_logs_what_an_operator_acts_on() {
+    use std::io::{BufRead, BufReader};
+    let sim = SimServer::start(SimConfig::default())
+        .await
+        .expect("start the sim");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let kubeconfig = dir.path().join("kubeconfig");
+    sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
+    let mut child = kube_gc()
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["--controllers=volcano-job-ttl,retention"])
+        .args(["--leader-elect=false", "--secure-port=0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start kube-gc");
+    let (lines, seen) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().expect("piped stderr");
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = lines.send(line);
+        }
+    });
+    let mut log = Vec::new();
+    let mut wait_for = |needle: &str| loop {
+        let line = seen
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("no {needle:?} in:\n{}", log.join("\n")));
+        log.push(line.clone());
+        if line.contains(needle) {
+            break;
+        }
+    };
+    wait_for("caches synced; starting workers\" controller=\"retention\"");
+    let policies = Gvr::new("kube-gc.io", "v1alpha1", "clusterretentionpolicies");
+    for team in ["a", "b", "c"] {
+        let policy = json!({"apiVersion": "kube-gc.io/v1alpha1", "kind": "ClusterRetentionPolicy",
+            "metadata": {"name": format!("ux-{team}")},
+            "spec": {"preset": "pods", "ttlSecondsAfterFinished": 3600,
+                "selector": {"matchLabels": {"team": team}}}});
+        sim.create(&policies, policy).expect("create the policy");
+        wait_for(&format!("ClusterRetentionPolicy ux-{team}\""));
+    }
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let status = child.wait().expect("kube-gc exits");
+    let _ = reader.join();
+    log.extend(seen.try_iter());
+    assert!(status.success(), "{status:?}");
+    let count = |needle: &str| log.iter().filter(|l| l.contains(needle)).count();
+    assert_eq!(
+        count("\"retention: watching\" resource=\"v1/pods\""),
+        1,
+        "{log:#?}"
+    );
+    assert_eq!(count("\"retention policy ready\""), 3, "{log:#?}");
+    assert_eq!(count("a subscriber joined"), 0, "{log:#?}");
+    sim.shutdown().await;
+}
+
 /// The demo's progress lines (one a second on a pipe): "jobs seen" and "deleted" never fall
 /// (they used to: "seen" was what the caches still held), and "deleted" ends at N/N, the owner
 /// trees' expired Jobs counted among the expected (it used to end above, at 229/226).
