@@ -171,7 +171,9 @@ pub async fn plan(
         .iter()
         .filter(|c| options.controllers.is_enabled(c.name))
     {
-        (covered.plan)(&cx, &mut found).await?;
+        (covered.plan)(&cx, &mut found)
+            .await
+            .map_err(|e| e.needed_by(covered.name))?;
     }
     // Each object once, at its earliest deletion — whether or not it falls in the window.
     let mut deletions = earliest_per_object(std::mem::take(&mut found.deletions), rfc3339);
