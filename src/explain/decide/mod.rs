@@ -8,7 +8,9 @@
 //! finalizers remain (or may remain: a source that does not know every finalizer never says
 //! none holds it); `unknown` when something it depends on could not be read (a missing finish
 //! time, a CEL error, an owner kind not served); else `keep`. Each controller says whether it
-//! governs the object and, when it does not, why. [`decide`] (`kube-gc explain`, from the
+//! governs the object and, when it does not, why; a controller not run here
+//! ([`decide_assuming`], `--controllers`) governs nothing, says who does its job instead, and
+//! what it would decide were it run. [`decide`] (`kube-gc explain`, from the
 //! facts gathered from the API) and `explain::live` (`/debug/explain`, from a running
 //! kube-gc's caches) both build [`Decision`]s with the functions of this module and reach the
 //! verdict through the same [`explanation`].
