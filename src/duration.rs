@@ -9,14 +9,31 @@
 
 use std::time::Duration;
 
-/// Why a duration string was refused.
+/// Why a duration string was refused: the input, what is wrong with it, and the units the
+/// flag takes (with or without `d`), so an operator who wrote `1w` learns what to write.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "invalid duration {input:?}: {reason} (expected Go syntax such as 30s, 1m30s, 1.5h, 300ms)"
-)]
+#[error("invalid duration {input:?}: {reason} (units: {units}; e.g. {examples})", units = units(*days), examples = examples(*days))]
 pub struct DurationError {
     input: String,
-    reason: &'static str,
+    reason: String,
+    days: bool,
+}
+
+/// The units a flag takes, as the error lists them.
+fn units(days: bool) -> &'static str {
+    if days {
+        "ns, us (or µs), ms, s, m, h, d"
+    } else {
+        "ns, us (or µs), ms, s, m, h"
+    }
+}
+
+fn examples(days: bool) -> &'static str {
+    if days {
+        "90m, 24h, 7d, 1d12h"
+    } else {
+        "30s, 1m30s, 1.5h, 300ms"
+    }
 }
 
 /// Parses a Go-style duration string.
@@ -53,9 +70,10 @@ pub fn format_duration(duration: Duration) -> String {
 }
 
 fn parse(input: &str, days: bool) -> Result<Duration, DurationError> {
-    let fail = |reason| DurationError {
+    let fail = |reason: &str| DurationError {
         input: input.to_owned(),
-        reason,
+        reason: reason.to_owned(),
+        days,
     };
     let s = input.trim();
     if s.is_empty() {
@@ -92,8 +110,8 @@ fn parse(input: &str, days: bool) -> Result<Duration, DurationError> {
             "m" => 60e9,
             "h" => 3600e9,
             "d" if days => 86_400e9,
-            "" => return Err(fail("missing unit")),
-            _ => return Err(fail("unknown unit")),
+            "" => return Err(fail(&format!("missing unit after {number}"))),
+            _ => return Err(fail(&format!("unknown unit {unit:?}"))),
         };
         total_nanos += value * nanos_per_unit;
         rest = next;
@@ -173,5 +191,23 @@ mod tests {
             let err = parse_duration(input).expect_err(input);
             assert!(err.to_string().contains("invalid duration"), "{err}");
         }
+    }
+
+    #[test]
+    fn a_refusal_names_the_unit_found_and_the_units_taken() {
+        let weeks = parse_duration_or_days("1w").expect_err("no weeks");
+        assert_eq!(
+            weeks.to_string(),
+            "invalid duration \"1w\": unknown unit \"w\" \
+             (units: ns, us (or µs), ms, s, m, h, d; e.g. 90m, 24h, 7d, 1d12h)"
+        );
+        let days = parse_duration("2d").expect_err("no days here");
+        assert!(
+            days.to_string()
+                .contains("unknown unit \"d\" (units: ns, us (or µs), ms, s, m, h;"),
+            "{days}"
+        );
+        let bare = parse_duration("1m30").expect_err("a bare number");
+        assert!(bare.to_string().contains("missing unit after 30"), "{bare}");
     }
 }

@@ -33,6 +33,7 @@ pub mod clock;
 pub mod controllers;
 pub mod demo;
 pub mod duration;
+pub mod error_chain;
 pub mod events;
 pub mod explain;
 pub mod leaderelection;

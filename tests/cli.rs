@@ -52,6 +52,39 @@ fn config_view_describes_the_connection_without_secrets() {
     assert!(!view.contains(&password), "the password leaked:\n{view}");
 }
 
+/// `kube-gc --help` lists `--kubeconfig`: it works before the subcommand, as kubectl's does.
+#[test]
+fn the_kubeconfig_goes_before_the_subcommand_too() {
+    let out = kube_gc()
+        .arg("--kubeconfig")
+        .arg(fixture("kubeconfig/credentials.yaml"))
+        .args(["--context", "basic", "config", "view"])
+        .output()
+        .expect("run kube-gc");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("basic auth as \"admin\""));
+}
+
+/// `plan` and `explain` take `run`'s `--controllers`, parsed alike: a list that enables
+/// nothing is refused before connecting, as `run` refuses it.
+#[test]
+fn plan_and_explain_take_runs_controllers() {
+    for command in [&["plan"][..], &["explain", "jobs/x"]] {
+        let out = kube_gc()
+            .args(command)
+            .args(["--controllers=-retention", "--kubeconfig"])
+            .arg(fixture("kubeconfig/credentials.yaml"))
+            .output()
+            .expect("run kube-gc");
+        assert_eq!(out.status.code(), Some(1), "{command:?}");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains("enables no controller") && err.contains("'*,-retention'"),
+            "{command:?}: {err}"
+        );
+    }
+}
+
 /// `kube-gc plan -o yaml | head -1`: a reader that went away ends the command quietly, as it
 /// ends kubectl, not with a panic (exit 101 and a backtrace).
 #[test]
@@ -61,6 +94,25 @@ fn output_to_a_reader_that_went_away_ends_quietly() {
     let out = kube_gc()
         .args(["config", "view", "--kubeconfig"])
         .arg(fixture("kubeconfig/credentials.yaml"))
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("run kube-gc");
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+/// The same for the simulated server's banner (`kube-gc sim | head -1`): it serves on, and
+/// ends when asked, with no panic.
+#[test]
+fn the_sim_banner_to_a_reader_that_went_away_ends_quietly() {
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = kube_gc()
+        .args(["sim", "--for", "100ms", "--kubeconfig-out"])
+        .arg(dir.path().join("kubeconfig"))
         .stdout(writer)
         .stderr(std::process::Stdio::piped())
         .output()
@@ -85,6 +137,24 @@ fn config_view_names_the_file_and_field_at_fault() {
             "context \"dev\" names user \"bob\", which is not in {}",
             path.display()
         )),
+        "{err}"
+    );
+}
+
+/// A duration in a unit the flag does not take is refused naming the unit found and the units
+/// it takes, so the operator learns what to write instead of guessing again.
+#[test]
+fn a_duration_in_an_unknown_unit_names_the_units_taken() {
+    let out = kube_gc()
+        .args(["plan", "--within", "1w"])
+        .output()
+        .expect("run kube-gc");
+    assert_eq!(out.status.code(), Some(2), "clap's usage error");
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(
+            "unknown unit \"w\" (units: ns, us (or µs), ms, s, m, h, d; e.g. 90m, 24h, 7d"
+        ),
         "{err}"
     );
 }

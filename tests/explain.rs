@@ -1,4 +1,4 @@
-//! `kube-gc explain` and `kube-gc plan` (issue 18) against the simulated API server: their
+//! `kube-gc explain` and `kube-gc plan` against the simulated API server: their
 //! verdicts are the controllers' (the same objects driven through both), they only read, they
 //! name what blocks a deletion down to the root cause, and bad input is one clear error.
 
@@ -118,11 +118,9 @@ async fn the_verdict_is_what_the_retention_controller_then_does() {
     assert_eq!(oldest.verdict, VerdictKind::DeleteNow, "{oldest:#?}");
     let retention = decision(&oldest, "retention");
     assert!(
-        retention
-            .details
-            .iter()
-            .any(|l| l
-                == "4th newest of 4 successful in its group (etl); limit 2: beyond it: deleted"),
+        retention.details.iter().any(|l| l
+            == "4th newest of 4 successful in its group, those labelled app=etl in \
+                    namespace data; limit 2: beyond it: deleted"),
         "{retention:#?}"
     );
     let newest = explain(&world, "pods", "data", "run-3").await.unwrap();
@@ -315,9 +313,9 @@ async fn plan_lists_what_goes_and_when_sorted_and_totalled() {
     let names: Vec<&str> = report.deletions.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(names, ["now", "soon"], "{report:#?}");
     assert_eq!(report.by_kind.get("Job"), Some(&2));
-    assert_eq!(report.hourly[0], ("now".to_owned(), 1));
-    assert_eq!(report.hourly[1], ("+0h".to_owned(), 0));
-    assert_eq!(report.hourly[2], ("+1h".to_owned(), 1));
+    assert_eq!(report.chart.buckets[0], ("now".to_owned(), 1));
+    assert_eq!(report.chart.buckets[1], ("+0h".to_owned(), 0));
+    assert_eq!(report.chart.buckets[2], ("+1h".to_owned(), 1));
     let text = kube_gc::explain::plan::text(&report);
     assert!(text.contains("2 deletions within 24h"), "{text}");
 }
@@ -448,8 +446,9 @@ async fn a_volcano_job_is_said_to_follow_volcanos_rules() {
     );
 }
 
-/// `plan`'s rough edges (issue 30, item 3): what kube-gc keeps for a problem and the policies
-/// that delete nothing are listed; a due deletion has a time in JSON; an empty plan is one line.
+/// `plan`'s rough edges: what kube-gc keeps for a problem and the policies that delete nothing
+/// are listed; a due deletion has a time in JSON; an empty plan is one line under the
+/// controllers it assumed.
 #[tokio::test(start_paused = true)]
 async fn plan_lists_what_is_kept_for_a_problem_and_broken_policies() {
     let world = world().await;
@@ -464,7 +463,8 @@ async fn plan_lists_what_is_kept_for_a_problem_and_broken_policies() {
         .unwrap();
     assert_eq!(
         kube_gc::explain::plan::text(&empty),
-        "No deletions within 24h.\n"
+        "Assuming kube-gc runs: ttl-after-finished, volcano-job-ttl, retention, \
+         garbagecollector (--controllers)\n\nNo deletions within 24h.\n"
     );
 
     create_job(sim, "due", Some(0), Some(world.now()));

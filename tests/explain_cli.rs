@@ -73,12 +73,14 @@ async fn explain_and_plan_answer_as_an_operator_reads_them() {
             .unwrap();
     assert!(plan.status.success(), "{}", text(&plan.stderr));
     let plan = text(&plan.stdout);
+    // What it assumed first, then the table.
     assert!(
-        plan.lines().next().unwrap_or("").starts_with("KIND"),
+        plan.starts_with("Assuming kube-gc runs: ttl-after-finished, volcano-job-ttl, ")
+            && plan.contains("\n\nKIND "),
         "{plan}"
     );
     assert!(
-        plan.contains("done") && plan.contains("1 deletions within 2h"),
+        plan.contains("done") && plan.contains("\n1 deletion within 2h\n"),
         "{plan}"
     );
 
@@ -100,6 +102,36 @@ async fn explain_and_plan_answer_as_an_operator_reads_them() {
         text(&missing.stderr).trim(),
         "kube-gc: jobs.batch \"nope\" not found in namespace \"default\""
     );
+}
+
+/// A selector matching nothing says so as kubectl does — "No resources found in default
+/// namespace." on standard error, exit 0 — instead of printing nothing; as data, an empty list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_selector_matching_nothing_says_no_resources_found() {
+    let sim = SimServer::start(SimConfig::default())
+        .await
+        .expect("start the sim");
+    let kubeconfig = Kubeconfig::for_sim(&sim);
+    create_expired_job(&sim, "done");
+    let (text_out, json_out) = tokio::task::spawn_blocking(move || {
+        (
+            kube_gc(&kubeconfig, &["explain", "jobs", "-l", "nothing=1"]),
+            kube_gc(
+                &kubeconfig,
+                &["explain", "jobs", "-l", "nothing=1", "-o", "json"],
+            ),
+        )
+    })
+    .await
+    .unwrap();
+    assert!(text_out.status.success(), "{}", text(&text_out.stderr));
+    assert_eq!(text(&text_out.stdout), "");
+    assert_eq!(
+        text(&text_out.stderr),
+        "No resources found in default namespace.\n"
+    );
+    assert!(json_out.status.success(), "{}", text(&json_out.stderr));
+    assert_eq!(text(&json_out.stdout), "[]\n");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

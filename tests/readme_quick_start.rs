@@ -133,7 +133,8 @@ fn the_readme_quick_start_works_as_typed() {
     );
     // The simulated server starts with a few sample Jobs, some with a TTL.
     let printed = String::from_utf8_lossy(&plan.stdout);
-    assert!(printed.starts_with("KIND "), "{printed}");
+    assert!(printed.starts_with("Assuming kube-gc runs: "), "{printed}");
+    assert!(printed.contains("\n\nKIND "), "{printed}");
     assert!(printed.contains(" deletions within 24h\n"), "{printed}");
     drop(server);
 }

@@ -19,7 +19,7 @@ pub enum ConfigCommand {
 }
 
 /// Where to find the cluster, as kube-controller-manager and kubectl name these flags.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Default, Args)]
 pub struct ConnectionArgs {
     /// Path to a kubeconfig file. Without it: $KUBECONFIG, then ~/.kube/config, then in-cluster.
     #[arg(long, value_name = "FILE")]

@@ -60,13 +60,13 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
         burst: args.kube_api_burst,
         progress: !args.no_progress,
     };
-    println!(
-        "kube-gc demo: {} Jobs, {} Volcano Jobs, a few owner trees, {} standalone Pods and Tekton PipelineRuns under retention policies on a simulated API server; the TTL controllers, the garbage collector and the retention controller run against it over HTTP.",
+    // The demo goes on for a reader that went away: its verdict is its exit status.
+    let _ = super::output::print(&format!(
+        "kube-gc demo: {} Jobs, {} Volcano Jobs, a few owner trees, {} standalone Pods and Tekton PipelineRuns under retention policies on a simulated API server; the TTL controllers, the garbage collector and the retention controller run against it over HTTP.\n",
         args.jobs, args.volcano_jobs, args.pods
-    );
+    ));
     let summary = crate::demo::run(options).await?;
-    println!();
-    print!("{summary}");
+    let _ = super::output::print(&format!("\n{summary}"));
     if summary.passed() {
         Ok(())
     } else {

@@ -1,6 +1,7 @@
 //! `kube-gc explain TYPE/NAME` and `kube-gc plan`: read-only answers from the same decisions
-//! the controllers make (`crate::explain`). Both connect as `kube-gc run` does, need no running
-//! kube-gc, send only GET and LIST, and fail with one line naming what was asked.
+//! the controllers make (`crate::explain`). Both connect as `kube-gc run` does, take its
+//! `--controllers` to assume what the install runs, need no running kube-gc, send only GET and
+//! LIST, and fail with one line naming what was asked.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -14,7 +15,10 @@ use crate::client::config::{ClientConfig, ConfigError, Environment, LoadOptions}
 use crate::client::{Api, BuildError, Client, ClientOptions, Discovery, ListParams};
 
 use crate::explain::plan::{plan, text as plan_text, PlanOptions};
-use crate::explain::{decide, gather, render, resolve, ExplainTarget, Explanation, GatherError};
+use crate::explain::{
+    decide_assuming, gather, render, resolve, Assumed, ExplainTarget, Explanation, GatherError,
+};
+use crate::manager::{ControllerSelection, SelectionError};
 
 /// How to print.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
@@ -46,6 +50,10 @@ pub struct ExplainArgs {
     /// text, json or yaml.
     #[arg(short = 'o', long, value_enum, default_value_t = Output::Text)]
     pub output: Output,
+    /// The controllers the install runs, as `kube-gc run --controllers` takes them (the
+    /// managed overlay: volcano-job-ttl,retention): the others decide nothing here.
+    #[arg(long, value_name = "NAMES", value_delimiter = ',', default_value = "*")]
+    pub controllers: Vec<String>,
     #[command(flatten)]
     pub connection: ConnectionArgs,
 }
@@ -65,6 +73,10 @@ pub struct PlanArgs {
     /// text or json (yaml too).
     #[arg(short = 'o', long, value_enum, default_value_t = Output::Text)]
     pub output: Output,
+    /// The controllers the install runs, as `kube-gc run --controllers` takes them (the
+    /// managed overlay: volcano-job-ttl,retention): only their deletions are planned.
+    #[arg(long, value_name = "NAMES", value_delimiter = ',', default_value = "*")]
+    pub controllers: Vec<String>,
     #[command(flatten)]
     pub connection: ConnectionArgs,
 }
@@ -75,6 +87,9 @@ pub enum ExplainError {
     /// The command line names no object.
     #[error("{0}")]
     Usage(String),
+    /// `--controllers` names something unknown, or enables nothing.
+    #[error(transparent)]
+    Controllers(#[from] SelectionError),
     /// The configuration could not be loaded.
     #[error(transparent)]
     Config(#[from] ConfigError),
@@ -115,18 +130,42 @@ async fn connect(connection: &ConnectionArgs) -> Result<(Client, Discovery), Exp
 
 /// Runs `kube-gc explain`.
 pub async fn run_explain(args: ExplainArgs) -> Result<(), ExplainError> {
+    let running = ControllerSelection::parse(&args.controllers)?;
     let (client, discovery) = connect(&args.connection).await?;
     let namespace = args
         .namespace
         .clone()
         .unwrap_or_else(|| client.default_namespace().to_owned());
-    let targets = targets(&args, &client, &discovery, &namespace).await?;
+    let Targets { targets, scope } = targets(&args, &client, &discovery, &namespace).await?;
+    if targets.is_empty() {
+        return print_none(scope.as_deref(), args.output);
+    }
     let now = chrono::Utc::now();
+    let assumed = Assumed::of(&running).lines("explain");
     let mut explanations = Vec::new();
     for target in &targets {
-        explanations.push(decide(&gather(&client, &discovery, target).await?, now));
+        let gathered = gather(&client, &discovery, target).await?;
+        let mut explained = decide_assuming(&gathered, &running, now);
+        explained.notes.extend(assumed.iter().cloned());
+        explanations.push(explained);
     }
     print(&explanations, args.output)
+}
+
+/// The objects the command line names.
+struct Targets {
+    targets: Vec<ExplainTarget>,
+    /// The namespace they were looked for in, for a namespaced type chosen by a selector.
+    scope: Option<String>,
+}
+
+impl From<Vec<ExplainTarget>> for Targets {
+    fn from(targets: Vec<ExplainTarget>) -> Self {
+        Targets {
+            targets,
+            scope: None,
+        }
+    }
 }
 
 /// What the command line names.
@@ -135,9 +174,9 @@ async fn targets(
     client: &Client,
     discovery: &Discovery,
     namespace: &str,
-) -> Result<Vec<ExplainTarget>, ExplainError> {
+) -> Result<Targets, ExplainError> {
     if let Some(path) = &args.filename {
-        return from_file(path, discovery, namespace);
+        return from_file(path, discovery, namespace).map(Targets::from);
     }
     let (type_, name) = match args.target.as_slice() {
         [one] => match one.split_once('/') {
@@ -152,11 +191,12 @@ async fn targets(
         }
     };
     if let Some(name) = name {
-        return Ok(vec![ExplainTarget {
+        let target = ExplainTarget {
             type_,
             name,
             namespace: namespace.to_owned(),
-        }]);
+        };
+        return Ok(Targets::from(vec![target]));
     }
     let Some(selector) = &args.selector else {
         return Err(ExplainError::Usage(format!(
@@ -180,7 +220,7 @@ async fn targets(
             what: format!("list {} -l {selector}", resource.path_name()),
             source,
         })?;
-    Ok(list
+    let targets = list
         .items
         .into_iter()
         .filter_map(|o| o.metadata.name)
@@ -189,7 +229,28 @@ async fn targets(
             name,
             namespace: namespace.to_owned(),
         })
-        .collect())
+        .collect();
+    Ok(Targets {
+        targets,
+        scope: resource.namespaced.then(|| namespace.to_owned()),
+    })
+}
+
+/// Nothing matched: as kubectl says it — on standard error for a terminal ("No resources
+/// found in default namespace."), an empty list as data.
+fn print_none(scope: Option<&str>, output: Output) -> Result<(), ExplainError> {
+    match output {
+        Output::Text => {
+            output::eprint(&match scope {
+                Some(namespace) => format!("No resources found in {namespace} namespace.\n"),
+                None => "No resources found\n".to_owned(),
+            });
+            Ok(())
+        }
+        Output::Json | Output::Yaml => {
+            output::print("[]\n").map_err(|e| ExplainError::Print(e.to_string()))
+        }
+    }
 }
 
 fn from_file(
@@ -265,11 +326,13 @@ fn print(explanations: &[Explanation], output: Output) -> Result<(), ExplainErro
 
 /// Runs `kube-gc plan`.
 pub async fn run_plan(args: PlanArgs) -> Result<(), ExplainError> {
+    let controllers = ControllerSelection::parse(&args.controllers)?;
     let (client, discovery) = connect(&args.connection).await?;
     let options = PlanOptions {
         within: args.within,
         namespace: args.namespace.clone(),
         selector: args.selector.clone(),
+        controllers,
     };
     let report = plan(&client, &discovery, &options, chrono::Utc::now()).await?;
     let text = match args.output {

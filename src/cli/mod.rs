@@ -19,7 +19,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 pub use crate::duration::{parse_duration, DurationError};
-pub use logging::{LogFormat, LoggingArgs};
+pub use logging::{LogFormat, LogSink, LoggingArgs};
 
 /// kube-gc: a standalone Kubernetes garbage collector.
 ///
@@ -63,6 +63,78 @@ enum Command {
     Plan(explain::PlanArgs),
 }
 
+impl Cli {
+    /// Hands connection flags given before the subcommand to it (see [`parse_command_line`]).
+    fn hoist_connection(&mut self) -> Result<(), String> {
+        let Some(command) = &mut self.command else {
+            return Ok(()); // `run` by default: the flags are already its own.
+        };
+        let before = std::mem::take(&mut self.run.connection);
+        let named = command.name();
+        let Some(after) = command.connection_mut() else {
+            return match (&before.kubeconfig, &before.context) {
+                (None, None) => Ok(()),
+                (Some(_), _) => Err(format!(
+                    "--kubeconfig: `kube-gc {named}` connects to no cluster"
+                )),
+                (None, Some(_)) => Err(format!(
+                    "--context: `kube-gc {named}` connects to no cluster"
+                )),
+            };
+        };
+        after.kubeconfig = one_of(
+            "kubeconfig",
+            named,
+            before.kubeconfig,
+            after.kubeconfig.take(),
+        )?;
+        after.context = one_of("context", named, before.context, after.context.take())?;
+        Ok(())
+    }
+}
+
+/// The value of `--flag`, given before or after the subcommand, or both times alike.
+fn one_of<T: PartialEq + std::fmt::Debug>(
+    flag: &str,
+    subcommand: &str,
+    before: Option<T>,
+    after: Option<T>,
+) -> Result<Option<T>, String> {
+    match (before, after) {
+        (Some(a), Some(b)) if a != b => Err(format!(
+            "--{flag} given twice, before and after `{subcommand}`, as {a:?} and {b:?}: give it once"
+        )),
+        (before, after) => Ok(after.or(before)),
+    }
+}
+
+impl Command {
+    /// The subcommand as typed.
+    fn name(&self) -> &'static str {
+        match self {
+            Command::Run(_) => "run",
+            Command::Demo(_) => "demo",
+            Command::Sim(_) => "sim",
+            Command::Config(_) => "config",
+            Command::Record(_) => "record",
+            Command::Explain(_) => "explain",
+            Command::Plan(_) => "plan",
+        }
+    }
+
+    /// Its connection flags, if it connects to a cluster.
+    fn connection_mut(&mut self) -> Option<&mut config::ConnectionArgs> {
+        match self {
+            Command::Run(args) => Some(&mut args.connection),
+            Command::Explain(args) => Some(&mut args.connection),
+            Command::Plan(args) => Some(&mut args.connection),
+            Command::Record(args) => Some(&mut args.connection),
+            Command::Config(config::ConfigCommand::View(args)) => Some(args),
+            Command::Demo(_) | Command::Sim(_) => None,
+        }
+    }
+}
+
 /// A subcommand's failure, printed by [`main`] before exiting non-zero.
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
@@ -92,14 +164,21 @@ pub enum CliError {
     Output(#[source] std::io::Error),
 }
 
+/// The flags saying where the cluster is: before a subcommand they are the subcommand's, as
+/// kubectl's `--kubeconfig` is (`kube-gc --kubeconfig k plan`).
+const CONNECTION_FLAGS: [&str; 2] = ["kubeconfig", "context"];
+
 /// Parses a command line. The logging flags are global: they go before or after the
-/// subcommand (`kube-gc -v=4 run`). `run`'s own flags may stand without the subcommand
-/// (`kube-gc --kubeconfig k`, the default command) but not before another one, where they would
-/// be silently ignored.
+/// subcommand (`kube-gc -v=4 run`). So do the connection flags, for every subcommand that
+/// connects to a cluster (`kube-gc --kubeconfig k run`). `run`'s other flags may stand without
+/// the subcommand (`kube-gc --dry-run`, the default command) but not before another one, where
+/// they would be silently ignored.
 ///
 /// # Errors
 ///
-/// What clap says of a malformed command line, and a flag of `run` given before a subcommand.
+/// What clap says of a malformed command line; a flag of `run` given before a subcommand; a
+/// connection flag before a subcommand that does not connect, or given before and after the
+/// subcommand with different values.
 pub fn parse_command_line<I, T>(args: I) -> Result<Cli, clap::Error>
 where
     I: IntoIterator<Item = T>,
@@ -109,23 +188,27 @@ where
     use clap::{CommandFactory, FromArgMatches};
     let mut command = Cli::command();
     let matches = command.try_get_matches_from_mut(args)?;
+    let conflict =
+        |message: String| Cli::command().error(clap::error::ErrorKind::ArgumentConflict, message);
     if let Some((subcommand, _)) = matches.subcommand() {
         let misplaced = command
             .get_arguments()
             .filter(|arg| !arg.is_global_set())
+            .filter(|arg| !CONNECTION_FLAGS.contains(&arg.get_id().as_str()))
             .find(|arg| {
                 matches.value_source(arg.get_id().as_str()) == Some(ValueSource::CommandLine)
             });
         if let Some(arg) = misplaced {
             let flag = arg.get_long().unwrap_or(arg.get_id().as_str());
-            let message = format!(
+            return Err(conflict(format!(
                 "--{flag} is a flag of `kube-gc run`: put it after `{subcommand}` (if that \
                  command takes it), or leave the subcommand out to run"
-            );
-            return Err(command.error(clap::error::ErrorKind::ArgumentConflict, message));
+            )));
         }
     }
-    Cli::from_arg_matches(&matches)
+    let mut cli = Cli::from_arg_matches(&matches)?;
+    cli.hoist_connection().map_err(conflict)?;
+    Ok(cli)
 }
 
 /// Entry point of the binary: parse, log, run, map the outcome to an exit code.
@@ -135,27 +218,28 @@ pub fn main() -> ExitCode {
         Err(error) => error.exit(),
     };
     let command = cli.command.unwrap_or(Command::Run(cli.run));
-    if matches!(command, Command::Demo(_)) {
-        cli.logging.install_quiet();
+    let log = if matches!(command, Command::Demo(_)) {
+        cli.logging.install_quiet()
     } else {
-        cli.logging.install();
-    }
-    match run(command) {
+        cli.logging.install()
+    };
+    match run(command, log) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("kube-gc: {}", error_chain(&err));
+            output::eprint(&format!("kube-gc: {}\n", crate::error_chain::chain(&err)));
             ExitCode::FAILURE
         }
     }
 }
 
-fn run(command: Command) -> Result<(), CliError> {
+/// Runs `command`; `log` is where its log lines go (`run` stops when nobody reads them).
+fn run(command: Command, log: LogSink) -> Result<(), CliError> {
     match command {
         // Loading a configuration is blocking file I/O and needs no async runtime.
         Command::Config(config_command) => config::run(&config_command)?,
         Command::Sim(args) => async_runtime()?.block_on(sim::run(args))?,
         Command::Record(args) => async_runtime()?.block_on(record::run(args))?,
-        Command::Run(args) => async_runtime()?.block_on(run::run(*args))?,
+        Command::Run(args) => async_runtime()?.block_on(run::run(*args, log))?,
         Command::Demo(args) => async_runtime()?.block_on(demo::run(args))?,
         Command::Explain(args) => async_runtime()?.block_on(explain::run_explain(args))?,
         Command::Plan(args) => async_runtime()?.block_on(explain::run_plan(args))?,
@@ -168,21 +252,6 @@ fn async_runtime() -> Result<tokio::runtime::Runtime, CliError> {
         .enable_all()
         .build()
         .map_err(CliError::Runtime)
-}
-
-/// "outer: inner: innermost", so the cause of a failure is never hidden behind its context.
-fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]
@@ -212,6 +281,54 @@ mod tests {
                 .to_string()
                 .contains("--dry-run is a flag of `kube-gc run`"),
             "{error}"
+        );
+    }
+
+    #[test]
+    fn connection_flags_go_before_or_after_any_subcommand_that_connects() {
+        let connection = |args: &[&str]| {
+            let mut cli = parse_command_line(args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+            let command = cli.command.as_mut().expect("a subcommand");
+            let connection = command.connection_mut().expect("it connects").clone();
+            (connection.kubeconfig, connection.context)
+        };
+        let k = Some(std::path::PathBuf::from("k"));
+        for args in [
+            &["kube-gc", "--kubeconfig", "k", "run"][..],
+            &["kube-gc", "run", "--kubeconfig", "k"],
+            &["kube-gc", "--kubeconfig=k", "plan"],
+            &["kube-gc", "--kubeconfig", "k", "explain", "jobs/x"],
+            &[
+                "kube-gc",
+                "--kubeconfig",
+                "k",
+                "record",
+                "--resource",
+                "jobs",
+            ],
+            &["kube-gc", "--kubeconfig", "k", "config", "view"],
+            &["kube-gc", "--kubeconfig", "k", "run", "--kubeconfig", "k"],
+        ] {
+            assert_eq!(connection(args), (k.clone(), None), "{args:?}");
+        }
+        assert_eq!(
+            connection(&["kube-gc", "--context", "c", "plan", "--kubeconfig", "k"]),
+            (k, Some("c".to_owned()))
+        );
+        let twice =
+            parse_command_line(["kube-gc", "--kubeconfig", "a", "plan", "--kubeconfig", "b"])
+                .expect_err("two files");
+        assert!(
+            twice.to_string().contains("--kubeconfig given twice"),
+            "{twice}"
+        );
+        let nowhere =
+            parse_command_line(["kube-gc", "--kubeconfig", "k", "demo"]).expect_err("demo");
+        assert!(
+            nowhere
+                .to_string()
+                .contains("`kube-gc demo` connects to no cluster"),
+            "{nowhere}"
         );
     }
 

@@ -108,7 +108,7 @@ pub async fn run(args: RecordArgs) -> Result<(), RecordError> {
     let redact = resource.group.is_empty() && resource.plural == "secrets";
     let out = std::io::LineWriter::new(std::io::stdout());
     let summary = record(client, url, redact, args.duration, out).await?;
-    eprintln!("kube-gc: recorded {summary}");
+    super::output::eprint(&format!("kube-gc: recorded {summary}\n"));
     Ok(())
 }
 

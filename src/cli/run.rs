@@ -24,7 +24,6 @@
 //!   does — a restarted process competes again from scratch.
 //! - A controller failing: the others are stopped and the process exits 1.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,6 +32,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
+use super::config::ConnectionArgs;
+use super::logging::LogSink;
 use crate::client::config::{
     Auth, ClientConfig, ConfigError, Environment, LoadOptions, Origin, SystemRoots, TlsSettings,
 };
@@ -47,7 +48,7 @@ use crate::leaderelection::{
 };
 use crate::manager::{
     ControllerFailed, ControllerSelection, ControllerSet, Manager, ManagerError, ManagerOptions,
-    Readiness, UnknownController, DEFAULT_GC_WORKERS, DEFAULT_RETENTION_WORKERS,
+    Readiness, SelectionError, DEFAULT_GC_WORKERS, DEFAULT_RETENTION_WORKERS,
     DEFAULT_TERMINATED_POD_THRESHOLD, KNOWN_CONTROLLERS,
 };
 use crate::metrics::Metrics;
@@ -60,13 +61,8 @@ const COMPONENT: &str = "kube-gc";
 /// Flags of `kube-gc run`.
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// Path to a kubeconfig file. Without it: $KUBECONFIG, then ~/.kube/config, then in-cluster.
-    #[arg(long, value_name = "FILE")]
-    pub kubeconfig: Option<PathBuf>,
-
-    /// The kubeconfig context to use instead of its current-context.
-    #[arg(long, value_name = "NAME")]
-    pub context: Option<String>,
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
 
     /// The API server's address; overrides the kubeconfig's server.
     #[arg(long, value_name = "URL")]
@@ -150,9 +146,9 @@ pub struct RunArgs {
 /// Why `kube-gc run` stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    /// `--controllers` names something unknown.
+    /// `--controllers` names something unknown, or enables nothing.
     #[error(transparent)]
-    Controllers(#[from] UnknownController),
+    Controllers(#[from] SelectionError),
     /// No usable connection configuration.
     #[error(transparent)]
     Config(#[from] ConfigError),
@@ -183,6 +179,10 @@ pub enum RunError {
         #[source]
         source: crate::client::Error,
     },
+    /// Nobody reads the log any more (`kube-gc run 2>&1 | head -1`): the controllers were
+    /// stopped as on SIGTERM rather than run on with nobody told what they do.
+    #[error("the log's reader went away; stopped")]
+    LogClosed,
     /// A task of the process ended abnormally (a panic).
     #[error("the {task} task ended abnormally: {source}")]
     Task {
@@ -196,7 +196,7 @@ pub enum RunError {
 
 impl RunArgs {
     /// The manager's options from the flags.
-    pub fn manager_options(&self) -> Result<ManagerOptions, UnknownController> {
+    pub fn manager_options(&self) -> Result<ManagerOptions, SelectionError> {
         Ok(ManagerOptions {
             controllers: ControllerSelection::parse(&self.controllers)?,
             namespace: self.namespace.clone(),
@@ -227,8 +227,8 @@ impl RunArgs {
     /// server replaced by `--master`; `--master` alone connects anonymously.
     fn client_config(&self) -> Result<ClientConfig, ConfigError> {
         let options = LoadOptions {
-            kubeconfig: self.kubeconfig.clone(),
-            context: self.context.clone(),
+            kubeconfig: self.connection.kubeconfig.clone(),
+            context: self.connection.context.clone(),
         };
         match (
             ClientConfig::load(&options, &Environment::from_process()),
@@ -267,8 +267,9 @@ fn anonymous_config(server: Url) -> ClientConfig {
     }
 }
 
-/// Runs `kube-gc run` (see the module documentation).
-pub async fn run(args: RunArgs) -> Result<(), RunError> {
+/// Runs `kube-gc run` (see the module documentation) until a signal, or until nobody reads
+/// `log` any more.
+pub async fn run(args: RunArgs, log: LogSink) -> Result<(), RunError> {
     let options = args.manager_options()?;
     let config = args.client_config()?;
     let identity = unique_identity(&hostname());
@@ -281,6 +282,7 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
 
     let shutdown = CancellationToken::new();
     let signals = handle_signals(shutdown.clone()).map_err(RunError::Signals)?;
+    let log_gone = stop_when_closed(log.clone(), shutdown.clone());
     // The server and the Event writer outlive the controllers: they stop last, on any path.
     let services = CancellationToken::new();
     let _stop_services = services.clone().drop_guard();
@@ -333,13 +335,25 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
 
     services.cancel();
     signals.abort();
+    log_gone.abort();
     if let Some(events) = events {
         let _ = events.await;
     }
     server.stopped().await;
     result?;
+    if log.is_closed() {
+        return Err(RunError::LogClosed);
+    }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Stops the run (as SIGTERM does: drained, the Lease released) once nobody reads `log`.
+fn stop_when_closed(log: LogSink, shutdown: CancellationToken) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        log.closed().await;
+        shutdown.cancel();
+    })
 }
 
 /// A 401 or 403: the server refuses these credentials, or what they may do.
@@ -395,11 +409,7 @@ fn lease_name(controllers: &ControllerSelection) -> String {
     if *controllers == ControllerSelection::default() {
         return DEFAULT_LEASE_NAME.to_owned();
     }
-    let running: Vec<&str> = KNOWN_CONTROLLERS
-        .into_iter()
-        .filter(|name| controllers.is_enabled(name))
-        .collect();
-    format!("{DEFAULT_LEASE_NAME}.{}", running.join("."))
+    format!("{DEFAULT_LEASE_NAME}.{}", controllers.enabled().join("."))
 }
 
 /// `/readyz`'s checks: the API server answers (else for how long it has not, and how), the

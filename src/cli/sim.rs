@@ -114,6 +114,9 @@ pub enum SimCommandError {
     /// Waiting for Ctrl-C failed.
     #[error("cannot listen for Ctrl-C")]
     Signal(#[source] std::io::Error),
+    /// The banner could not be written (not to a reader that went away: that is no error).
+    #[error("cannot write the banner")]
+    Output(#[source] std::io::Error),
 }
 
 /// Runs the server until Ctrl-C or `--for`.
@@ -146,7 +149,8 @@ pub async fn run(args: SimArgs) -> Result<(), SimCommandError> {
     // Installed before the banner invites `kill -HUP`: until a handler is installed, SIGHUP's
     // default action ends the process.
     let signals = Signals::install()?;
-    print_banner(&server, &kubeconfig, args.run_for);
+    super::output::print(&banner(&server, &kubeconfig, args.run_for))
+        .map_err(SimCommandError::Output)?;
 
     let outcome = serve_until_stopped(&server, signals, args.run_for).await;
     server.shutdown().await;
@@ -168,29 +172,36 @@ fn write_kubeconfig(server: &SimServer, path: &Path) -> Result<(), SimCommandErr
         })
 }
 
-fn print_banner(server: &SimServer, kubeconfig: &Path, run_for: Option<Duration>) {
+/// What the server is and how to reach it, as printed once it serves.
+fn banner(server: &SimServer, kubeconfig: &Path, run_for: Option<Duration>) -> String {
     let kubeconfig = kubeconfig.display();
-    println!("kube-gc simulated API server listening on {}", server.url());
-    println!("kubeconfig written to {kubeconfig}");
-    println!();
-    println!("Try, from another terminal:");
-    println!("  kubectl --kubeconfig {kubeconfig} get jobs -A");
-    println!("  kubectl --kubeconfig {kubeconfig} get --raw '/apis/batch/v1/jobs?watch=1&timeoutSeconds=5'");
-    println!();
-    println!(
-        "This runs the simulated API server only; it collects no garbage itself. To run the \
-         controllers against it:"
-    );
-    println!("  kube-gc run --kubeconfig {kubeconfig} --leader-elect=false");
-    println!(
-        "kill -HUP {pid} restarts the API server (watches from older versions then get 410); \
-         kill -USR1 {pid} compacts etcd.",
+    let until = match run_for {
+        Some(limit) => format!("Stopping after {limit:?} (or on Ctrl-C)."),
+        None => "Ctrl-C stops it.".to_owned(),
+    };
+    format!(
+        "kube-gc simulated API server listening on {url}\n\
+         kubeconfig written to {kubeconfig}\n\
+         \n\
+         Try, from another terminal:\n\
+         \x20 kubectl --kubeconfig {kubeconfig} get jobs -A\n\
+         \x20 kubectl --kubeconfig {kubeconfig} get --raw '/apis/batch/v1/jobs?watch=1&timeoutSeconds=5'\n\
+         \n\
+         This runs the simulated API server only; it collects no garbage itself. To run the \
+         controllers against it:\n\
+         \x20 kube-gc run --kubeconfig {kubeconfig} --leader-elect=false\n\
+         kill -HUP {pid} restarts the API server (watches from older versions then get 410); \
+         kill -USR1 {pid} compacts etcd.\n\
+         {until}\n",
+        url = server.url(),
         pid = std::process::id()
-    );
-    match run_for {
-        Some(limit) => println!("Stopping after {limit:?} (or on Ctrl-C)."),
-        None => println!("Ctrl-C stops it."),
-    }
+    )
+}
+
+/// A line about a signal handled. The server goes on serving its clients whether or not
+/// anybody still reads its standard output.
+fn say(line: &str) {
+    let _ = super::output::print(&format!("{line}\n"));
 }
 
 /// The signals `kube-gc sim` answers besides Ctrl-C: SIGHUP (restart) and SIGUSR1 (compact).
@@ -232,11 +243,11 @@ async fn serve_until_stopped(
             () = &mut deadline => return Ok(()),
             Some(()) = hangup.recv() => {
                 server.restart();
-                println!("SIGHUP: API server restarted at resourceVersion {}", server.resource_version());
+                say(&format!("SIGHUP: API server restarted at resourceVersion {}", server.resource_version()));
             }
             Some(()) = user1.recv() => {
                 server.compact();
-                println!("SIGUSR1: etcd compacted to resourceVersion {}", server.resource_version());
+                say(&format!("SIGUSR1: etcd compacted to resourceVersion {}", server.resource_version()));
             }
         }
     }

@@ -9,6 +9,10 @@
 //!   from the HTTP code otherwise — the rule client-go's `IsNotFound` & co. follow.
 //! - A watch `ERROR` event's Status converts into the same error (`Error::from(status)`), so a
 //!   410 on a watch and a 410 on a list are handled by the same `is_gone()`.
+//! - An error from below (the transport, a credential plugin) prints its whole chain of causes
+//!   ([`chain`]): "error sending request" alone tells an operator nothing, "… tcp connect
+//!   error: Connection refused" does. Every log line and message built from an [`Error`] then
+//!   carries the cause.
 //! - Controllers ask questions instead of matching variants: `err.is_not_found()`,
 //!   `err.is_conflict()`, `err.is_gone()`, `err.retry_after()`, `err.is_retryable()`,
 //!   `err.is_unavailable()`.
@@ -20,6 +24,7 @@ use http::header::{HeaderMap, RETRY_AFTER};
 
 use super::availability::status_says_unavailable;
 use crate::api::{Status, StatusReason, CAUSE_RESOURCE_VERSION_TOO_LARGE};
+use crate::error_chain::chain;
 
 /// A boxed error from a lower layer (HTTP client, I/O, timer).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -34,14 +39,14 @@ pub enum Error {
     #[error(transparent)]
     Api(Box<ApiError>),
     /// No answer in time.
-    #[error("request to the API server timed out: {source}")]
+    #[error("request to the API server timed out: {}", chain(source.as_ref()))]
     Timeout {
         /// What timed out.
         #[source]
         source: BoxError,
     },
     /// The connection could not be made, or broke while the response was being read.
-    #[error("connection to the API server failed: {source}")]
+    #[error("connection to the API server failed: {}", chain(source.as_ref()))]
     Connection {
         /// The transport's error.
         #[source]
@@ -49,7 +54,7 @@ pub enum Error {
     },
     /// The request could not be built or sent, for a reason retrying will not fix (a bad URL,
     /// a redirect loop).
-    #[error("request could not be sent: {source}")]
+    #[error("request could not be sent: {}", chain(source.as_ref()))]
     Request {
         /// The HTTP client's error.
         #[source]
@@ -91,7 +96,7 @@ pub enum Error {
     },
     /// No credential could be produced for the request (token file unreadable, exec plugin
     /// failed).
-    #[error("no credentials for the request: {source}")]
+    #[error("no credentials for the request: {}", chain(source.as_ref()))]
     Auth {
         /// The credential source's error.
         #[source]
@@ -640,6 +645,27 @@ mod tests {
         assert!(s.ends_with("… (600 bytes)"), "{s}");
         assert!(s.chars().all(|c| c != '\u{FFFD}'));
         assert_eq!(snippet(b"short"), "short");
+    }
+
+    #[test]
+    fn a_transport_error_says_its_cause() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("error sending request for url (https://127.0.0.1:1/api)")]
+        struct Sending(#[source] std::io::Error);
+        let refused = std::io::Error::new(
+            std::io::ErrorKind::ConnectionRefused,
+            "tcp connect error: Connection refused (os error 111)",
+        );
+        let error = Error::Connection {
+            source: Box::new(Sending(refused)),
+        };
+        assert_eq!(
+            error.to_string(),
+            "connection to the API server failed: error sending request for url \
+             (https://127.0.0.1:1/api): tcp connect error: Connection refused (os error 111)"
+        );
+        // Printed as a chain again (the CLI's last line), the cause is not repeated.
+        assert_eq!(crate::error_chain::chain(&error), error.to_string());
     }
 
     #[test]

@@ -21,6 +21,9 @@ use std::sync::Arc;
 /// A controller's progress at one moment, for progress displays.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Progress {
+    /// Objects its cache has taken in so far — each once, a re-created one again: it only
+    /// grows, where `cached` falls as objects are deleted.
+    pub seen: u64,
     /// Objects in its cache.
     pub cached: usize,
     /// Objects it is waiting on (a TTL not expired yet).

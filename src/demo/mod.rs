@@ -152,10 +152,13 @@ async fn run_against(
     let controllers = manager.start().await?;
 
     let start = Instant::now();
+    // Every deletion the TTL controllers are to make: the workload's, and the owner trees'
+    // expired Jobs (whose Pods the garbage collector then deletes).
     let expected = planned
         .iter()
         .filter(|p| p.expect == Expect::Deleted)
-        .count();
+        .count()
+        + owners::JOBS_WITH_PODS;
     let progress = Progress::new(controllers.progress_probes(), metrics, expected, start);
     let readiness = controllers.readiness();
     let shutdown = CancellationToken::new();

@@ -27,7 +27,7 @@ use super::workload::NAMESPACE;
 /// Pods per ReplicaSet, and per Job.
 const PODS: usize = 3;
 /// Expired Jobs with Pods.
-const JOBS_WITH_PODS: usize = 3;
+pub const JOBS_WITH_PODS: usize = 3;
 
 /// What should become of an object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

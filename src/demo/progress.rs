@@ -1,9 +1,12 @@
-//! The demo's live progress line: objects cached, waiting for their TTL, deleted (of those
-//! expected), and queue depth, refreshed a few times a second.
+//! The demo's live progress line: Jobs seen, waiting for their TTL, deleted (of those expected),
+//! and queue depth, refreshed a few times a second.
 //!
 //! Contract: on a terminal the line is redrawn in place (`\r`); otherwise (a pipe, a test) one
 //! line is printed per second, so logs stay readable. [`Progress::finish`] prints the last state
-//! and ends the line.
+//! and ends the line. Its counts are true and the cumulative ones never fall: "seen" counts the
+//! Jobs the TTL controllers' caches have taken in (not what they still hold, which falls as
+//! they delete), and "deleted" is out of every deletion the TTL controllers are expected to make
+//! — the owner trees' expired Jobs included — so it ends at N/N, never above.
 
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
@@ -13,6 +16,22 @@ use tokio::time::Instant;
 
 use crate::controllers::ttl::{BatchJob, TtlKind, TtlMetrics, VolcanoJobs};
 use crate::manager::ProgressProbe;
+
+/// The line: cumulative counts first (seen, deleted of expected), then the moment's (waiting,
+/// queued).
+fn line(
+    elapsed: Duration,
+    seen: u64,
+    waiting: usize,
+    deleted: u64,
+    expected: usize,
+    queued: usize,
+) -> String {
+    format!(
+        "[{:>5.1}s] jobs seen {seen:>5} | deleted {deleted:>4}/{expected} | waiting for TTL {waiting:>4} | queue {queued:>3}",
+        elapsed.as_secs_f64(),
+    )
+}
 
 /// What the line reads from.
 pub struct Progress {
@@ -46,18 +65,20 @@ impl Progress {
     }
 
     fn line(&self) -> String {
-        let (mut cached, mut waiting, mut queued) = (0, 0, 0);
+        let (mut seen, mut waiting, mut queued) = (0, 0, 0);
         for (_, probe) in &self.probes {
             let p = probe();
-            cached += p.cached;
+            seen += p.seen;
             waiting += p.waiting;
             queued += p.queued;
         }
-        format!(
-            "[{:>5.1}s] jobs seen {cached:>5} | waiting for TTL {waiting:>4} | deleted {:>4}/{} | queue {queued:>3}",
-            self.start.elapsed().as_secs_f64(),
+        line(
+            self.start.elapsed(),
+            seen,
+            waiting,
             self.deleted(),
-            self.expected
+            self.expected,
+            queued,
         )
     }
 
@@ -90,5 +111,18 @@ impl Progress {
             writeln!(out, "{line}")
         };
         let _ = out.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_line_puts_what_only_grows_first() {
+        assert_eq!(
+            line(Duration::from_millis(3_000), 406, 31, 229, 229, 0),
+            "[  3.0s] jobs seen   406 | deleted  229/229 | waiting for TTL   31 | queue   0"
+        );
     }
 }

@@ -63,6 +63,33 @@ pub enum GatherError {
         #[source]
         source: crate::client::Error,
     },
+    /// A read only one controller needs was refused (403): an identity with the RBAC of an
+    /// install that does not run that controller (the managed overlay's, without the garbage
+    /// collector's rights) meets this when the command assumes every controller.
+    #[error(
+        "{source} ({controller} reads it; if kube-gc does not run {controller} here, \
+         leave it out with --controllers, as `kube-gc run` takes it)"
+    )]
+    RefusedFor {
+        /// The controller whose read it was.
+        controller: &'static str,
+        /// The refusal.
+        #[source]
+        source: Box<GatherError>,
+    },
+}
+
+impl GatherError {
+    /// This error, saying which controller needed the read when the server refused it.
+    pub fn needed_by(self, controller: &'static str) -> GatherError {
+        match &self {
+            GatherError::Api { source, .. } if source.is_forbidden() => GatherError::RefusedFor {
+                controller,
+                source: Box::new(self),
+            },
+            _ => self,
+        }
+    }
 }
 
 /// An owner reference, and what is found where it points.
@@ -386,4 +413,35 @@ async fn events(client: &Client, namespace: &str, uid: &str) -> Vec<Value> {
         .into_iter()
         .filter(|e| e["involvedObject"]["uid"] == uid || e["regarding"]["uid"] == uid)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::ApiError;
+
+    fn refused(code: u16) -> GatherError {
+        let answer =
+            ApiError::from_response(code, &http::HeaderMap::new(), b"configmaps is forbidden");
+        GatherError::Api {
+            what: "list v1/configmaps".to_owned(),
+            source: answer.into(),
+        }
+    }
+
+    #[test]
+    fn a_refused_read_names_the_controller_that_needs_it_and_how_to_leave_it_out() {
+        let said = refused(403).needed_by("garbagecollector").to_string();
+        assert!(
+            said.starts_with("list v1/configmaps: API server answered 403 Forbidden")
+                && said.ends_with(
+                    "(garbagecollector reads it; if kube-gc does not run garbagecollector \
+                     here, leave it out with --controllers, as `kube-gc run` takes it)"
+                ),
+            "{said}"
+        );
+        // Any other failure is the failure alone.
+        let failed = refused(500).needed_by("garbagecollector");
+        assert!(matches!(failed, GatherError::Api { .. }), "{failed}");
+    }
 }

@@ -5,6 +5,7 @@
 //! |---|---|
 //! | `resolve.rs` | `TYPE` → resource, as kubectl resolves it |
 //! | `gather.rs` | the read-only requests: the object, its owners, policies, dependents, Events |
+//! | `controllers.rs` | the controllers both commands speak for, one entry each, and what `--controllers` assumes |
 //! | `decide/` | the verdict of every controller, pure: the TTL controllers' `judge`, the retention engine's `assess` / `decide` / `rank`, the garbage collector's `action` |
 //! | `render.rs` | the screen an operator reads |
 //! | `live/` | `/debug/explain` on a running kube-gc: the same decisions, from its caches |
@@ -15,6 +16,7 @@
 //! the controllers' own pure functions, `tests/explain.rs` drives the same objects through
 //! both, and `tests/explain_live.rs` checks the live answer against the CLI's.
 
+pub mod controllers;
 pub mod decide;
 pub mod gather;
 pub mod live;
@@ -24,7 +26,8 @@ pub mod resolve;
 
 use serde::Serialize;
 
-pub use decide::{decide, explanation, overall};
+pub use controllers::{Assumed, NotRunHere};
+pub use decide::{decide, decide_assuming, explanation, overall};
 pub use gather::{gather, GatherError, Gathered, OwnerState, Target as ExplainTarget};
 pub use resolve::{resolve, UnknownType};
 

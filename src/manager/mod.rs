@@ -45,8 +45,8 @@ use tokio_util::sync::CancellationToken;
 pub use crate::controllers::podgc::DEFAULT_TERMINATED_POD_THRESHOLD;
 pub use crate::controllers::{Progress, ProgressProbe};
 pub use selection::{
-    ControllerSelection, UnknownController, GARBAGE_COLLECTOR, KNOWN_CONTROLLERS, PODGC,
-    PVC_PROTECTION, PV_PROTECTION, RETENTION, TTL_AFTER_FINISHED, VOLCANO_JOB_TTL,
+    ControllerSelection, SelectionError, UnknownController, GARBAGE_COLLECTOR, KNOWN_CONTROLLERS,
+    PODGC, PVC_PROTECTION, PV_PROTECTION, RETENTION, TTL_AFTER_FINISHED, VOLCANO_JOB_TTL,
 };
 pub use set::{BoxError, ControllerFailed, ControllerSet, ManagedController, Readiness};
 

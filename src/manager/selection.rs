@@ -5,7 +5,9 @@
 //! (all of kube-gc's are); `name` enables one; `-name` disables one, and wins over `*` and over
 //! `name`. An empty list means `*`. Upstream's newer names (`ttl-after-finished-controller`,
 //! `garbage-collector-controller`) are accepted as aliases. An unknown name is an error, so a
-//! typo cannot silently disable a controller.
+//! typo cannot silently disable a controller; so is a list that enables nothing (`-retention`
+//! alone, which in kcm's syntax runs nothing), with the list that was probably meant
+//! (`*,-retention`): a process that runs no controller would look healthy and do nothing.
 
 use std::collections::BTreeSet;
 
@@ -56,6 +58,22 @@ pub struct UnknownController {
     pub name: String,
 }
 
+/// A `--controllers` flag that cannot be run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SelectionError {
+    /// A name names no controller.
+    #[error(transparent)]
+    Unknown(#[from] UnknownController),
+    /// The list enables no controller.
+    #[error("--controllers={given} enables no controller: {why}")]
+    NothingEnabled {
+        /// The list as given.
+        given: String,
+        /// Why, and what to write instead when that is clear.
+        why: String,
+    },
+}
+
 /// The parsed `--controllers` flag.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ControllerSelection {
@@ -77,7 +95,20 @@ impl Default for ControllerSelection {
 
 impl ControllerSelection {
     /// Parses the flag's entries (already split on commas).
-    pub fn parse<S: AsRef<str>>(entries: &[S]) -> Result<Self, UnknownController> {
+    ///
+    /// # Errors
+    ///
+    /// [`SelectionError::Unknown`] for a name that names no controller,
+    /// [`SelectionError::NothingEnabled`] for a list that enables none.
+    pub fn parse<S: AsRef<str>>(entries: &[S]) -> Result<Self, SelectionError> {
+        let selection = Self::parse_names(entries)?;
+        if selection.enabled().is_empty() {
+            return Err(nothing_enabled(entries));
+        }
+        Ok(selection)
+    }
+
+    fn parse_names<S: AsRef<str>>(entries: &[S]) -> Result<Self, UnknownController> {
         if entries.is_empty() {
             return Ok(ControllerSelection::default());
         }
@@ -106,6 +137,37 @@ impl ControllerSelection {
         }
         self.all || self.enabled.contains(name)
     }
+
+    /// The controllers it enables, in [`KNOWN_CONTROLLERS`]' order.
+    pub fn enabled(&self) -> Vec<&'static str> {
+        KNOWN_CONTROLLERS
+            .into_iter()
+            .filter(|name| self.is_enabled(name))
+            .collect()
+    }
+
+    /// The controllers it leaves out, in [`KNOWN_CONTROLLERS`]' order.
+    pub fn disabled(&self) -> Vec<&'static str> {
+        KNOWN_CONTROLLERS
+            .into_iter()
+            .filter(|name| !self.is_enabled(name))
+            .collect()
+    }
+}
+
+/// Why `entries`, which enable nothing, do so, and what was probably meant.
+fn nothing_enabled<S: AsRef<str>>(entries: &[S]) -> SelectionError {
+    let entries: Vec<&str> = entries.iter().map(|e| e.as_ref().trim()).collect();
+    let given = entries.join(",");
+    let why = if entries.iter().all(|e| e.starts_with('-')) {
+        format!(
+            "-name only disables one, and nothing enables any; to run all but these, \
+             write --controllers='*,{given}'"
+        )
+    } else {
+        "each one named is also disabled (-name wins over name)".to_owned()
+    };
+    SelectionError::NothingEnabled { given, why }
 }
 
 /// The canonical name for `name` or one of its aliases.
@@ -130,12 +192,7 @@ mod tests {
     use super::*;
 
     fn enabled(entries: &[&str]) -> Vec<&'static str> {
-        let selection = ControllerSelection::parse(entries).unwrap();
-        KNOWN_CONTROLLERS
-            .iter()
-            .copied()
-            .filter(|n| selection.is_enabled(n))
-            .collect()
+        ControllerSelection::parse(entries).unwrap().enabled()
     }
 
     #[test]
@@ -157,9 +214,24 @@ mod tests {
             ]
         );
         assert_eq!(
-            enabled(&["ttl-after-finished", "-ttl-after-finished"]),
-            Vec::<&str>::new()
+            ControllerSelection::parse(&["*", "-retention"])
+                .unwrap()
+                .disabled(),
+            [RETENTION]
         );
+    }
+
+    #[test]
+    fn a_list_that_enables_nothing_is_refused_with_what_was_meant() {
+        let err = ControllerSelection::parse(&["-retention"]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--controllers=-retention enables no controller: -name only disables one, and \
+             nothing enables any; to run all but these, write --controllers='*,-retention'"
+        );
+        let err =
+            ControllerSelection::parse(&["ttl-after-finished", "-ttl-after-finished"]).unwrap_err();
+        assert!(err.to_string().contains("-name wins over name"), "{err}");
     }
 
     #[test]
@@ -194,7 +266,12 @@ mod tests {
     #[test]
     fn unknown_names_are_errors() {
         let err = ControllerSelection::parse(&["ttl-after-finsihed"]).unwrap_err();
-        assert_eq!(err.name, "ttl-after-finsihed");
+        assert_eq!(
+            err,
+            SelectionError::Unknown(UnknownController {
+                name: "ttl-after-finsihed".to_owned()
+            })
+        );
         assert!(ControllerSelection::parse(&["-nope"]).is_err());
     }
 }

@@ -1,8 +1,10 @@
 //! `kube-gc explain`'s path for tests: gather from the API, then decide at an instant.
+#![allow(dead_code)] // Each test crate uses a different subset.
 
 use chrono::{DateTime, Utc};
 use kube_gc::client::Discovery;
-use kube_gc::explain::{decide, gather, ExplainTarget, Explanation, GatherError};
+use kube_gc::explain::{decide_assuming, gather, ExplainTarget, Explanation, GatherError};
+use kube_gc::manager::ControllerSelection;
 
 use crate::ttl_support::World;
 
@@ -14,6 +16,19 @@ pub async fn explain_at(
     name: &str,
     now: DateTime<Utc>,
 ) -> Result<Explanation, GatherError> {
+    let everything = ControllerSelection::default();
+    explain_assuming(world, type_, namespace, name, &everything, now).await
+}
+
+/// Explains as `kube-gc explain --controllers …` does: assuming `running` is what runs.
+pub async fn explain_assuming(
+    world: &World,
+    type_: &str,
+    namespace: &str,
+    name: &str,
+    running: &ControllerSelection,
+    now: DateTime<Utc>,
+) -> Result<Explanation, GatherError> {
     let client = &world.harness.client;
     let discovery = Discovery::run(client).await.expect("discovery");
     let target = ExplainTarget {
@@ -22,5 +37,5 @@ pub async fn explain_at(
         namespace: namespace.into(),
     };
     let gathered = gather(client, &discovery, &target).await?;
-    Ok(decide(&gathered, now))
+    Ok(decide_assuming(&gathered, running, now))
 }

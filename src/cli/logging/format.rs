@@ -60,7 +60,8 @@ impl Visit for Fields {
     }
 
     fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
-        self.put(field, Value::from(value.to_string()));
+        // The causes too: a log line is where an operator looks for why.
+        self.put(field, Value::from(crate::error_chain::chain(value)));
     }
 
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {

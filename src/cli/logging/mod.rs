@@ -9,13 +9,17 @@
 //! (e.g. `RUST_LOG=debug,h2=trace`).
 //! Lines are klog's text format by default; `--logging-format json` switches to
 //! component-base's JSON lines (`ts`, `caller`, `msg`, `v`, `err`). See [`format`].
+//! Lines go to standard error through a [`LogSink`], which tells when their reader has gone
+//! away (see [`sink`]).
 
 mod format;
+mod sink;
 
 use clap::{Args, ValueEnum};
 use tracing_subscriber::EnvFilter;
 
 use format::{ComponentJson, KlogText};
+pub use sink::LogSink;
 
 /// The two log formats component-base offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -83,26 +87,32 @@ impl LoggingArgs {
             .unwrap_or_else(|_| EnvFilter::new(directives(self.verbosity, quiet_by_default)))
     }
 
-    /// Installs the subscriber for the whole process. Called once, by [`crate::cli::main`].
-    pub fn install(&self) {
-        self.install_subscriber(false);
+    /// Installs the subscriber for the whole process, and returns where its lines go. Called
+    /// once, by [`crate::cli::main`].
+    pub fn install(&self) -> LogSink {
+        self.install_subscriber(false)
     }
 
     /// Like [`install`](Self::install), but at verbosity 0 only warnings and errors are logged:
     /// for subcommands whose own output is the point (the demo's progress line).
-    pub fn install_quiet(&self) {
-        self.install_subscriber(true);
+    pub fn install_quiet(&self) -> LogSink {
+        self.install_subscriber(true)
     }
 
-    fn install_subscriber(&self, quiet_by_default: bool) {
+    fn install_subscriber(&self, quiet_by_default: bool) -> LogSink {
+        let sink = LogSink::new();
+        // A line that cannot be written is dropped: tracing's own report of it would go to
+        // standard error too, and panic there when nobody reads it any more.
         let builder = tracing_subscriber::fmt()
             .with_env_filter(self.filter(quiet_by_default))
-            .with_writer(std::io::stderr);
+            .log_internal_errors(false)
+            .with_writer(sink.clone());
         // A second install (only possible in tests) fails harmlessly; the first one stays.
         let _ = match self.logging_format {
             LogFormat::Text => builder.event_format(KlogText).try_init(),
             LogFormat::Json => builder.event_format(ComponentJson).try_init(),
         };
+        sink
     }
 }
 

@@ -471,16 +471,20 @@ fn governed(
     })
 }
 
-/// The history group: the controlling owner's UID, or `(none)` for objects without one (they
-/// form one group per namespace); or a label's value (objects without the label are in no
-/// group, so no limit deletes them).
+/// The history group of the objects without a controlling owner, grouped by owner: one per
+/// namespace.
+pub const NO_CONTROLLER_GROUP: &str = "(none)";
+
+/// The history group: the controlling owner's UID, or [`NO_CONTROLLER_GROUP`] for objects
+/// without one (they form one group per namespace); or a label's value (objects without the
+/// label are in no group, so no limit deletes them).
 fn group_of(meta: &Meta<'_>, group_by: &GroupBy) -> Option<Box<str>> {
     match group_by {
         GroupBy::Owner => Some(
             meta.owner_references
                 .iter()
                 .find(|o| o.is_controller())
-                .map_or("(none)", |o| o.uid)
+                .map_or(NO_CONTROLLER_GROUP, |o| o.uid)
                 .into(),
         ),
         GroupBy::Label(key) => meta.labels.get(key.as_str()).map(|v| (*v).into()),

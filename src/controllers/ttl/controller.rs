@@ -12,6 +12,7 @@
 
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
@@ -29,7 +30,7 @@ use crate::controllers::{Progress, ProgressProbe};
 use crate::events::{NoopRecorder, SharedRecorder};
 use crate::runtime::cache::{ObjectKey, Store};
 use crate::runtime::controller::{Controller, ControllerError, ReconcileCounters, ServerWait};
-use crate::runtime::informer::InformerSynced;
+use crate::runtime::informer::{HandlerFns, InformerSynced};
 use crate::runtime::sources::Sources;
 use crate::runtime::workqueue::{MetricsProvider, WorkQueue};
 
@@ -41,6 +42,8 @@ use super::TtlOptions;
 /// The TTL-after-finished controller for kind `K`, ready to run.
 pub struct TtlController<K: TtlKind> {
     watch: Arc<ResourceWatch>,
+    /// Objects the informer's cache has taken in (its adds), for progress displays.
+    seen: Arc<AtomicU64>,
     synced: InformerSynced,
     queue: WorkQueue<WorkKey>,
     controller: Controller<WorkKey, RetentionReconciler>,
@@ -117,6 +120,11 @@ impl<K: TtlKind> TtlControllerBuilder<K> {
             on_error: None,
         };
         let (watch, informer) = ResourceWatch::unstarted(target::<K>(), &plan::<K>(), &context);
+        let seen = Arc::new(AtomicU64::new(0));
+        let adds = Arc::clone(&seen);
+        informer.add_handler(HandlerFns::new().on_add(move |_| {
+            adds.fetch_add(1, Ordering::Relaxed);
+        }));
         let reconciler = reconciler::<K>(
             &watch,
             &self.options,
@@ -131,6 +139,7 @@ impl<K: TtlKind> TtlControllerBuilder<K> {
         TtlController {
             synced: informer.synced(),
             watch,
+            seen,
             queue,
             controller,
             _kind: PhantomData,
@@ -260,11 +269,12 @@ impl<K: TtlKind> TtlController<K> {
         self.controller.server_wait()
     }
 
-    /// A probe counting what the controller holds: cached objects, those waiting for their
-    /// TTL (judged at `clock`'s now), and the queue's depth. It walks the cache, so it is meant
-    /// for a display refreshed a few times a second, not for a hot path.
+    /// A probe counting what the controller holds: objects seen so far, cached objects, those
+    /// waiting for their TTL (judged at `clock`'s now), and the queue's depth. It walks the
+    /// cache, so it is meant for a display refreshed a few times a second, not for a hot path.
     pub fn progress_probe(&self, clock: SharedClock) -> ProgressProbe {
         let store = Arc::clone(&self.watch.store);
+        let seen = Arc::clone(&self.seen);
         let queue = self.queue.clone();
         Arc::new(move || {
             let now = clock.now();
@@ -275,6 +285,7 @@ impl<K: TtlKind> TtlController<K> {
                 .filter(|g| matches!(decide(&g.facts, g.ttl, now), Ok(FactsVerdict::Wait { .. })))
                 .count();
             Progress {
+                seen: seen.load(Ordering::Relaxed),
                 cached: assessments.len(),
                 waiting,
                 queued: queue.len(),

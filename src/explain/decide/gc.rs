@@ -87,7 +87,7 @@ fn describe(kind: &str, meta: &ObjectMeta) -> String {
 }
 
 /// The collector's decision on `gathered`.
-pub(super) fn from_gathered(gathered: &Gathered, meta: &ObjectMeta) -> Decision {
+pub(crate) fn from_gathered(gathered: &Gathered, meta: &ObjectMeta) -> Decision {
     let uid = meta.uid.as_deref().unwrap_or_default();
     let has = |name: &str| meta.finalizers.iter().any(|f| f == name);
     decision_on(&GcFacts {

@@ -8,7 +8,9 @@
 //! finalizers remain (or may remain: a source that does not know every finalizer never says
 //! none holds it); `unknown` when something it depends on could not be read (a missing finish
 //! time, a CEL error, an owner kind not served); else `keep`. Each controller says whether it
-//! governs the object and, when it does not, why. [`decide`] (`kube-gc explain`, from the
+//! governs the object and, when it does not, why; a controller not run here
+//! ([`decide_assuming`], `--controllers`) governs nothing, says who does its job instead, and
+//! what it would decide were it run. [`decide`] (`kube-gc explain`, from the
 //! facts gathered from the API) and `explain::live` (`/debug/explain`, from a running
 //! kube-gc's caches) both build [`Decision`]s with the functions of this module and reach the
 //! verdict through the same [`explanation`].
@@ -20,29 +22,49 @@ mod ttl;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::Value;
 
-use crate::controllers::ttl::{BatchJob, VolcanoJobs};
+use crate::manager::ControllerSelection;
 
+use super::controllers::{Covered, COVERED};
 use super::gather::Gathered;
 use super::{Decision, DeletionInProgress, EventLine, Explanation, ObjectId, VerdictKind};
 
 pub(crate) use gc::{
-    decision_on as gc_decision, deletion, Deleting, Dependent, DependentIndex, GcFacts,
-    CONTROLLER as GARBAGE_COLLECTOR,
+    decision_on as gc_decision, deletion, from_gathered as gc_from_gathered, Deleting, Dependent,
+    DependentIndex, GcFacts, CONTROLLER as GARBAGE_COLLECTOR,
 };
 pub(crate) use retention::{
-    decision_on as retention_decision, group_members, no_policy, Assessing,
+    decision_on as retention_decision, from_gathered as retention_from_gathered, group_members,
+    group_phrase, no_policy, ordinal, outcome_word, Assessing,
 };
-pub(crate) use ttl::{judgement_decision, not_its_resource};
+pub(crate) use ttl::{from_gathered as ttl_from_gathered, judgement_decision, not_its_resource};
 
-/// Explains `gathered` at `now`.
+/// Explains `gathered` at `now`, every controller running.
 pub fn decide(gathered: &Gathered, now: DateTime<Utc>) -> Explanation {
+    decide_assuming(gathered, &ControllerSelection::default(), now)
+}
+
+/// Explains `gathered` at `now`, assuming kube-gc runs the controllers `running` enables: the
+/// others are "not run here" and decide nothing; what one of them would do is said in its
+/// details and, when it would delete the object, among the reasons.
+pub fn decide_assuming(
+    gathered: &Gathered,
+    running: &ControllerSelection,
+    now: DateTime<Utc>,
+) -> Explanation {
     let meta = gathered.meta();
-    let decisions = vec![
-        ttl::from_gathered::<BatchJob>(gathered, now),
-        ttl::from_gathered::<VolcanoJobs>(gathered, now),
-        retention::from_gathered(gathered, &meta, now),
-        gc::from_gathered(gathered, &meta),
-    ];
+    let mut elsewhere = Vec::new();
+    let decisions = COVERED
+        .iter()
+        .map(|covered| {
+            let decided = (covered.decide)(gathered, &meta, now);
+            if running.is_enabled(covered.name) {
+                return decided;
+            }
+            let (not_run, would) = not_run_here(covered, decided);
+            elsewhere.extend(would);
+            not_run
+        })
+        .collect();
     let deletion = gc::deletion_from_gathered(gathered, &meta);
     let object = ObjectId {
         api_version: gathered.resource.api_version(),
@@ -52,11 +74,34 @@ pub fn decide(gathered: &Gathered, now: DateTime<Utc>) -> Explanation {
         uid: meta.uid.clone().unwrap_or_default(),
     };
     let mut explained = explanation(object, decisions, deletion);
+    if !elsewhere.is_empty() && explained.reasons == [NO_GOVERNOR] {
+        // Some controller would act: it is just not run here.
+        explained.reasons = vec!["no controller kube-gc runs here governs it".to_owned()];
+    }
+    explained.reasons.extend(elsewhere);
     explained.events = gathered.events.iter().map(event_line).collect();
     if let Some(invalid) = invalid_policy(gathered) {
         explained.reasons.insert(0, invalid);
     }
     explained
+}
+
+/// The reason of a `keep` no controller decided.
+const NO_GOVERNOR: &str = "no kube-gc controller governs it";
+
+/// The decision of a controller not run here, which `would` be its decision were it run; and,
+/// when it would delete the object (or keep it for a problem), a reason saying so.
+fn not_run_here(covered: &Covered, would: Decision) -> (Decision, Option<String>) {
+    let why = covered.not_run_here();
+    let mut not_run = decision(covered.name, false, VerdictKind::Keep, why.clone());
+    if !would.governs {
+        return (not_run, None);
+    }
+    let said = format!("{} — {}", would.verdict.as_str(), would.summary);
+    not_run.details.push(format!("were it run here: {said}"));
+    let acts = would.verdict != VerdictKind::Keep;
+    let reason = acts.then(|| format!("{}, {why}, would: {said}", covered.name));
+    (not_run, reason)
 }
 
 /// For a retention policy that does not compile, what is wrong with it: the engine ignores
@@ -167,11 +212,7 @@ pub fn overall(
     }
     let governing: Vec<&Decision> = decisions.iter().filter(|d| d.governs).collect();
     if governing.is_empty() {
-        return (
-            VerdictKind::Keep,
-            None,
-            vec!["no kube-gc controller governs it".to_owned()],
-        );
+        return (VerdictKind::Keep, None, vec![NO_GOVERNOR.to_owned()]);
     }
     let first = |kind: VerdictKind| {
         governing

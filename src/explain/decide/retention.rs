@@ -15,10 +15,10 @@ use serde_json::Value;
 
 use crate::api::{ObjectMeta, OwnerReference};
 use crate::controllers::retention::assessment::{
-    assess, Assessment, Governed, ResourcePolicies, Standing,
+    assess, Assessment, Governed, ResourcePolicies, Standing, NO_CONTROLLER_GROUP,
 };
 use crate::controllers::retention::engine::{plan_served, CONTROLLER};
-use crate::controllers::retention::finish::Outcome;
+use crate::controllers::retention::finish::{GroupBy, Outcome};
 use crate::controllers::retention::history::{rank, Member};
 use crate::controllers::retention::policy::{CompiledPolicy, Target};
 use crate::controllers::retention::ttl::{Since, Ttl, TtlSource};
@@ -47,7 +47,7 @@ pub(crate) struct Assessing<'a> {
 }
 
 /// The retention decision on `gathered`: the plan for its resource, its assessment, its group.
-pub(super) fn from_gathered(
+pub(crate) fn from_gathered(
     gathered: &Gathered,
     meta: &ObjectMeta,
     now: DateTime<Utc>,
@@ -157,7 +157,9 @@ fn governed_decision(
     let mut d = ttl_verdict(governed, now);
     let place = governed.group.as_deref().and_then(|group| {
         let ranked = (assessing.members)(governed.policy, group);
-        history_line(&ranked, policy, group, assessment.uid())
+        let namespace = assessment.key().namespace().unwrap_or_default();
+        let group = group_phrase(&policy.group_by, group, namespace, None);
+        history_line(&ranked, policy, &group, assessment.uid())
     });
     if let Some((line, beyond)) = place {
         if beyond && d.verdict != VerdictKind::DeleteNow {
@@ -300,19 +302,47 @@ fn history_line(
     } else {
         "beyond it: deleted"
     };
-    let outcome = match me.outcome {
-        Outcome::Succeeded => "successful",
-        Outcome::Failed => "failed",
-    };
+    let outcome = outcome_word(me.outcome);
     let sentence = format!(
-        "{} newest of {} {outcome} in its group ({group}); {limit}: {fate}",
+        "{} newest of {} {outcome} in its group, {group}; {limit}: {fate}",
         ordinal(me.position),
         me.of,
     );
     Some((sentence, !me.kept))
 }
 
-fn ordinal(n: usize) -> String {
+/// What a history group is, in words: the objects `group_by` puts together with the value
+/// `value` in `namespace` — "those owned by Pipeline build" (`owner` names the owner when the
+/// caller knows it, else its UID is said), "those without a controlling owner in namespace
+/// ci", "those labelled app=web in namespace ci".
+pub(crate) fn group_phrase(
+    group_by: &GroupBy,
+    value: &str,
+    namespace: &str,
+    owner: Option<String>,
+) -> String {
+    match group_by {
+        GroupBy::Owner if value == NO_CONTROLLER_GROUP => {
+            format!("those without a controlling owner in namespace {namespace}")
+        }
+        GroupBy::Owner => match owner {
+            Some(owner) => format!("those owned by {owner}"),
+            None => format!("those owned by the object with UID {value}"),
+        },
+        GroupBy::Label(key) => format!("those labelled {key}={value} in namespace {namespace}"),
+    }
+}
+
+/// "successful" or "failed", as a history limit counts them.
+pub(crate) fn outcome_word(outcome: Outcome) -> &'static str {
+    match outcome {
+        Outcome::Succeeded => "successful",
+        Outcome::Failed => "failed",
+    }
+}
+
+/// "1st", "2nd", "11th".
+pub(crate) fn ordinal(n: usize) -> String {
     let suffix = match (n % 10, n % 100) {
         (_, 11..=13) => "th",
         (1, _) => "st",

@@ -18,7 +18,7 @@ use crate::explain::{Decision, VerdictKind};
 
 /// The decision of the TTL controller of `K` on `gathered`, projected as the controller
 /// projects what it watches.
-pub(super) fn from_gathered<K: TtlKind>(gathered: &Gathered, now: DateTime<Utc>) -> Decision {
+pub(crate) fn from_gathered<K: TtlKind>(gathered: &Gathered, now: DateTime<Utc>) -> Decision {
     if let Some(not_its) = not_its_resource::<K>(&gathered.resource) {
         return not_its;
     }

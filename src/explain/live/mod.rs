@@ -41,12 +41,11 @@ use parking_lot::RwLock;
 use crate::client::{Discovery, ResourceRef};
 use crate::clock::SharedClock;
 use crate::controllers::retention::assessment::Assessment;
-use crate::controllers::retention::engine::CONTROLLER as RETENTION;
-use crate::controllers::ttl::{BatchJob, TtlKind, VolcanoJobs};
 use crate::runtime::cache::Cacheable;
 use crate::server::{DebugPage, Endpoints};
 
-use super::decide::{decision, rfc3339, GARBAGE_COLLECTOR};
+use super::controllers::covered_names;
+use super::decide::{decision, rfc3339};
 use super::resolve::{resolve, UnknownType};
 use super::{
     explanation, render, Decision, DeletionInProgress, Explanation, ObjectId, VerdictKind,
@@ -59,14 +58,6 @@ pub use ttl::TtlView;
 
 /// Where the page is served.
 pub const PATH: &str = "/debug/explain";
-
-/// The controllers, in the order `kube-gc explain` lists their decisions.
-const ORDER: [&str; 4] = [
-    BatchJob::CONTROLLER,
-    VolcanoJobs::CONTROLLER,
-    RETENTION,
-    GARBAGE_COLLECTOR,
-];
 
 /// The object asked about, resolved.
 #[derive(Clone, Debug)]
@@ -290,7 +281,8 @@ impl LiveExplainer {
     /// Every controller's view, in order; each found copy of the object.
     fn views_of(&self, target: &mut LiveTarget, now: DateTime<Utc>) -> (Vec<Decision>, Vec<Found>) {
         let (mut decisions, mut found) = (Vec::new(), Vec::new());
-        for name in ORDER {
+        // In the order `kube-gc explain` lists their decisions.
+        for name in covered_names() {
             let view = match self.view(name) {
                 Ok(view) => view.view(target, now),
                 Err(why) => View {
@@ -321,8 +313,7 @@ impl LiveExplainer {
 
     /// What every controller holds, or why it does not run: one line.
     fn holds(&self) -> String {
-        let lines: Vec<String> = ORDER
-            .iter()
+        let lines: Vec<String> = covered_names()
             .map(|name| match self.view(name) {
                 Ok(view) => format!("{name} {}", view.holds()),
                 Err(why) => format!("{name} is {why}"),

@@ -1,15 +1,20 @@
 //! `kube-gc plan`: what kube-gc would delete, and when, from one read of the cluster — every
 //! TTL (the two TTL controllers, every retention policy), every history limit, and every object
 //! whose owners are all gone (the garbage collector) — as a table sorted by time, with totals
-//! per namespace and kind and an hourly chart of the deletions to come.
+//! per namespace and kind and a chart of the deletions to come (a screenful of buckets, the
+//! bucket scaled to the window). Each object is listed once, at its earliest deletion.
 //!
 //! Contract: only LISTs; the same decision functions as the controllers (`decide/` uses them
-//! for one object, `rows.rs` for all); deletions due now come first, then those within the
+//! for one object, `rows.rs` for all); only the controllers `--controllers` runs are planned
+//! (each one's rows are its entry's in `explain::controllers`), and the report says which were
+//! assumed; deletions due now come first, then those within the
 //! window. What would stop a deletion is listed too: objects kept because something about them
 //! cannot be read (the controllers keep them and say so in an Event), and retention policies
 //! that are invalid or wait for a resource. Objects simply kept, and deletions beyond the
 //! window, are not listed. `text.rs` prints the report for a terminal.
 
+mod chart;
+mod earliest;
 mod rows;
 mod text;
 
@@ -20,12 +25,17 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::client::{Client, Discovery};
-use crate::controllers::ttl::{BatchJob, TtlKind, VolcanoJobs};
+use crate::manager::ControllerSelection;
 use crate::sim::selectors::LabelSelector;
 
-use self::rows::{orphan_rows, retention_rows, ttl_rows, Findings};
+use super::controllers::{Assumed, COVERED};
 use super::decide::rfc3339;
-use super::gather::{every_version, serves, GatherError};
+use super::gather::{every_version, GatherError};
+
+pub use self::chart::Chart;
+pub use self::earliest::Also;
+use self::earliest::{earliest_per_object, Earliest};
+pub(crate) use self::rows::{orphan_rows, retention_rows, ttl_rows, Findings, PlanContext};
 
 pub use self::text::text;
 
@@ -38,12 +48,16 @@ pub struct PlanOptions {
     pub namespace: Option<String>,
     /// Only objects whose labels match (a label selector, as kubectl takes it).
     pub selector: Option<String>,
+    /// The controllers kube-gc runs (`run`'s `--controllers`): only theirs are planned.
+    pub controllers: ControllerSelection,
 }
 
-/// One deletion to come.
+/// One object's deletion to come: the earliest any controller would make.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Row {
+    /// UID (empty if unknown).
+    pub uid: String,
     /// Kind.
     pub kind: String,
     /// Namespace.
@@ -59,6 +73,9 @@ pub struct Row {
     pub due: bool,
     /// When (RFC 3339): for a due deletion, the moment of the plan.
     pub deletes_at: String,
+    /// The other controllers that would delete it too, at the same time or later.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<Also>,
 }
 
 /// An object kept because something about it cannot be read.
@@ -98,18 +115,22 @@ pub struct PlanReport {
     pub generated_at: String,
     /// The window, in seconds.
     pub within_seconds: u64,
-    /// Every deletion, due ones first, then by time.
+    /// The controllers assumed to run here: only their deletions are listed.
+    pub controllers: Assumed,
+    /// Every object to be deleted, once, at its earliest deletion: due ones first, then by
+    /// time.
     pub deletions: Vec<Row>,
     /// Objects kept because something about them cannot be read.
     pub kept: Vec<KeptRow>,
     /// Retention policies that are invalid or wait for a resource.
     pub policy_problems: Vec<PolicyProblem>,
-    /// Deletions per namespace.
+    /// Objects to be deleted, per namespace.
     pub by_namespace: BTreeMap<String, usize>,
-    /// Deletions per kind.
+    /// Objects to be deleted, per kind.
     pub by_kind: BTreeMap<String, usize>,
-    /// Deletions per hour from now (`now` first).
-    pub hourly: Vec<(String, usize)>,
+    /// Objects to be deleted per stretch of time from now (`now` first), in a screenful of
+    /// buckets.
+    pub chart: Chart,
 }
 
 /// Reads the cluster and plans.
@@ -137,58 +158,58 @@ pub async fn plan(
     };
     let mut found = Findings::default();
     let served = every_version(discovery);
-    if serves(&served, &BatchJob::resource()) {
-        ttl_rows::<BatchJob>(client, options, now, &mut found).await?;
+    let cx = PlanContext {
+        client,
+        discovery,
+        served: &served,
+        options,
+        selector: selector.as_ref(),
+        now,
+    };
+    // A controller not run here costs no request: its resources are not even listed.
+    for covered in COVERED
+        .iter()
+        .filter(|c| options.controllers.is_enabled(c.name))
+    {
+        (covered.plan)(&cx, &mut found)
+            .await
+            .map_err(|e| e.needed_by(covered.name))?;
     }
-    if serves(&served, &VolcanoJobs::resource()) {
-        ttl_rows::<VolcanoJobs>(client, options, now, &mut found).await?;
-    }
-    retention_rows(client, &served, options, now, &mut found).await?;
-    orphan_rows(client, discovery, options, selector.as_ref(), &mut found).await?;
-    found
-        .deletions
-        .retain(|(at, _)| at.is_none_or(|at| at <= horizon));
-    found
-        .deletions
-        .sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.name.cmp(&b.1.name)));
+    // Each object once, at its earliest deletion — whether or not it falls in the window.
+    let mut deletions = earliest_per_object(std::mem::take(&mut found.deletions), rfc3339);
+    deletions.retain(|d| d.at.is_none_or(|at| at <= horizon));
+    deletions.sort_by(|a, b| {
+        a.at.cmp(&b.at)
+            .then_with(|| a.found.name.cmp(&b.found.name))
+    });
     found
         .kept
         .sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
-    Ok(report(found, options, now))
+    Ok(report(deletions, found, options, now))
 }
 
-fn report(found: Findings, options: &PlanOptions, now: DateTime<Utc>) -> PlanReport {
+fn report(
+    earliest: Vec<Earliest>,
+    found: Findings,
+    options: &PlanOptions,
+    now: DateTime<Utc>,
+) -> PlanReport {
     let mut by_namespace = BTreeMap::new();
     let mut by_kind = BTreeMap::new();
-    let hours = (options.within.as_secs() / 3600).clamp(1, 168) as usize;
-    let mut hourly = vec![0usize; hours + 1];
-    for (at, row) in &found.deletions {
+    let mut chart = Chart::new(options.within.as_secs());
+    for deletion in &earliest {
+        let row = &deletion.found;
         *by_namespace
             .entry(row.namespace.clone().unwrap_or_else(|| "(cluster)".into()))
             .or_insert(0) += 1;
         *by_kind.entry(row.kind.clone()).or_insert(0) += 1;
-        let bucket = match at {
-            None => 0,
-            Some(at) => 1 + ((*at - now).num_seconds().max(0) as usize / 3600).min(hours - 1),
-        };
-        hourly[bucket] += 1;
+        chart.count(deletion.at, now);
     }
-    let hourly = hourly
-        .into_iter()
-        .enumerate()
-        .map(|(i, n)| {
-            let label = match i {
-                0 => "now".to_owned(),
-                _ => format!("+{}h", i - 1),
-            };
-            (label, n)
-        })
-        .collect();
     let generated_at = rfc3339(now);
-    let deletions = found
-        .deletions
+    let deletions = earliest
         .into_iter()
-        .map(|(at, found)| Row {
+        .map(|Earliest { at, found, also }| Row {
+            uid: found.uid,
             kind: found.kind,
             namespace: found.namespace,
             name: found.name,
@@ -196,16 +217,18 @@ fn report(found: Findings, options: &PlanOptions, now: DateTime<Utc>) -> PlanRep
             reason: found.reason,
             due: at.is_none(),
             deletes_at: at.map_or_else(|| generated_at.clone(), rfc3339),
+            also,
         })
         .collect();
     PlanReport {
         generated_at,
         within_seconds: options.within.as_secs(),
+        controllers: Assumed::of(&options.controllers),
         deletions,
         kept: found.kept,
         policy_problems: found.policy_problems,
         by_namespace,
         by_kind,
-        hourly,
+        chart,
     }
 }

@@ -1,5 +1,7 @@
 //! The plan's rows: each controller's deletions to come and the objects it keeps for a
 //! problem, found with the controller's own decision functions over one LIST per resource.
+//! Each controller's function is its `plan` in `explain::controllers`; all read what they need
+//! from one [`PlanContext`].
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -14,13 +16,34 @@ use crate::controllers::retention::verdict::{decide, Verdict};
 use crate::controllers::ttl::{
     judge as judge_ttl, rules as ttl_rules, TtlKind, TtlState, Verdict as TtlVerdict,
 };
+use crate::explain::decide::{group_phrase, ordinal, outcome_word};
+use crate::explain::gather::serves;
+use crate::runtime::cache::Cacheable;
 use crate::sim::selectors::LabelSelector;
 
 use super::{KeptRow, PlanOptions, PolicyProblem};
 use crate::explain::gather::{read_namespaces, read_policies, GatherError};
 
+/// What every controller's rows are found with.
+pub(crate) struct PlanContext<'a> {
+    /// Reads (LISTs only).
+    pub client: &'a Client,
+    /// What the server serves.
+    pub discovery: &'a Discovery,
+    /// Every resource served, in every version.
+    pub served: &'a [ResourceRef],
+    /// What the plan was asked for.
+    pub options: &'a PlanOptions,
+    /// `options.selector`, parsed.
+    pub selector: Option<&'a LabelSelector>,
+    /// The moment of the plan.
+    pub now: DateTime<Utc>,
+}
+
 /// A deletion found: what and why; when is beside it.
-pub(super) struct Found {
+pub(crate) struct Found {
+    /// The object's UID (empty if its source gave none).
+    pub uid: String,
     pub kind: String,
     pub namespace: Option<String>,
     pub name: String,
@@ -30,7 +53,7 @@ pub(super) struct Found {
 
 /// Everything the plan found, before it is sorted and totalled.
 #[derive(Default)]
-pub(super) struct Findings {
+pub(crate) struct Findings {
     /// Each deletion and when (`None`: due now).
     pub deletions: Vec<(Option<DateTime<Utc>>, Found)>,
     pub kept: Vec<KeptRow>,
@@ -50,6 +73,10 @@ impl Findings {
         self.deletions.push((
             at,
             Found {
+                uid: object["metadata"]["uid"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
                 kind: kind.to_owned(),
                 namespace,
                 name,
@@ -109,13 +136,15 @@ async fn list(
 /// The TTL controller of kind `K`: its objects listed as the controller caches them (each
 /// decoded straight to the engine's assessment under the controller's fixed policy), assessed by
 /// its `judge`.
-pub(super) async fn ttl_rows<K: TtlKind>(
-    client: &Client,
-    options: &PlanOptions,
-    now: DateTime<Utc>,
+pub(crate) async fn ttl_rows<K: TtlKind>(
+    cx: &PlanContext<'_>,
     found: &mut Findings,
 ) -> Result<(), GatherError> {
+    let (client, options, now) = (cx.client, cx.options, cx.now);
     let resource = K::resource();
+    if !serves(cx.served, &resource) {
+        return Ok(());
+    }
     let api: Api<Value> = Api::dynamic(
         client.clone(),
         resource.clone(),
@@ -163,6 +192,7 @@ pub(super) async fn ttl_rows<K: TtlKind>(
             }
         };
         let deletion = Found {
+            uid: assessment.uid().to_owned(),
             kind: K::KIND.to_owned(),
             namespace: namespace.map(str::to_owned),
             name: name.to_owned(),
@@ -176,13 +206,11 @@ pub(super) async fn ttl_rows<K: TtlKind>(
 
 /// Every retention policy's deletions, its objects kept for a problem, and the policies
 /// that are invalid or wait for a resource.
-pub(super) async fn retention_rows(
-    client: &Client,
-    served: &[ResourceRef],
-    options: &PlanOptions,
-    now: DateTime<Utc>,
+pub(crate) async fn retention_rows(
+    cx: &PlanContext<'_>,
     found: &mut Findings,
 ) -> Result<(), GatherError> {
+    let (client, served, options, now) = (cx.client, cx.served, cx.options, cx.now);
     let Some(policies) = read_policies(client, served).await? else {
         return Ok(());
     };
@@ -243,15 +271,19 @@ pub(super) async fn retention_rows(
                 }
             }
         }
-        for ((policy, _, group), members) in groups {
+        for ((policy, namespace, group), members) in groups {
             let policy = &watch.rules.policies[usize::from(policy)];
             for excess in over_limit(&members, policy.limits) {
                 if due_by_ttl.contains(&excess.id) {
                     continue;
                 }
+                let owner = owner_named(&objects[excess.id], &group);
                 let reason = format!(
-                    "history limit {} of group {group} ({})",
+                    "history limit {} {}: {} newest of {} ({})",
                     excess.limit.unwrap_or(0),
+                    outcome_word(excess.outcome),
+                    ordinal(excess.position),
+                    group_phrase(&policy.group_by, &group, &namespace, owner),
                     policy.id
                 );
                 found.delete(
@@ -265,6 +297,17 @@ pub(super) async fn retention_rows(
         }
     }
     Ok(())
+}
+
+/// `Kind name` of the owner of `object` whose UID is `uid`, if it names one.
+fn owner_named(object: &Value, uid: &str) -> Option<String> {
+    let owners = object["metadata"]["ownerReferences"].as_array()?;
+    let owner = owners.iter().find(|o| o["uid"].as_str() == Some(uid))?;
+    Some(format!(
+        "{} {}",
+        owner["kind"].as_str()?,
+        owner["name"].as_str()?
+    ))
 }
 
 /// The policies that are invalid or wait for a resource, as their status says it.
@@ -324,13 +367,11 @@ fn policy_problems<'p>(
 /// selector then picks among the dependents, by the server's own rules (the simulated
 /// server's implementation of apimachinery's `labels.Parse`, so `-l` means what it means for
 /// the kinds the server filters).
-pub(super) async fn orphan_rows(
-    client: &Client,
-    discovery: &Discovery,
-    options: &PlanOptions,
-    selector: Option<&LabelSelector>,
+pub(crate) async fn orphan_rows(
+    cx: &PlanContext<'_>,
     found: &mut Findings,
 ) -> Result<(), GatherError> {
+    let (client, discovery, options, selector) = (cx.client, cx.discovery, cx.options, cx.selector);
     let mut all = Vec::new();
     let mut uids = HashSet::new();
     for resource in discovery.deletable() {
@@ -369,6 +410,7 @@ pub(super) async fn orphan_rows(
                 .map(|o| format!("{} {}", o.kind, o.name))
                 .collect();
             let orphan = Found {
+                uid: meta.uid.clone().unwrap_or_default(),
                 kind: resource.kind.clone(),
                 namespace: meta.namespace.clone(),
                 name: meta.name.clone().unwrap_or_default(),

@@ -1,6 +1,7 @@
-//! The plan for a terminal: the deletions as a table whose columns are as wide as their
-//! widest cell (kubectl's tabwriter, which never runs two columns together), what is kept for a
-//! problem, the policies that delete nothing, the totals, and the hourly chart.
+//! The plan for a terminal: the controllers it assumed, the deletions as a table whose columns
+//! are as wide as their widest cell (kubectl's tabwriter, which never runs two columns
+//! together), what is kept for a problem, the policies that delete nothing, the totals, and the
+//! chart of the deletions to come.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -13,22 +14,19 @@ const GAP: usize = 3;
 /// The report, for a terminal.
 pub fn text(report: &PlanReport) -> String {
     let mut out = String::new();
-    let within =
-        crate::duration::format_duration(std::time::Duration::from_secs(report.within_seconds));
+    for line in report.controllers.lines("plan") {
+        let _ = writeln!(out, "{line}");
+    }
+    out.push('\n');
+    let within = window(report.within_seconds);
     if report.deletions.is_empty() {
         let _ = writeln!(out, "No deletions within {within}.");
     } else {
-        let rows = report.deletions.iter().map(|r| {
+        let reasons: Vec<String> = report.deletions.iter().map(reason).collect();
+        let rows = report.deletions.iter().zip(&reasons).map(|(r, reason)| {
             let at = if r.due { "now" } else { r.deletes_at.as_str() };
             let namespace = r.namespace.as_deref().unwrap_or("-");
-            [
-                &*r.kind,
-                namespace,
-                &*r.name,
-                &*r.controller,
-                at,
-                &*r.reason,
-            ]
+            [&*r.kind, namespace, &*r.name, &*r.controller, at, &**reason]
         });
         let header = [
             "KIND",
@@ -41,8 +39,8 @@ pub fn text(report: &PlanReport) -> String {
         out.push_str(&table(header, rows));
         let _ = writeln!(
             out,
-            "\n{} deletions within {within}",
-            report.deletions.len()
+            "\n{} within {within}",
+            counted(report.deletions.len(), "deletion", "deletions")
         );
         totals("by namespace", &report.by_namespace, &mut out);
         totals("by kind", &report.by_kind, &mut out);
@@ -69,10 +67,34 @@ pub fn text(report: &PlanReport) -> String {
             .map(|p| [&*p.policy, &*p.state, &*p.problem]);
         out.push_str(&table(["POLICY", "STATE", "PROBLEM"], rows));
     }
-    if !report.deletions.is_empty() {
-        chart(&report.hourly, &mut out);
+    // With no window there is nothing to chart but what the totals say already.
+    if !report.deletions.is_empty() && report.chart.buckets.len() > 1 {
+        chart(&report.chart, &mut out);
     }
     out
+}
+
+/// The window as `--within` takes it: whole days as days (`7d`, not `168h`).
+fn window(seconds: u64) -> String {
+    if seconds >= 2 * 86_400 && seconds.is_multiple_of(86_400) {
+        format!("{}d", seconds / 86_400)
+    } else {
+        crate::duration::format_duration(std::time::Duration::from_secs(seconds))
+    }
+}
+
+/// "1 deletion", "2 deletions".
+fn counted(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The row's reason, and the other controllers that would delete the object too.
+fn reason(row: &super::Row) -> String {
+    if row.also.is_empty() {
+        return row.reason.clone();
+    }
+    let also: Vec<&str> = row.also.iter().map(|a| a.controller.as_str()).collect();
+    format!("{} (also: {})", row.reason, also.join(", "))
 }
 
 /// Rows under a header, each column as wide as its widest cell; the last column is not padded.
@@ -107,10 +129,16 @@ fn totals(title: &str, map: &BTreeMap<String, usize>, out: &mut String) {
     let _ = writeln!(out, "{title}: {}", parts.join(", "));
 }
 
-fn chart(hourly: &[(String, usize)], out: &mut String) {
-    let max = hourly.iter().map(|(_, n)| *n).max().unwrap_or(0).max(1);
-    let _ = writeln!(out, "\nper hour");
-    for (label, n) in hourly {
+fn chart(chart: &super::Chart, out: &mut String) {
+    let max = chart
+        .buckets
+        .iter()
+        .map(|(_, n)| *n)
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let _ = writeln!(out, "\nper {}", chart.size());
+    for (label, n) in &chart.buckets {
         let bar = "█".repeat((n * 40).div_ceil(max));
         let _ = writeln!(out, "  {label:>5} {bar} {n}");
     }
@@ -119,6 +147,13 @@ fn chart(hourly: &[(String, usize)], out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_are_pluralised() {
+        assert_eq!(counted(1, "deletion", "deletions"), "1 deletion");
+        assert_eq!(counted(0, "deletion", "deletions"), "0 deletions");
+        assert_eq!(counted(2, "deletion", "deletions"), "2 deletions");
+    }
 
     #[test]
     fn columns_are_as_wide_as_their_widest_cell_and_never_touch() {

@@ -95,7 +95,9 @@ impl Source {
                 return;
             };
             if runs > 0 {
-                tracing::info!(source = %described, subscribers = %names(&slots),
+                // Routine (a controller starting late, the retention engine applying a policy
+                // change) and nothing an operator acts on: a debug line, not an info one.
+                tracing::debug!(source = %described, subscribers = %names(slots.iter().map(|slot| slot.name())),
                     "a subscriber joined: listing again for everyone");
             }
             runs += 1;
@@ -173,10 +175,34 @@ fn on_errors(slots: &RunSlots) -> Option<WatchErrorHandler> {
     }))
 }
 
-fn names(slots: &[Arc<dyn Slot>]) -> String {
-    slots
-        .iter()
-        .map(|slot| slot.name())
-        .collect::<Vec<_>>()
-        .join(",")
+/// The subscribers' names, each once, with how many subscribe under it when more than one
+/// (`retention×2,garbagecollector`: a watch and its successor overlap for a moment).
+fn names<'a>(subscribers: impl Iterator<Item = &'a str>) -> String {
+    let mut counted: Vec<(&str, usize)> = Vec::new();
+    for subscriber in subscribers {
+        match counted.iter_mut().find(|(name, _)| *name == subscriber) {
+            Some((_, n)) => *n += 1,
+            None => counted.push((subscriber, 1)),
+        }
+    }
+    let said: Vec<String> = counted
+        .into_iter()
+        .map(|(name, n)| match n {
+            1 => name.to_owned(),
+            n => format!("{name}×{n}"),
+        })
+        .collect();
+    said.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::names;
+
+    #[test]
+    fn each_subscriber_is_named_once_with_its_count() {
+        let said = names(["retention", "garbagecollector", "retention"].into_iter());
+        assert_eq!(said, "retention×2,garbagecollector");
+        assert_eq!(names(["retention"].into_iter()), "retention");
+    }
 }

@@ -154,12 +154,21 @@ async fn apply(shared: &Shared, plan: Plan) {
             })
             .map(|(t, _)| t.clone())
             .collect();
+        let mut replaced = std::collections::BTreeSet::new();
         for target in gone {
             stopping.extend(watches.remove(&target));
+            replaced.insert(target);
         }
         for (target, wanted) in &plan.watches {
             if !watches.contains_key(target) {
-                tracing::info!(resource = %target, policies = wanted.rules.policies.len(), "retention: watching");
+                let policies = wanted.rules.policies.len();
+                // Said once per resource; a watch restarted for changed rules is routine
+                // (each policy applied says "retention policy ready" already).
+                if replaced.contains(target) {
+                    tracing::debug!(resource = %target, policies, "retention: the policies changed; judging again");
+                } else {
+                    tracing::info!(resource = %target, policies, "retention: watching");
+                }
                 let watch = ResourceWatch::start(target.clone(), wanted, &shared.context);
                 watches.insert(target.clone(), watch);
             }
