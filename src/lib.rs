@@ -42,7 +42,7 @@ pub mod runtime;
 pub mod server;
 pub mod shutdown;
 pub mod sim;
-pub mod token_bucket;
+pub use kube_gc_workqueue::token_bucket;
 
 #[cfg(test)]
 mod test_fixtures;

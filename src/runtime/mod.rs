@@ -24,4 +24,6 @@ pub mod controller;
 pub mod informer;
 pub mod reflector;
 pub mod sources;
-pub mod workqueue;
+/// The workqueue is its own crate, `kube-gc-workqueue` (`crates/workqueue`), which depends on
+/// nothing of kube-gc; it is re-exported here so the runtime reads as one layer.
+pub use kube_gc_workqueue as workqueue;

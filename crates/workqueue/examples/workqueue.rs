@@ -5,7 +5,7 @@
 //! ```
 //!
 //! Every controller in kube-gc hands work to its workers through a
-//! [`WorkQueue`](kube_gc::runtime::workqueue::WorkQueue) of keys (`namespace/name` strings here).
+//! [`WorkQueue`](kube_gc_workqueue::WorkQueue) of keys (`namespace/name` strings here).
 //! This example uses one queue with no API server at all, in four scenes; read them in the order
 //! `run` plays them:
 //!
@@ -27,7 +27,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube_gc::runtime::workqueue::{ItemExponentialFailureRateLimiter, WorkQueue};
+use kube_gc_workqueue::{ItemExponentialFailureRateLimiter, WorkQueue};
 use tokio::time::Instant;
 
 /// The wait before the first retry; each further failure doubles it.

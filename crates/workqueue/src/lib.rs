@@ -53,7 +53,7 @@
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {
-//! use kube_gc::runtime::workqueue::WorkQueue;
+//! use kube_gc_workqueue::WorkQueue;
 //!
 //! let queue = WorkQueue::new("example");
 //! queue.add("default/job-a".to_string());
@@ -79,6 +79,7 @@ pub mod queue;
 pub mod rate_limiter;
 pub mod reference;
 mod state;
+pub mod token_bucket;
 
 pub use in_flight::UnfinishedWork;
 pub use metrics::{
@@ -92,3 +93,4 @@ pub use rate_limiter::{
 };
 pub use reference::ReferenceQueue;
 pub use state::DebugSnapshot;
+pub use token_bucket::TokenBucket;

@@ -4,7 +4,7 @@
 //! Run with `cargo bench --bench workqueue`; results are discussed in `docs/performance.md`.
 
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
-use kube_gc::runtime::workqueue::WorkQueue;
+use kube_gc_workqueue::WorkQueue;
 use std::time::{Duration, Instant};
 use tokio::runtime::Runtime;
 

@@ -13,7 +13,7 @@
 //! - at the end, once time has run out, every key added since its last delivery is delivered.
 
 use futures_util::FutureExt;
-use kube_gc::runtime::workqueue::{
+use kube_gc_workqueue::{
     ItemExponentialFailureRateLimiter, RateLimiter, ReferenceQueue, WorkQueue,
 };
 use proptest::prelude::*;
