@@ -12,7 +12,7 @@
 //!    never happen.
 //!
 //! Run with `cargo bench --bench workqueue_timers`; results are discussed in
-//! `docs/performance.md`.
+//! kube-gc's `docs/performance.md`.
 
 use kube_gc_workqueue::WorkQueue;
 use std::sync::Arc;

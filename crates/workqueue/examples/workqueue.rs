@@ -21,8 +21,9 @@
 //! happen. The test at the bottom plays the same scenes on tokio's paused clock — timers fire
 //! as soon as nothing else can run — and checks the order and the times, in no real time.
 //!
-//! Next: `examples/informer.rs` (where keys come from), then `examples/expiring_configmaps.rs`
-//! (a whole controller). The queue's design is in `docs/workqueue.md`.
+//! Next, in kube-gc's own `examples/` at the repository's top: `informer.rs` (where keys come
+//! from), then `expiring_configmaps.rs` (a whole controller). The queue's design is in this
+//! crate's `README.md`.
 
 use std::sync::Arc;
 use std::time::Duration;
