@@ -4,6 +4,7 @@ FROM rust:1.89-bookworm AS build
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY src ./src
+COPY crates ./crates
 COPY benches ./benches
 RUN cargo build --release --locked --bin kube-gc
 

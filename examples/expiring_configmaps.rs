@@ -26,9 +26,9 @@
 //! controller until the first two are gone, and prints what it did. The test at the bottom runs
 //! the same scenario on tokio's paused clock, so the 2 s pass in no real time.
 //!
-//! Before: `examples/workqueue.rs`, `examples/informer.rs`. Next: `src/controllers/ttl/`, the
-//! same shape with metrics, Events and an API server outage to live through;
-//! `docs/runtime.md` ("Worker loop") explains the design.
+//! Before: `crates/workqueue/examples/workqueue.rs`, `examples/informer.rs`. Next:
+//! `src/controllers/ttl/`, the same shape with metrics, Events and an API server outage to live
+//! through; `docs/runtime.md` ("Worker loop") explains the design.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -20,9 +20,9 @@
 //!
 //! The test at the bottom runs `on_sim` and checks the events, in under a second of real time.
 //!
-//! Before: `examples/workqueue.rs`. Next: `examples/expiring_configmaps.rs`, where the handler
-//! puts keys on a workqueue instead of printing. The informer's design is in `docs/runtime.md`
-//! ("Informer").
+//! Before: `crates/workqueue/examples/workqueue.rs`. Next: `examples/expiring_configmaps.rs`,
+//! where the handler puts keys on a workqueue instead of printing. The informer's design is in
+//! `docs/runtime.md` ("Informer").
 
 use std::fmt;
 use std::path::{Path, PathBuf};

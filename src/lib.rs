@@ -1,10 +1,15 @@
 //! kube-gc: a standalone Kubernetes garbage collector on a hand-written controller runtime.
 //!
+//! The crate is the root of a Cargo workspace whose other crates are layers that stand alone:
+//! so far the workqueue, `kube-gc-workqueue` (`crates/workqueue`, whose README is where a reader
+//! of the runtime starts), re-exported here as [`runtime::workqueue`] and [`token_bucket`].
+//!
 //! The crate is layered; each layer only uses the ones above it in this list:
 //!
 //! - [`api`]: the Kubernetes object types kube-gc reads and writes (serde, written here).
 //! - [`client`]: talking to an API server: kubeconfig, authentication, REST verbs, watch streams.
-//! - [`runtime`]: the controller runtime: workqueue, reflector, cache, informer and worker loop.
+//! - [`runtime`]: the controller runtime: workqueue (the workqueue crate), reflector, cache,
+//!   informer and worker loop.
 //! - [`events`]: how controllers report Kubernetes Events without waiting on them.
 //! - [`controllers`]: the garbage-collection logic (TTL-after-finished, ownerReference GC,
 //!   retention policies).
@@ -21,8 +26,9 @@
 //! - [`clock`]: injectable wall-clock time.
 //! - [`duration`]: Go-style duration strings (`1m30s`), as kube-controller-manager's flags take
 //!   them.
-//! - [`token_bucket`]: the crate's one token bucket, layer-neutral: the workqueue's rate limiter
-//!   and the client's request throttling both draw from it.
+//! - [`token_bucket`]: the one token bucket, layer-neutral, from the workqueue crate: the
+//!   workqueue's rate limiter, the client's request throttling and the event correlator all draw
+//!   from it.
 //!
 //! `docs/architecture.md` walks through how data flows from the API server to a deletion.
 
@@ -43,7 +49,7 @@ pub mod runtime;
 pub mod server;
 pub mod shutdown;
 pub mod sim;
-pub mod token_bucket;
+pub use kube_gc_workqueue::token_bucket;
 
 #[cfg(test)]
 mod test_fixtures;

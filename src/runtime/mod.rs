@@ -7,7 +7,9 @@
 //! path file by file; `examples/` runs each piece on its own.
 //!
 //! - [`workqueue`]: a de-duplicating, delaying, rate-limited queue of keys that worker tasks
-//!   take work from (client-go's `util/workqueue`, in async Rust).
+//!   take work from (client-go's `util/workqueue`, in async Rust). It is a crate of its own,
+//!   `kube-gc-workqueue` (`crates/workqueue`), re-exported here; its README is the first page
+//!   to read.
 //! - [`cache`]: the sharded, indexed object cache the reflector writes and workers read
 //!   (client-go's `ThreadSafeStore` and `Indexer`).
 //! - [`reflector`]: lists then watches one resource and reports what it sees to a sink
@@ -24,4 +26,6 @@ pub mod controller;
 pub mod informer;
 pub mod reflector;
 pub mod sources;
-pub mod workqueue;
+// The workqueue crate depends on nothing of kube-gc; re-exported, it keeps its place in the
+// runtime and every `runtime::workqueue::…` path.
+pub use kube_gc_workqueue as workqueue;

@@ -1,5 +1,7 @@
-//! A counting global allocator for the binaries that measure memory (`tests/cache_memory.rs`,
-//! `tests/informer_memory.rs`, `benches/workqueue_timers.rs`).
+//! A counting global allocator for the binaries that measure memory (`tests/*_memory.rs`, the
+//! soak, and the TTL, garbage-collector, retention and informer-sync benchmarks). The workqueue
+//! crate's timer benchmark counts with its own, so that crate's package stands alone
+//! (`crates/workqueue/benches/support/counting_alloc.rs`).
 //!
 //! Including this module installs the allocator for the whole binary it is compiled into, and
 //! only that binary: the library never counts. The figures are requested bytes; the system

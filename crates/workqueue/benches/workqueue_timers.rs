@@ -12,15 +12,15 @@
 //!    never happen.
 //!
 //! Run with `cargo bench --bench workqueue_timers`; results are discussed in
-//! `docs/performance.md`.
+//! kube-gc's `docs/performance.md`.
 
-use kube_gc::runtime::workqueue::WorkQueue;
+use kube_gc_workqueue::WorkQueue;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
-#[path = "../tests/memory_support/mod.rs"]
-mod memory_support;
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
 #[path = "support/workqueue.rs"]
 mod support;
 
@@ -29,7 +29,7 @@ use support::{key, queue_with_pending_timers, time_inserts, PENDING_TIMERS};
 const TIMERS: usize = 1_000_000;
 
 fn allocated() -> usize {
-    memory_support::live_bytes()
+    counting_alloc::live_bytes()
 }
 
 /// Waits until nothing is being freed any more: a dropped queue's state goes away only when the

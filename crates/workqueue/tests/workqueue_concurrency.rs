@@ -5,7 +5,7 @@
 //! key added while it was processed is processed again); shut-down with drain lets every worker
 //! finish and exit. Only immediate adds are used, so nothing waits on the real clock.
 
-use kube_gc::runtime::workqueue::WorkQueue;
+use kube_gc_workqueue::WorkQueue;
 use parking_lot::Mutex;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};

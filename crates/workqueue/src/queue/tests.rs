@@ -2,7 +2,7 @@
 //! all on tokio's paused clock.
 
 use super::*;
-use crate::runtime::workqueue::metrics::RecordingMetricsProvider;
+use crate::metrics::RecordingMetricsProvider;
 use tokio::time::advance;
 
 fn ms(n: u64) -> Duration {
@@ -253,7 +253,7 @@ async fn dropping_the_last_handle_stops_the_timer_task() {
 
 #[tokio::test(start_paused = true)]
 async fn a_custom_limiter_is_used() {
-    let limiter = Arc::new(crate::runtime::workqueue::BucketRateLimiter::new(1.0, 1));
+    let limiter = Arc::new(crate::BucketRateLimiter::new(1.0, 1));
     let queue = WorkQueue::builder("q").rate_limiter(limiter).build();
     let start = Instant::now();
     queue.add_rate_limited(1);

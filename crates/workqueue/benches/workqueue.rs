@@ -1,10 +1,11 @@
 //! Criterion benchmarks of the workqueue: the cost of one `add_after` into a queue already holding
 //! a million timers, and the cost of one rate-limited add. (Throughput of add → get → done cycles
 //! is in `workqueue_throughput.rs`, which repeats each case in fresh processes.)
-//! Run with `cargo bench --bench workqueue`; results are discussed in `docs/performance.md`.
+//! Run with `cargo bench --bench workqueue`; results are discussed in kube-gc's
+//! `docs/performance.md`.
 
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
-use kube_gc::runtime::workqueue::WorkQueue;
+use kube_gc_workqueue::WorkQueue;
 use std::time::{Duration, Instant};
 use tokio::runtime::Runtime;
 

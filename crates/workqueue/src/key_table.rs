@@ -8,8 +8,9 @@
 //! timers), and what that buys:
 //!
 //! - The key is stored once, and the FIFO and the heap hold 4-byte ids instead of clones of it:
-//!   no allocation per timer and far less memory per waiting key (`docs/performance.md`), and
-//!   `get` reaches a key's record by position instead of by hashing it again.
+//!   no allocation per timer and far less memory per waiting key (kube-gc's
+//!   `docs/performance.md`), and `get` reaches a key's record by position instead of by hashing
+//!   it again.
 //! - One record per key (`V`) instead of membership in several sets: `add` and `done` hash the
 //!   key once, where the reference looks it up in each set. [`find_mut`](KeyTable::find_mut)
 //!   returns a [`KeyEntry`] that can forget the key through the same lookup.
@@ -25,11 +26,11 @@
 //!   when it re-hashed each key through the slab; keeping the hash in the entry made it one pass
 //!   over the table, 6.5–7.7 ms (measured); splitting the index into shards that fill evenly and
 //!   grow one at a time divides that pause by the number of shards.
-//! - Hashing is std's `RandomState` (SipHash-1-3 with per-process random keys). Keys are
-//!   `namespace/name` strings that cluster users choose, so the hash must resist deliberate
-//!   collisions (HashDoS); the queue hashes a key once per `add` and once per `done`, which keeps
-//!   SipHash's cost small (see `docs/performance.md`). Of the 64-bit hash, the low bits pick the
-//!   shard and the high 32 are kept in the entry, so no bit does both jobs.
+//! - Hashing is std's `RandomState` (SipHash-1-3 with per-process random keys). Keys carry names
+//!   that cluster users choose, so the hash must resist deliberate collisions (HashDoS); the
+//!   queue hashes a key once per `add` and once per `done`, which keeps SipHash's cost small (see
+//!   kube-gc's `docs/performance.md`). Of the 64-bit hash, the low bits pick the shard and the
+//!   high 32 are kept in the entry, so no bit does both jobs.
 
 use super::chunked_vec::ChunkedVec;
 use hashbrown::hash_table::OccupiedEntry;
@@ -61,7 +62,7 @@ impl KeyId {
 /// second probe of the index that forgetting by id would take (a few dozen instructions per
 /// `done`); that saving was not benchmarked on its own — the readable `find` + remove-by-id
 /// version measured no different within noise, while losing inlining cost 3 % of instructions
-/// (`docs/performance.md`).
+/// (kube-gc's `docs/performance.md`).
 pub(super) struct KeyEntry<'a, K, V> {
     id: KeyId,
     index_entry: OccupiedEntry<'a, IndexEntry>,

@@ -5,7 +5,7 @@
 //! The rules are those of the reference queue (`reference.rs`, where to learn them); the
 //! differential test `tests/workqueue_model.rs` holds this state to them. What this module adds
 //! over the reference is the representation, and each part of it is there for speed or memory
-//! (the figures are in `docs/performance.md`):
+//! (the figures are in kube-gc's `docs/performance.md`):
 //!
 //! - **One record per key** ([`KeyState`]) in the [`KeyTable`] instead of membership in a dirty
 //!   set, a processing set and a timer map: `add` and `done` hash the key once. The ready FIFO
@@ -21,7 +21,8 @@
 //!
 //! The methods on the add → get → done path, and the key table's under them, are `#[inline]`:
 //! split into modules they were no longer inlined into [`super::WorkQueue`]'s methods, which cost
-//! 3 % more instructions per cycle and 5–8 % of one-thread throughput (`docs/performance.md`).
+//! 3 % more instructions per cycle and 5–8 % of one-thread throughput (kube-gc's
+//! `docs/performance.md`).
 //!
 //! # Per-key state
 //!

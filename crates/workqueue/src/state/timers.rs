@@ -18,9 +18,9 @@
 //!   `peek` first and reserves nothing for a retry that would be dropped (kubernetes#104554).
 
 use super::{KeyState, Nanos, Pending, QueueState, Wake};
-use crate::runtime::workqueue::delay_heap::Timer;
-use crate::runtime::workqueue::key_table::{KeyId, KeyTable};
-use crate::runtime::workqueue::rate_limiter::RateLimiter;
+use crate::delay_heap::Timer;
+use crate::key_table::{KeyId, KeyTable};
+use crate::rate_limiter::RateLimiter;
 use std::hash::Hash;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -33,12 +33,7 @@ pub(super) const FAR_FUTURE: Duration = Duration::from_secs(30 * 365 * 24 * 60 *
 
 impl<K: Clone + Eq + Hash> QueueState<K> {
     /// Schedules `key` at `now + delay`, unless it is already due no later than that.
-    pub(in crate::runtime::workqueue) fn add_after(
-        &mut self,
-        key: K,
-        delay: Duration,
-        now: Instant,
-    ) -> Wake {
+    pub(crate) fn add_after(&mut self, key: K, delay: Duration, now: Instant) -> Wake {
         if self.shutting_down {
             return Wake::default();
         }
@@ -49,7 +44,7 @@ impl<K: Clone + Eq + Hash> QueueState<K> {
 
     /// Like `add_after` with the wait chosen by `limiter` — but the limiter reserves nothing
     /// (no token, no failure) when the retry would be dropped as a duplicate anyway.
-    pub(in crate::runtime::workqueue) fn add_rate_limited(
+    pub(crate) fn add_rate_limited(
         &mut self,
         key: K,
         limiter: &dyn RateLimiter<K>,
@@ -70,14 +65,14 @@ impl<K: Clone + Eq + Hash> QueueState<K> {
     }
 
     /// Makes every key whose timer is due at `now` dirty: the timer task's one job.
-    pub(in crate::runtime::workqueue) fn release_due(&mut self, now: Instant) -> Wake {
+    pub(crate) fn release_due(&mut self, now: Instant) -> Wake {
         let now = self.nanos(now);
         self.release_due_at(now);
         self.wake(false)
     }
 
     /// When the earliest waiting key is due.
-    pub(in crate::runtime::workqueue) fn next_ready_at(&self) -> Option<Instant> {
+    pub(crate) fn next_ready_at(&self) -> Option<Instant> {
         self.timers.peek().map(|t| self.instant(t.ready_at))
     }
 

@@ -1,4 +1,4 @@
-//! A token bucket: the crate's one implementation of "at most `qps` events per second on average,
+//! A token bucket: kube-gc's one implementation of "at most `qps` events per second on average,
 //! with bursts of up to `burst`".
 //!
 //! Contract (the same as `golang.org/x/time/rate`'s `Limiter.Reserve`, which client-go builds its
@@ -17,8 +17,9 @@
 //!   caller here wants).
 //!
 //! The bucket is plain state, driven by the caller's clock (`now` is passed in), so it is trivially
-//! testable and usable from any layer: the workqueue's bucket rate limiter and the API client's
-//! request throttle (`--kube-api-qps` / `--kube-api-burst`) both wrap it. Share it behind a mutex.
+//! testable and usable from any layer: the workqueue's bucket rate limiter, kube-gc's API client's
+//! request throttle (`--kube-api-qps` / `--kube-api-burst`) and its event correlator all wrap it.
+//! Share it behind a mutex.
 
 use std::time::Duration;
 use tokio::time::Instant;

@@ -42,7 +42,7 @@
 //! # Example
 //!
 //! ```
-//! use kube_gc::runtime::workqueue::{ItemExponentialFailureRateLimiter, ReferenceQueue};
+//! use kube_gc_workqueue::{ItemExponentialFailureRateLimiter, ReferenceQueue};
 //! use std::time::Duration;
 //! use tokio::time::Instant;
 //!

@@ -7,7 +7,7 @@
 //! - one mutex around the state, held only for the few hash-map operations of one call and never
 //!   across an `.await`; the clock is read before locking;
 //! - `get().await`: a getter that finds nothing parks on a [`Notify`] and is counted as parked
-//!   in the state. Every state change returns one [`Wake`]: how many parked getters to wake (one
+//!   in the state. Every state change returns one `Wake`: how many parked getters to wake (one
 //!   per key it made ready, none when no getter is parked — the common case when workers are
 //!   busy) and whether the timer task must re-read the earliest timer;
 //! - the timer task (`timer_task.rs`), which releases due keys at their time;

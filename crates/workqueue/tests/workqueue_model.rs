@@ -2,7 +2,7 @@
 //!
 //! Random sequences of add / add_after / add_rate_limited / get / done / forget / time advance
 //! (and, in the second test, one shut-down in the middle) drive a real [`WorkQueue`] on tokio's
-//! paused clock and, side by side, the [`ReferenceQueue`] (`src/runtime/workqueue/reference.rs`),
+//! paused clock and, side by side, the [`ReferenceQueue`] (`src/reference.rs`),
 //! the rules written in plain `std` collections. Each has its own rate limiter of the same kind.
 //! After every step the two must agree on what `get` hands out, on the rate limiter's counts, and
 //! on `len`, `depth`, `waiting` and `in_flight`; and independently of the reference:
@@ -13,7 +13,7 @@
 //! - at the end, once time has run out, every key added since its last delivery is delivered.
 
 use futures_util::FutureExt;
-use kube_gc::runtime::workqueue::{
+use kube_gc_workqueue::{
     ItemExponentialFailureRateLimiter, RateLimiter, ReferenceQueue, WorkQueue,
 };
 use proptest::prelude::*;

@@ -2,7 +2,7 @@
 //! (a queue already holding a million timers, then fresh keys inserted and timed).
 #![allow(dead_code)] // Each bench binary uses part of it.
 
-use kube_gc::runtime::workqueue::WorkQueue;
+use kube_gc_workqueue::WorkQueue;
 use std::ops::Range;
 use std::time::{Duration, Instant};
 

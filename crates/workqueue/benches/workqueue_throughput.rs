@@ -21,7 +21,7 @@
 //! stay in that core's cache, and nothing is woken across threads: the figure is what the
 //! queue's own operations cost, with no cross-core traffic or work-stealing in it.
 
-use kube_gc::runtime::workqueue::WorkQueue;
+use kube_gc_workqueue::WorkQueue;
 use std::process::Command;
 use std::time::{Duration, Instant};
 

@@ -11,7 +11,7 @@
 //! Owner: the queue's `Inner`, which aborts it on shut-down and when the last handle is dropped.
 
 use super::Shared;
-use crate::runtime::workqueue::fine_timer::FineTimer;
+use crate::fine_timer::FineTimer;
 use std::hash::Hash;
 use std::sync::Arc;
 use tokio::time::Instant;

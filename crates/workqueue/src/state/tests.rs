@@ -4,11 +4,9 @@
 
 use super::timers::{FAR_FUTURE, STALE_TIMER_SLACK};
 use super::*;
-use crate::runtime::workqueue::metrics::{MetricsProvider, RecordingMetricsProvider};
-use crate::runtime::workqueue::rate_limiter::RateLimiter;
-use crate::runtime::workqueue::rate_limiter::{
-    default_controller_rate_limiter, ItemExponentialFailureRateLimiter,
-};
+use crate::metrics::{MetricsProvider, RecordingMetricsProvider};
+use crate::rate_limiter::RateLimiter;
+use crate::rate_limiter::{default_controller_rate_limiter, ItemExponentialFailureRateLimiter};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU32, Ordering};
 

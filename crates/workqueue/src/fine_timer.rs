@@ -5,7 +5,8 @@
 //! millisecond tick after `t`, and the runtime parks for a whole number of milliseconds counted
 //! from a clock reading truncated to the millisecond, so the sleep ends 0–2 ms after `t`. For the
 //! workqueue that would make every delayed key up to 2 ms late (measured: p50 0.6 ms, p99
-//! 1.4–2.3 ms on an idle machine; `docs/performance.md`), where the target is p99 under 1 ms.
+//! 1.4–2.3 ms on an idle machine; kube-gc's `docs/performance.md`), where the target is p99
+//! under 1 ms.
 //!
 //! [`FineTimer::sleep_until`] therefore sleeps in two stages:
 //!

@@ -3,7 +3,7 @@
 //! A `Vec` grows by allocating twice the room and copying everything across. Amortised that is
 //! cheap, but each growth is one long step: at a million timers the queue's slab and heap copied
 //! tens of megabytes (and faulted in fresh pages) in one go, 33 ms measured, with the queue's lock
-//! held, so every worker and producer stalled behind it (`docs/performance.md`).
+//! held, so every worker and producer stalled behind it (kube-gc's `docs/performance.md`).
 //!
 //! `ChunkedVec` stores its elements in fixed-size chunks of [`CHUNK_LEN`] and grows by one chunk
 //! at a time. No growth step costs more than one chunk's allocation, and an element never moves

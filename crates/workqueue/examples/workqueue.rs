@@ -5,7 +5,7 @@
 //! ```
 //!
 //! Every controller in kube-gc hands work to its workers through a
-//! [`WorkQueue`](kube_gc::runtime::workqueue::WorkQueue) of keys (`namespace/name` strings here).
+//! [`WorkQueue`](kube_gc_workqueue::WorkQueue) of keys (`namespace/name` strings here).
 //! This example uses one queue with no API server at all, in four scenes; read them in the order
 //! `run` plays them:
 //!
@@ -21,13 +21,14 @@
 //! happen. The test at the bottom plays the same scenes on tokio's paused clock — timers fire
 //! as soon as nothing else can run — and checks the order and the times, in no real time.
 //!
-//! Next: `examples/informer.rs` (where keys come from), then `examples/expiring_configmaps.rs`
-//! (a whole controller). The queue's design is in `docs/workqueue.md`.
+//! Next, in kube-gc's own `examples/` at the repository's top: `informer.rs` (where keys come
+//! from), then `expiring_configmaps.rs` (a whole controller). The queue's design is in this
+//! crate's `README.md`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube_gc::runtime::workqueue::{ItemExponentialFailureRateLimiter, WorkQueue};
+use kube_gc_workqueue::{ItemExponentialFailureRateLimiter, WorkQueue};
 use tokio::time::Instant;
 
 /// The wait before the first retry; each further failure doubles it.

@@ -14,7 +14,7 @@
 //! Both `when` and the key-state of the exponential limiter are *reservations*: calling `when`
 //! spends a token or a failure. [`peek`](RateLimiter::peek) asks the same question without
 //! spending, which is what lets the queue skip the reservation when the retry would be
-//! de-duplicated anyway (see the module docs of [`super`] and `docs/workqueue.md`).
+//! de-duplicated anyway (see the module docs of [`super`] and the README, section 6).
 //!
 //! The queue calls limiters while holding its own lock (lock order: queue, then limiter), so a
 //! limiter must never call back into a queue.

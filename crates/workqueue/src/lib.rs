@@ -1,10 +1,14 @@
 //! The workqueue: a de-duplicating, delaying, rate-limited queue of keys that worker tasks take
-//! work from — client-go's `util/workqueue`, in async Rust. `docs/workqueue.md` walks through the
-//! design.
+//! work from — client-go's `util/workqueue`, in async Rust, and the one token bucket kube-gc
+//! rate-limits with. The crate's `README.md` is where to start: what the queue promises, the
+//! order to read its files in, how it relates to client-go, and a walk through the design.
 //!
 //! # Contract
 //!
-//! Keys are any `K: Clone + Eq + Hash` (controllers use `namespace/name` strings).
+//! Keys are any `K: Clone + Eq + Hash`. kube-gc's TTL and retention controllers queue the
+//! retention engine's `WorkKey` (an object's resource and `namespace/name` key, or a history
+//! group), its garbage collector an object's UID; the example and the benchmarks queue
+//! `namespace/name` strings.
 //!
 //! - **De-duplication.** [`WorkQueue::add`] of a key already queued does nothing. A key is never
 //!   handed to two workers at once: adding a key while a worker holds it marks it *dirty*, and
@@ -29,7 +33,7 @@
 //!
 //! # Modules
 //!
-//! - [`reference`]: [`ReferenceQueue`], every rule above in ~250 lines of `std` collections and
+//! - [`reference`](mod@reference): [`ReferenceQueue`], every rule above in ~250 lines of `std` collections and
 //!   nothing else — **the place to learn the rules**. The fast queue below behaves exactly like
 //!   it (`tests/workqueue_model.rs` checks that); each of its modules says what it adds over the
 //!   reference and what that buys.
@@ -47,13 +51,15 @@
 //! - `in_flight`: start times of the work in progress.
 //! - [`rate_limiter`]: the [`RateLimiter`] trait and client-go's three limiters.
 //! - [`metrics`]: the metrics hooks, a no-op and a recording provider.
+//! - [`token_bucket`]: [`TokenBucket`], the bucket under [`BucketRateLimiter`], plain state
+//!   driven by the caller's clock (kube-gc's API client throttles its requests with it too).
 //!
 //! # Example
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {
-//! use kube_gc::runtime::workqueue::WorkQueue;
+//! use kube_gc_workqueue::WorkQueue;
 //!
 //! let queue = WorkQueue::new("example");
 //! queue.add("default/job-a".to_string());
@@ -79,6 +85,7 @@ pub mod queue;
 pub mod rate_limiter;
 pub mod reference;
 mod state;
+pub mod token_bucket;
 
 pub use in_flight::UnfinishedWork;
 pub use metrics::{
@@ -92,3 +99,10 @@ pub use rate_limiter::{
 };
 pub use reference::ReferenceQueue;
 pub use state::DebugSnapshot;
+pub use token_bucket::TokenBucket;
+
+/// The README's example, run as a doctest so that the first page a reader sees keeps compiling
+/// and keeps its promises.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
