@@ -53,7 +53,7 @@
 //! - No `managedFields`, no defaulting of spec fields (a Job's selector, pod template defaults,
 //!   …), no schema validation beyond names, ownerReferences, finalizers and kube-gc's own
 //!   retention policies (checked against their CRDs: [`validation::crd`]).
-//! - No `deletecollection`, no server-side apply (`application/apply-patch+yaml` → 415), no
+//! - No server-side apply (`application/apply-patch+yaml` → 415), no
 //!   YAML (JSON instead); `as=Table` only for kube-gc's retention policies ([`table`]; other
 //!   resources answer the JSON clients offer as a fallback); `/openapi/v2` is an empty document
 //!   (enough for `kubectl create/apply -f`, which then skips its client-side validation) and
@@ -67,9 +67,13 @@
 //!   JSON whatever is asked (their errors are negotiated). Aggregated
 //!   discovery is served (`apidiscovery.k8s.io/v2beta1`, as v1.28), but no group is ever
 //!   `Stale`: no aggregated API servers.
-//! - Pods are deleted like any other object (no graceful deletion period), namespaces are removed
-//!   at once without deleting their contents, and core/v1 and events.k8s.io/v1 Events are two
-//!   separate stores.
+//! - Pods are deleted like any other object (no graceful deletion period), and core/v1 and
+//!   events.k8s.io/v1 Events are two separate stores (a `deletecollection` of one leaves the
+//!   other's). Namespaces follow the real lifecycle (`store::namespace`: a DELETE marks them
+//!   `Terminating`, `/finalize` and the last finalizer remove them, creates in them are
+//!   refused), but nothing in the sim deletes their content or finalizes them: as on a server
+//!   without kube-controller-manager, that is kube-gc's namespace controller's job.
+//! - `deletecollection` ignores `limit` and `continue` and honours preconditions per object.
 //! - Like the real server, watches are served from a watch cache per resource (sized by the
 //!   real rule, rebuilt by [`SimServer::restart`]) and exact reads and continue tokens from etcd's
 //!   history (compacted every 5 minutes by default); the LIST table is the real one

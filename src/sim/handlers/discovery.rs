@@ -171,12 +171,21 @@ fn aggregated_resource(def: &ResourceDef) -> Value {
     if !def.categories.is_empty() {
         entry.insert("categories".into(), json!(def.categories));
     }
-    if def.has_status {
-        entry.insert(
-            "subresources".into(),
-            json!([{"subresource": "status", "responseKind": response_kind,
-                "verbs": ["get", "patch", "update"]}]),
+    let mut subresources = Vec::new();
+    if is_namespaces(def) {
+        subresources.push(
+            json!({"subresource": "finalize", "responseKind": response_kind,
+            "verbs": ["update"]}),
         );
+    }
+    if def.has_status {
+        subresources.push(
+            json!({"subresource": "status", "responseKind": response_kind,
+            "verbs": ["get", "patch", "update"]}),
+        );
+    }
+    if !subresources.is_empty() {
+        entry.insert("subresources".into(), Value::Array(subresources));
     }
     Value::Object(entry)
 }
@@ -265,10 +274,24 @@ fn defs_of<'r>(resources: &'r Resources, group: &str, version: &str) -> Vec<&'r 
     defs
 }
 
+/// Namespaces have a `finalize` subresource (exchanges 03, 94).
+fn is_namespaces(def: &ResourceDef) -> bool {
+    crate::sim::store::namespace::is_namespaces(def)
+}
+
 fn resource_list(resources: &Resources, group: &str, version: &str) -> Vec<Value> {
     let mut entries = Vec::new();
     for def in defs_of(resources, group, version) {
         entries.push(resource_entry(def));
+        if is_namespaces(def) {
+            entries.push(json!({
+                "name": format!("{}/finalize", def.resource),
+                "singularName": "",
+                "namespaced": def.namespaced,
+                "kind": def.kind,
+                "verbs": ["update"],
+            }));
+        }
         if def.has_status {
             entries.push(json!({
                 "name": format!("{}/status", def.resource),
@@ -407,8 +430,6 @@ mod tests {
                 .cloned()
                 .unwrap();
             let mut verbs: Vec<String> = serde_json::from_value(jobs["verbs"].take()).unwrap();
-            // The simulated server has no `deletecollection`, and does not list what it lacks.
-            verbs.retain(|v| v != "deletecollection");
             verbs.sort();
             jobs["verbs"] = json!(verbs);
             (jobs, batch["versions"][0]["freshness"].clone())

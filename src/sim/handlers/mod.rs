@@ -327,6 +327,10 @@ async fn dispatch(
             action,
         )))
     };
+    // A namespace's `finalize` subresource is written with PUT only.
+    if target.subresource.as_deref() == Some("finalize") && incoming.method != Method::PUT {
+        return unsupported(incoming.method.as_str());
+    }
     match (&incoming.method, &target.name) {
         (&Method::GET, Some(_)) => read::get(ctx, incoming, target),
         (&Method::GET, None) if incoming.is_watch() => watch::watch(ctx, incoming, target),
@@ -339,6 +343,9 @@ async fn dispatch(
         (&Method::PUT, Some(_)) => write::update(ctx, incoming, target),
         (&Method::PATCH, Some(_)) => write::patch(ctx, incoming, target),
         (&Method::DELETE, Some(_)) => write::delete(ctx, incoming, target),
+        (&Method::DELETE, None) if def.supports("deletecollection") => {
+            write::delete_collection(ctx, incoming, target)
+        }
         (&Method::DELETE, None) => unsupported("deletecollection"),
         (&Method::POST, Some(_)) => unsupported("create"),
         _ => unsupported(incoming.method.as_str()),

@@ -61,6 +61,17 @@ impl SimServer {
         self.write(gvr, obj, UpdateTarget::Status)
     }
 
+    /// Replaces a namespace's `spec.finalizers` and metadata (like `PUT …/finalize`, conditional
+    /// on `metadata.resourceVersion` and `metadata.uid` when set): the namespace leaves when it
+    /// was being deleted and no finalizer of either kind is left.
+    pub fn finalize_namespace(&self, obj: Value) -> Result<Value, SimError> {
+        self.write(
+            &Gvr::new("", "v1", "namespaces"),
+            obj,
+            UpdateTarget::Finalize,
+        )
+    }
+
     fn write(&self, gvr: &Gvr, obj: Value, target: UpdateTarget) -> Result<Value, SimError> {
         let resource = self.resource(gvr)?;
         let name = object::name(&obj).ok_or(SimError::MissingName)?.to_string();
@@ -82,6 +93,24 @@ impl SimServer {
     ) -> Result<DeleteOutcome, SimError> {
         let resource = self.resource(gvr)?;
         Ok(self.ctx.store.delete(resource, namespace, name, options)?)
+    }
+
+    /// Deletes every object of a resource in `namespace` (all of them with `None`), each as a
+    /// DELETE with `options` would, as a `deletecollection` request does; returns them as they
+    /// were before.
+    pub fn delete_collection(
+        &self,
+        gvr: &Gvr,
+        namespace: Option<&str>,
+        options: &DeleteOptions,
+    ) -> Result<Vec<Value>, SimError> {
+        let resource = self.resource(gvr)?;
+        let filter = ObjectFilter::namespace(namespace);
+        let deleted = self
+            .ctx
+            .store
+            .delete_collection(resource, &filter, options)?;
+        Ok(deleted.items.iter().map(|o| (**o).clone()).collect())
     }
 
     /// Stops serving a declared resource, as before its CustomResourceDefinition exists: it

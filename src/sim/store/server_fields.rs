@@ -66,9 +66,10 @@ pub fn prepare_new_object(
             obj["status"] = Value::Object(Map::new());
         }
     }
-    if def.group.is_empty() && def.resource == "namespaces" {
+    if is_namespaces(def) {
         prepare_namespace(obj);
     }
+    drop_empty_finalizers(obj, def);
 }
 
 /// Namespaces get the name label, the `kubernetes` finalizer in spec and phase Active.
@@ -85,6 +86,52 @@ fn prepare_namespace(obj: &mut Value) {
         obj["spec"] = serde_json::json!({"finalizers": ["kubernetes"]});
     }
     obj["status"] = serde_json::json!({"phase": "Active"});
+}
+
+/// An empty finalizer list is not stored (upstream's `omitempty`): `metadata.finalizers`, and a
+/// namespace's `spec.finalizers` (exchanges 155, 162).
+fn drop_empty_finalizers(obj: &mut Value, def: &ResourceDef) {
+    let empty = |v: Option<&Value>| {
+        v.is_some_and(|v| v.is_null() || v.as_array().is_some_and(Vec::is_empty))
+    };
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        if empty(meta.get("finalizers")) {
+            meta.remove("finalizers");
+        }
+    }
+    if is_namespaces(def) {
+        if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+            if empty(spec.get("finalizers")) {
+                spec.remove("finalizers");
+            }
+        }
+    }
+}
+
+fn is_namespaces(def: &ResourceDef) -> bool {
+    super::namespace::is_namespaces(def)
+}
+
+/// Puts the stored `spec.finalizers` of a namespace back on `updated`.
+fn keep_spec_finalizers(updated: &mut Value, existing: &Value) {
+    let stored = existing.pointer("/spec/finalizers").cloned();
+    match (
+        updated.get_mut("spec").and_then(Value::as_object_mut),
+        stored,
+    ) {
+        (Some(spec), Some(finalizers)) => {
+            spec.insert("finalizers".into(), finalizers);
+        }
+        (Some(spec), None) => {
+            spec.remove("finalizers");
+        }
+        (None, Some(finalizers)) => {
+            if let Some(map) = updated.as_object_mut() {
+                map.insert("spec".into(), serde_json::json!({"finalizers": finalizers}));
+            }
+        }
+        (None, None) => {}
+    }
 }
 
 /// Builds the object to store from the stored one and the requested one.
@@ -107,7 +154,17 @@ pub fn merge_update(
             set_top_level(&mut updated, "status", requested.get("status").cloned());
             updated
         }
+        UpdateTarget::Finalize => {
+            let mut updated = requested;
+            set_top_level(&mut updated, "status", existing.get("status").cloned());
+            updated
+        }
     };
+    if target == UpdateTarget::Main && is_namespaces(def) {
+        // Only `/finalize` writes a namespace's `spec.finalizers` (exchange 145).
+        keep_spec_finalizers(&mut updated, existing);
+    }
+    drop_empty_finalizers(&mut updated, def);
     if !updated.is_object() {
         updated = Value::Object(Map::new());
     }
