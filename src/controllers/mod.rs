@@ -6,6 +6,7 @@
 //! - [`retention`]: retention policies for anything that finishes.
 
 pub mod garbagecollector;
+pub mod namespace;
 pub mod retention;
 pub mod ttl;
 
