@@ -1,9 +1,8 @@
 use super::*;
 
 fn kind(group: &str, plural: &str, kind: &str, delete_collection: bool) -> ContentType {
-    let version = if group.is_empty() { "v1" } else { "v1" };
     ContentType {
-        resource: ResourceRef::new(group, version, plural, kind, true),
+        resource: ResourceRef::new(group, "v1", plural, kind, true),
         delete_collection,
     }
 }
