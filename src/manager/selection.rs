@@ -4,7 +4,7 @@
 //! Contract: the flag is a list of names. `*` enables every controller that is on by default
 //! (all of kube-gc's are); `name` enables one; `-name` disables one, and wins over `*` and over
 //! `name`. An empty list means `*`. Upstream's newer names (`ttl-after-finished-controller`,
-//! `garbage-collector-controller`) are accepted as aliases. An unknown name is an error, so a
+//! `garbage-collector-controller`, `namespace-controller`) are accepted as aliases. An unknown name is an error, so a
 //! typo cannot silently disable a controller.
 
 use std::collections::BTreeSet;
@@ -17,19 +17,23 @@ pub const VOLCANO_JOB_TTL: &str = "volcano-job-ttl";
 pub const GARBAGE_COLLECTOR: &str = "garbagecollector";
 /// `retention`: retention policies (`RetentionPolicy`, `ClusterRetentionPolicy`).
 pub const RETENTION: &str = crate::controllers::retention::engine::CONTROLLER;
+/// `namespace`: namespace deletion (the content of deleted namespaces, then their finalizer).
+pub const NAMESPACE: &str = crate::controllers::namespace::CONTROLLER;
 
 /// Every controller kube-gc knows, in start order.
-pub const KNOWN_CONTROLLERS: [&str; 4] = [
+pub const KNOWN_CONTROLLERS: [&str; 5] = [
     TTL_AFTER_FINISHED,
     VOLCANO_JOB_TTL,
     GARBAGE_COLLECTOR,
+    NAMESPACE,
     RETENTION,
 ];
 
 /// Upstream's newer names, and the name each stands for.
-const ALIASES: [(&str, &str); 2] = [
+const ALIASES: [(&str, &str); 3] = [
     ("ttl-after-finished-controller", TTL_AFTER_FINISHED),
     ("garbage-collector-controller", GARBAGE_COLLECTOR),
+    ("namespace-controller", NAMESPACE),
 ];
 
 /// A name in `--controllers` that names no controller.
@@ -133,7 +137,7 @@ mod tests {
         assert_eq!(enabled(&["volcano-job-ttl"]), [VOLCANO_JOB_TTL]);
         assert_eq!(
             enabled(&["*", "-garbagecollector"]),
-            [TTL_AFTER_FINISHED, VOLCANO_JOB_TTL, RETENTION]
+            [TTL_AFTER_FINISHED, VOLCANO_JOB_TTL, NAMESPACE, RETENTION]
         );
         assert_eq!(
             enabled(&["ttl-after-finished", "-ttl-after-finished"]),
@@ -149,8 +153,9 @@ mod tests {
         );
         assert_eq!(
             enabled(&["*", "-garbage-collector-controller"]),
-            [TTL_AFTER_FINISHED, VOLCANO_JOB_TTL, RETENTION]
+            [TTL_AFTER_FINISHED, VOLCANO_JOB_TTL, NAMESPACE, RETENTION]
         );
+        assert_eq!(enabled(&["namespace-controller"]), [NAMESPACE]);
     }
 
     #[test]

@@ -66,7 +66,7 @@
 //!   write verbs (create, update, patch, delete) answer their objects and success `Status` in
 //!   JSON whatever is asked (their errors are negotiated). Aggregated
 //!   discovery is served (`apidiscovery.k8s.io/v2beta1`, as v1.28), but no group is ever
-//!   `Stale`: no aggregated API servers.
+//!   `Stale` unless a test makes it so ([`SimServer::set_stale`]): no aggregated API servers.
 //! - Pods are deleted like any other object (no graceful deletion period), and core/v1 and
 //!   events.k8s.io/v1 Events are two separate stores (a `deletecollection` of one leaves the
 //!   other's). Namespaces follow the real lifecycle (`store::namespace`: a DELETE marks them
@@ -88,7 +88,8 @@
 //!   would serve it, and a changed definition is stored without changing how its resource is
 //!   served or validated ([`crds`]).
 //! - Authentication is a single bearer token or any client certificate signed by the server's CA;
-//!   there is no authorization.
+//!   there is no authorization, but a test can deny a verb on a resource as RBAC would
+//!   ([`SimServer::deny`], `handlers::access`).
 
 pub mod clock;
 pub mod config;

@@ -84,6 +84,7 @@ pub fn respond(
     server_address: &str,
     accept: Option<&str>,
     aggregated_served: bool,
+    access: &super::access::Access,
 ) -> Response<Body> {
     let root = matches!(which, Discovery::CoreVersions | Discovery::Groups);
     let form = if root {
@@ -98,7 +99,9 @@ pub fn respond(
         RootForm::NotAcceptable => response::status(status::not_acceptable()),
         RootForm::Aggregated => {
             let core = matches!(which, Discovery::CoreVersions);
-            let mut answer = response::json(StatusCode::OK, &aggregated(resources, core));
+            let mut document = aggregated(resources, core);
+            access.mark_stale(&mut document);
+            let mut answer = response::json(StatusCode::OK, &document);
             let headers = answer.headers_mut();
             headers.insert(
                 CONTENT_TYPE,

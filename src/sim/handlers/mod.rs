@@ -9,6 +9,7 @@
 //! (streaming), [`discovery`]; [`errors`] maps refusals to `Status` bodies, [`response`] builds
 //! responses, [`encoding`] negotiates JSON or protobuf and [`protobuf`] writes the latter.
 
+pub mod access;
 pub mod discovery;
 pub mod encoding;
 pub mod errors;
@@ -77,6 +78,8 @@ pub struct Context {
     pub users: Vec<reviews::SimUser>,
     /// Non-resource paths users and groups may `get`, for SubjectAccessReviews.
     pub grants: Vec<reviews::NonResourceGrant>,
+    /// Verbs denied on resources, and group versions whose aggregated server does not answer.
+    pub access: access::Access,
 }
 
 impl Context {
@@ -297,15 +300,24 @@ async fn respond(
             if incoming.method != Method::GET {
                 return response::status(status::not_found_path());
             }
+            if let route::Discovery::GroupResources(group, version) = which {
+                if ctx.access.is_stale(group, version) {
+                    return access::service_unavailable();
+                }
+            }
             discovery::respond(
                 which,
                 &served_resources(ctx),
                 &ctx.server_address,
                 incoming.header(ACCEPT),
                 ctx.aggregated_discovery,
+                &ctx.access,
             )
         }
         Route::Resource(target) => {
+            if let Some(refused) = ctx.access.refusal(ctx.store.resources(), incoming, target) {
+                return refused;
+            }
             if let Some(timed_out) = etcd::unreachable(ctx, incoming, target).await {
                 return timed_out;
             }

@@ -144,6 +144,28 @@ impl SimServer {
         Ok(crds::ensure_definition(&self.ctx.store, resource)?)
     }
 
+    /// Refuses `verb` (RBAC's: `list`, `delete`, `deletecollection`…) on a resource with the
+    /// authorization filter's 403, as RBAC would, until [`SimServer::allow`].
+    pub fn deny(&self, verb: &str, gvr: &Gvr) -> Result<(), SimError> {
+        let resource = self.resource(gvr)?;
+        self.ctx.access.deny(verb, resource);
+        Ok(())
+    }
+
+    /// Allows what [`SimServer::deny`] refused.
+    pub fn allow(&self, verb: &str, gvr: &Gvr) -> Result<(), SimError> {
+        let resource = self.resource(gvr)?;
+        self.ctx.access.allow(verb, resource);
+        Ok(())
+    }
+
+    /// Makes `group/version` stale, as an aggregated API whose server does not answer
+    /// (exchanges 98, 99): aggregated discovery lists it `Stale` with no resources, its own
+    /// document and its resources answer 503. `false` makes it answer again.
+    pub fn set_stale(&self, group: &str, version: &str, stale: bool) {
+        self.ctx.access.set_stale(group, version, stale);
+    }
+
     /// The current resourceVersion.
     pub fn resource_version(&self) -> u64 {
         self.ctx.store.resource_version()
