@@ -290,12 +290,18 @@ pub enum Next {
     Retry,
     /// Wait for the safety delay to pass.
     WaitUntil(DateTime<Utc>),
-    /// Discover again (when `rediscover`), then LIST these resources (one page each).
+    /// Discover again (when `rediscover`), then LIST these resources (one page each), and
+    /// empty those nothing watches with one `deletecollection` each: after the safety delay its
+    /// answer is as much a proof as a LIST (nothing can be created any more, and what it lists
+    /// without a finalizer that holds it is gone), and one request instead of three when
+    /// there was something (a LIST, the delete, a LIST again).
     Prove {
         /// A discovery started after the safety delay is needed first.
         rediscover: bool,
         /// The resources to LIST.
         resources: Vec<ResourceRef>,
+        /// The resources to empty (`deletecollection`) as their proof.
+        emptied: Vec<ResourceRef>,
     },
     /// Remove `kubernetes` from `spec.finalizers`.
     Finalize,
@@ -441,6 +447,7 @@ pub fn assess(inputs: &Inputs<'_>) -> Assessment {
             resources: pods
                 .map(|p| vec![p.kind.resource.clone()])
                 .unwrap_or_default(),
+            emptied: Vec::new(),
         }
     } else if !remaining.is_empty() {
         Next::Wait {
@@ -454,9 +461,18 @@ pub fn assess(inputs: &Inputs<'_>) -> Assessment {
     } else if too_early {
         Next::WaitUntil(deadline)
     } else if rediscover || !unproven.is_empty() {
+        let (emptied, resources) = unproven.into_iter().partition(|r| {
+            inputs.content.iter().any(|c| {
+                c.kind.resource == *r
+                    && c.kind.delete_collection
+                    && !c.kind.is_pods()
+                    && c.known == Known::Unknown
+            })
+        });
         Next::Prove {
             rediscover,
-            resources: unproven,
+            resources,
+            emptied,
         }
     } else {
         blockers.clear();

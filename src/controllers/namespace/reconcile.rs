@@ -22,7 +22,7 @@ use futures_util::future::join_all;
 use super::conditions;
 use super::decide::{
     assess, is_ours, Assessment, Blocker, Content, DeleteHow, Deletion, Failure, Inputs, Known,
-    Next, Progress, Subject,
+    Next, Object, Progress, Subject,
 };
 use super::requests::{self, Answer};
 use super::shared::{CachedNamespace, DiscoveryState, Shared};
@@ -152,7 +152,8 @@ impl Pass<'_> {
                 Next::Prove {
                     rediscover,
                     resources,
-                } => self.prove(rediscover, &resources).await?,
+                    emptied,
+                } => self.prove(rediscover, &resources, &emptied).await?,
                 Next::Wait { recheck } => {
                     self.report(&assessment).await?;
                     return Ok(recheck.map_or(Action::Done, Action::RequeueAfter));
@@ -247,11 +248,13 @@ impl Pass<'_> {
         Ok(())
     }
 
-    /// Discovers again if asked, then LISTs one page of each resource.
+    /// Discovers again if asked, then LISTs one page of each of `resources`, and empties each
+    /// of `emptied` (its answer is its proof).
     async fn prove(
         &mut self,
         rediscover: bool,
         resources: &[ResourceRef],
+        emptied: &[ResourceRef],
     ) -> Result<(), NamespaceError> {
         if rediscover {
             let since = self.subject.deletion_timestamp.unwrap_or_default()
@@ -262,17 +265,50 @@ impl Pass<'_> {
         }
         let namespace = &self.subject.name;
         let client = &self.shared.client;
-        let pages = join_all(
-            resources
-                .iter()
-                .map(|resource| requests::list_page(client, resource, namespace)),
+        let (pages, deleted) = futures_util::future::join(
+            join_all(
+                resources
+                    .iter()
+                    .map(|resource| requests::list_page(client, resource, namespace)),
+            ),
+            join_all(
+                emptied
+                    .iter()
+                    .map(|resource| requests::delete_collection(client, resource, namespace)),
+            ),
         )
         .await;
+        let mut proofs = Vec::new();
+        for (resource, answer) in emptied.iter().zip(deleted) {
+            let answer = match answer.map_err(NamespaceError::Unavailable)? {
+                Answer::Done(objects) => {
+                    // What a finalizer holds stays, marked; everything else is gone.
+                    let held: Vec<Object> = objects
+                        .iter()
+                        .filter(|o| o.holding_finalizers().next().is_some())
+                        .map(|o| Object {
+                            deleting: true,
+                            ..o.clone()
+                        })
+                        .collect();
+                    self.progress
+                        .asked
+                        .extend(objects.into_iter().map(|o| o.uid));
+                    Answer::Done(Known::Listed {
+                        objects: held,
+                        more: false,
+                    })
+                }
+                Answer::NotServed => Answer::NotServed,
+                Answer::Failed(failure) => Answer::Failed(failure),
+            };
+            proofs.push((resource, Ok(answer)));
+        }
         let now = self.shared.clock.now();
         let deadline = self.subject.deletion_timestamp.unwrap_or_default()
             + chrono::Duration::from_std(self.shared.finalize_delay)
                 .unwrap_or(chrono::Duration::zero());
-        for (resource, page) in resources.iter().zip(pages) {
+        for (resource, page) in resources.iter().zip(pages).chain(proofs) {
             let known = match page.map_err(NamespaceError::Unavailable)? {
                 Answer::Done(known) => known,
                 Answer::NotServed => Known::Listed {

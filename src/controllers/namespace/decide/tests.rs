@@ -156,7 +156,8 @@ fn pods_gone_by_the_cache_are_proven_by_a_list_before_the_rest() {
         assessment.next,
         Next::Prove {
             rediscover: false,
-            resources: vec![pods().resource]
+            resources: vec![pods().resource],
+            emptied: Vec::new(),
         }
     );
     let assessment = scene.pods_proven().assess();
@@ -241,7 +242,8 @@ fn an_empty_namespace_waits_for_the_delay_then_a_fresh_discovery_and_lists_then_
         scene.assess().next,
         Next::Prove {
             rediscover: true,
-            resources: resources.clone()
+            resources: resources.clone(),
+            emptied: Vec::new(),
         }
     );
     scene.discovered.started = at(5);
@@ -249,7 +251,8 @@ fn an_empty_namespace_waits_for_the_delay_then_a_fresh_discovery_and_lists_then_
         scene.assess().next,
         Next::Prove {
             rediscover: false,
-            resources: resources.clone()
+            resources: resources.clone(),
+            emptied: Vec::new(),
         }
     );
     scene.progress.proven_empty = resources.into_iter().collect();
@@ -333,7 +336,8 @@ fn content_a_list_found_where_nothing_watches_is_deleted_and_looked_at_again() {
         scene.assess().next,
         Next::Prove {
             rediscover: false,
-            resources: vec![events().resource]
+            resources: Vec::new(),
+            emptied: vec![events().resource],
         }
     );
     scene.content[0].known = Known::Listed {
