@@ -60,6 +60,13 @@ pub fn desired(assessment: &Assessment) -> Vec<Desired> {
     ]
 }
 
+/// Whether writing `desired` says anything: not when the namespace carries none of the five
+/// types yet and all is well (it is about to go; nothing went wrong to report).
+pub fn worth_writing(conditions: &[NamespaceCondition], desired: &[Desired]) -> bool {
+    let written = conditions.iter().any(|c| TYPES.contains(&c.type_.as_str()));
+    written || desired.iter().any(|d| d.is_true)
+}
+
 /// `conditions` with `desired` applied at `now`; `None` when nothing changed.
 pub fn merge(
     conditions: &[NamespaceCondition],
@@ -261,6 +268,7 @@ mod tests {
             delete: Vec::new(),
             blockers,
             finalize_not_before: None,
+            settled: true,
             next: Next::Retry,
         }
     }
@@ -356,6 +364,22 @@ mod tests {
         assert!(all[2].message.starts_with(
             "Failed to delete all resource types, 1 remaining: configmaps is forbidden"
         ));
+    }
+
+    #[test]
+    fn all_well_is_not_written_on_a_namespace_that_has_none_of_the_conditions() {
+        let well = desired(&assessment(Vec::new(), Vec::new()));
+        assert!(!worth_writing(&[], &well));
+        let remaining = desired(&assessment(
+            vec![remaining(configmaps(), 1, &[])],
+            Vec::new(),
+        ));
+        assert!(worth_writing(&[], &remaining));
+        let written = merge(&[], &remaining, now()).unwrap();
+        assert!(
+            worth_writing(&written, &well),
+            "what was reported is corrected"
+        );
     }
 
     #[test]

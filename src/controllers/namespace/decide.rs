@@ -35,6 +35,11 @@ pub const KUBERNETES_FINALIZER: &str = "kubernetes";
 /// kube-controller-manager's wait for content held by finalizers (15 s / 2 + 1 s).
 pub const UNWATCHED_RECHECK: Duration = Duration::from_millis(8_500);
 
+/// How long after the deletion content on its way out (asked, or terminating with no finalizer
+/// holding it: a Pod's grace period) is not reported in the conditions: a Pod's default grace
+/// period. Past it, what remains is reported whatever it is doing.
+pub const SETTLE_AFTER: Duration = Duration::from_secs(30);
+
 /// Finalizers a Background deletion removes itself: they never hold content it deleted.
 const GC_FINALIZERS: [&str; 2] = ["orphan", "foregroundDeletion"];
 
@@ -204,7 +209,8 @@ pub struct Remaining {
     pub more: bool,
     /// Objects left by each finalizer that holds them (sorted).
     pub finalizers: BTreeMap<String, usize>,
-    /// Some of them are asked to go but not marked yet: the count is about to change.
+    /// Some of them are on their way out — asked to go and not marked yet, or marked with no
+    /// finalizer holding them (a Pod's grace period): the count is about to change.
     pub in_flight: bool,
 }
 
@@ -318,16 +324,19 @@ pub struct Assessment {
     pub blockers: Vec<Blocker>,
     /// `deletionTimestamp` + the safety delay.
     pub finalize_not_before: Option<DateTime<Utc>>,
+    /// Nothing is about to be deleted and nothing is on its way out, or [`SETTLE_AFTER`] has
+    /// passed since the deletion: what remains is what stays until a finalizer, a grace period
+    /// or an error lets it go. Conditions are written only then, so that objects leaving one by
+    /// one do not each cost a status write.
+    pub settled: bool,
     /// The next step.
     pub next: Next,
 }
 
 impl Assessment {
-    /// Whether no deletion kube-gc asked for is still on its way: what remains is what will
-    /// stay until a finalizer, a grace period or an error lets it go. Conditions are written
-    /// only then, so that objects leaving one by one do not each cost a status write.
+    /// See [`Assessment::settled`].
     pub fn is_settled(&self) -> bool {
-        self.delete.is_empty() && self.remaining.iter().all(|r| !r.in_flight)
+        self.settled
     }
 
     /// The blockers that are failures (discovery, refused or failed requests), as conditions and
@@ -347,6 +356,7 @@ impl Assessment {
             delete: Vec::new(),
             blockers: Vec::new(),
             finalize_not_before: None,
+            settled: true,
             next: Next::Nothing,
         }
     }
@@ -478,11 +488,16 @@ pub fn assess(inputs: &Inputs<'_>) -> Assessment {
         blockers.clear();
         Next::Finalize
     };
+    let settle_deadline =
+        deleted_at + chrono::Duration::from_std(SETTLE_AFTER).unwrap_or(chrono::Duration::zero());
+    let settled = delete.is_empty()
+        && (remaining.iter().all(|r| !r.in_flight) || inputs.now >= settle_deadline);
     Assessment {
         remaining,
         delete,
         blockers,
         finalize_not_before: Some(deadline),
+        settled,
         next,
     }
 }
@@ -504,9 +519,10 @@ fn remaining_of(content: &Content, progress: &Progress) -> Option<Remaining> {
         count: objects.len(),
         more: matches!(content.known, Known::Listed { more: true, .. }),
         finalizers,
-        in_flight: objects
-            .iter()
-            .any(|o| progress.asked.contains(&o.uid) && !o.deleting),
+        in_flight: objects.iter().any(|o| {
+            let leaving = !o.deleting || o.holding_finalizers().next().is_none();
+            progress.asked.contains(&o.uid) && leaving
+        }),
     })
 }
 

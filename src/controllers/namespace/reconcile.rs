@@ -5,6 +5,9 @@
 //! - A pass reads the namespace from the cache and its content from the index; what it lists
 //!   itself overrides the index for the rest of the pass. What it asked and proved is kept in
 //!   the namespace's [`Progress`] for the next pass.
+//! - Before its first content deletion a pass reads the namespace from the server: content is
+//!   deleted by namespace name, and the cache could lag behind a finalize and a re-creation
+//!   under the same name (kube-controller-manager reads it at every sync for the same reason).
 //! - Writes: deletions (what [`assess`] says, never more), a status write only when the
 //!   conditions changed and the content is settled (no deletion on its way), and the finalize,
 //!   with the resourceVersion of the copy judged — the one the status write answered, if it
@@ -99,6 +102,7 @@ impl Reconciler<String> for NamespaceReconciler {
             failures: HashMap::new(),
             listed: HashMap::new(),
             blocked: Vec::new(),
+            confirmed: false,
         };
         let result = pass.run().await;
         let Pass {
@@ -130,6 +134,9 @@ struct Pass<'a> {
     listed: HashMap<ResourceRef, Known>,
     /// What blocks the namespace, as the last assessment found.
     blocked: Vec<&'static str>,
+    /// The server confirmed, this pass, that the namespace is the one judged and is being
+    /// deleted.
+    confirmed: bool,
 }
 
 impl Pass<'_> {
@@ -148,12 +155,22 @@ impl Pass<'_> {
                     }
                     return Ok(Action::Done);
                 }
-                Next::Delete => self.delete(&assessment.delete).await?,
+                Next::Delete => {
+                    if !self.confirm().await? {
+                        return Ok(Action::Done);
+                    }
+                    self.delete(&assessment.delete).await?;
+                }
                 Next::Prove {
                     rediscover,
                     resources,
                     emptied,
-                } => self.prove(rediscover, &resources, &emptied).await?,
+                } => {
+                    if !emptied.is_empty() && !self.confirm().await? {
+                        return Ok(Action::Done);
+                    }
+                    self.prove(rediscover, &resources, &emptied).await?;
+                }
                 Next::Wait { recheck } => {
                     self.report(&assessment).await?;
                     return Ok(recheck.map_or(Action::Done, Action::RequeueAfter));
@@ -206,6 +223,34 @@ impl Pass<'_> {
             now: self.shared.clock.now(),
             finalize_delay: self.shared.finalize_delay,
         })
+    }
+
+    /// Reads the namespace from the server before the pass first deletes content. Content is
+    /// deleted by namespace *name*: a cache that lags could still show as being deleted a
+    /// namespace finalized and re-created under the same name since, whose content must not be
+    /// touched. Gone, another UID, or not being deleted: `false`, and the pass stops. The copy
+    /// read is the one judged from then on (the freshest, for the status write and the
+    /// finalize).
+    async fn confirm(&mut self) -> Result<bool, NamespaceError> {
+        if self.confirmed {
+            return Ok(true);
+        }
+        let name = &self.subject.name;
+        let fresh = requests::get_namespace(&self.shared.client, name)
+            .await
+            .map_err(classify)?
+            .and_then(|raw| CachedNamespace::from_raw(raw).ok());
+        match fresh {
+            Some(fresh) if fresh.subject().uid == self.subject.uid && is_ours(&fresh.subject()) => {
+                self.judged = Arc::new(fresh);
+                self.confirmed = true;
+                Ok(true)
+            }
+            _ => {
+                tracing::info!(namespace = %name, "the namespace is gone, re-created or no longer being deleted; its content is left alone");
+                Ok(false)
+            }
+        }
     }
 
     /// Deletes what `deletions` name; records what was asked, and what failed.
@@ -353,6 +398,9 @@ impl Pass<'_> {
     async fn write_conditions(&mut self, assessment: &Assessment) -> Result<(), NamespaceError> {
         let desired = conditions::desired(assessment);
         let current = &self.judged.namespace.status.conditions;
+        if !conditions::worth_writing(current, &desired) {
+            return Ok(());
+        }
         let Some(merged) = conditions::merge(current, &desired, self.shared.clock.now()) else {
             return Ok(());
         };
@@ -468,5 +516,113 @@ impl Pass<'_> {
                 .finalizers
                 .iter()
                 .any(|f| f != super::decide::KUBERNETES_FINALIZER)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::{Client, ClientOptions};
+    use crate::clock::ManualClock;
+    use crate::controllers::namespace::content::ContentIndex;
+    use crate::controllers::namespace::metrics::NamespaceMetrics;
+    use crate::events::NoopRecorder;
+    use crate::runtime::cache::Store;
+    use crate::sim::{Gvr, SimConfig, SimServer};
+    use serde_json::json;
+
+    fn namespaces() -> Gvr {
+        Gvr::new("", "v1", "namespaces")
+    }
+
+    /// A server where namespace `team-a` was deleted (the copy returned), then — finalized by
+    /// someone else — re-created under the same name with a Pod, and a controller whose cache
+    /// still holds the first one, being deleted.
+    async fn re_created() -> (SimServer, Arc<Shared>, tempfile::TempDir) {
+        let sim = SimServer::start(SimConfig::default()).await.unwrap();
+        sim.create(&namespaces(), json!({"metadata": {"name": "team-a"}}))
+            .unwrap();
+        sim.delete(&namespaces(), None, "team-a", &Default::default())
+            .unwrap();
+        let stale = sim.get(&namespaces(), None, "team-a").unwrap();
+        let mut emptied = stale.clone();
+        emptied["spec"]["finalizers"] = json!([]);
+        sim.finalize_namespace(emptied).unwrap();
+        sim.create(&namespaces(), json!({"metadata": {"name": "team-a"}}))
+            .unwrap();
+        let pod = json!({"metadata": {"name": "web", "namespace": "team-a"},
+            "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}});
+        sim.create(&Gvr::new("", "v1", "pods"), pod).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let config = sim.client_config(&dir.path().join("kubeconfig")).unwrap();
+        let client = Client::new(&config, &ClientOptions::default().with_rate(0.0, 1)).unwrap();
+        let store: Store<CachedNamespace> = Store::new();
+        store.apply_added(CachedNamespace::from_raw(stale).unwrap());
+        let clock = Arc::new(ManualClock::new(
+            chrono::Utc::now() + chrono::Duration::hours(1),
+        ));
+        let shared = Arc::new(Shared::new(
+            client,
+            Arc::new(store),
+            ContentIndex::new(Arc::new(|_: &str| {})),
+            clock,
+            Arc::new(NoopRecorder),
+            NamespaceMetrics::new(),
+            std::time::Duration::from_secs(5),
+            false,
+        ));
+        shared.rediscover().await.unwrap();
+        (sim, shared, dir)
+    }
+
+    #[tokio::test]
+    async fn a_stale_copy_never_touches_the_namespace_re_created_under_its_name() {
+        let (sim, shared, _dir) = re_created().await;
+        let reconciler = NamespaceReconciler::new(Arc::clone(&shared));
+        let action = reconciler.reconcile(&"team-a".to_owned()).await.unwrap();
+        assert_eq!(action, Action::Done);
+        // The LIST saw the new namespace's Pod; the GET before deleting it saw another UID.
+        let pods = sim
+            .list(&Gvr::new("", "v1", "pods"), Some("team-a"))
+            .unwrap();
+        assert_eq!(pods.len(), 1);
+        assert!(pods[0]["metadata"].get("deletionTimestamp").is_none());
+        let namespace = sim.get(&namespaces(), None, "team-a").unwrap();
+        assert_eq!(namespace["spec"]["finalizers"], json!(["kubernetes"]));
+        assert_eq!(namespace["status"]["phase"], "Active");
+    }
+
+    #[tokio::test]
+    async fn a_finalize_judged_on_a_namespace_since_re_created_fails_and_finalizes_nothing() {
+        let (sim, shared, _dir) = re_created().await;
+        // Judged (and confirmed) before the re-creation; the finalize comes after it.
+        sim.delete(&namespaces(), None, "team-a", &Default::default())
+            .unwrap();
+        let judged = shared
+            .namespaces
+            .get(&ObjectKey::cluster_scoped("team-a"))
+            .unwrap();
+        let subject = judged.subject();
+        // The server refuses the write on the judged copy's UID and resourceVersion.
+        let refused = requests::finalize(&shared.client, &judged.raw).await;
+        assert!(refused.is_err_and(|e| e.is_conflict()));
+        let mut pass = Pass {
+            progress: Progress::default(),
+            shared: &shared,
+            subject,
+            judged,
+            discovery: shared.latest_discovery(),
+            failures: HashMap::new(),
+            listed: HashMap::new(),
+            blocked: Vec::new(),
+            confirmed: true,
+        };
+        let assessment = pass.assess();
+        pass.finalize(&assessment).await.unwrap();
+        // The re-created namespace, being deleted too, keeps its finalizer: it is judged on its
+        // own, after its own safety delay.
+        let namespace = sim.get(&namespaces(), None, "team-a").unwrap();
+        assert_eq!(namespace["spec"]["finalizers"], json!(["kubernetes"]));
+        assert_eq!(shared.metrics.finalized_total(), 0);
     }
 }

@@ -209,6 +209,13 @@ fn what_was_asked_is_not_asked_again_and_is_in_flight_until_marked_or_gone() {
     scene.content[1].known = Known::Cached(vec![object("held", &["example.com/hold"], true)]);
     let assessment = scene.assess();
     assert!(assessment.is_settled());
+    // Marked with no finalizer holding it (a Pod in its grace period): on its way out, until
+    // the settle time has passed.
+    scene.content[1].known = Known::Cached(vec![object("a", &[], true)]);
+    assert!(!scene.assess().is_settled());
+    scene.now = at(0) + chrono::Duration::from_std(SETTLE_AFTER).unwrap();
+    assert!(scene.assess().is_settled());
+    scene.content[1].known = Known::Cached(vec![object("held", &["example.com/hold"], true)]);
     assert_eq!(assessment.remaining[0].count, 1);
     assert_eq!(assessment.remaining[0].finalizers["example.com/hold"], 1);
 }
