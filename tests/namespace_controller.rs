@@ -2,7 +2,9 @@
 //! lifecycle, exchanges 137–164), on tokio's paused clock: a deleted namespace is emptied — Pods
 //! first — and finalized; what holds it (a finalizer, a partial discovery, a refused request)
 //! holds it, and its release is acted on at once; the safety delay holds; an outage is waited
-//! out; and what one namespace costs in requests is counted.
+//! out; what one namespace costs in requests is counted; and its RBAC allows all it does.
+
+mod deploy_support;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -294,6 +296,22 @@ async fn a_namespace_with_content_of_several_kinds_is_emptied_pods_first_and_fin
     // The finalize's answer reaches the controller after the namespace left the store.
     run.wait(1).await;
     assert_eq!(run.handle.metrics().finalized_total(), 1);
+    // Its RBAC (deploy/controllers/namespace) and discovery's allow every request it made,
+    // the lists and watches of its sources included.
+    let grants: Vec<_> = deploy_support::grants()
+        .into_iter()
+        .filter(|g| {
+            g.source == "controllers/namespace/rbac.yaml" || g.source == "base/rbac-discovery.yaml"
+        })
+        .collect();
+    let journal = run.sim.journal().entries();
+    let mut denied: Vec<deploy_support::Request> = journal
+        .iter()
+        .map(deploy_support::Request::from_journal)
+        .filter(|r| !deploy_support::allowed(&grants, r))
+        .collect();
+    denied.dedup();
+    assert_eq!(denied, Vec::<deploy_support::Request>::new());
     run.stop().await;
 }
 
