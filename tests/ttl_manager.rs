@@ -35,7 +35,12 @@ async fn a_cluster_without_the_volcano_and_retention_crds_skips_volcano_and_rete
     // Volcano's controller is skipped; retention waits for its CRDs, ready meanwhile.
     assert_eq!(
         set.names(),
-        ["ttl-after-finished", "garbagecollector", "retention"]
+        [
+            "ttl-after-finished",
+            "garbagecollector",
+            "namespace",
+            "retention"
+        ]
     );
     let readiness = set.readiness();
     assert!(!readiness.is_ready());
@@ -61,6 +66,7 @@ async fn controllers_selection_and_the_default_set() {
             "ttl-after-finished",
             "volcano-job-ttl",
             "garbagecollector",
+            "namespace",
             "retention"
         ]
     );
@@ -71,7 +77,12 @@ async fn controllers_selection_and_the_default_set() {
     let some = manager(&world, options).start().await.unwrap();
     assert_eq!(
         some.names(),
-        ["volcano-job-ttl", "garbagecollector", "retention"]
+        [
+            "volcano-job-ttl",
+            "garbagecollector",
+            "namespace",
+            "retention"
+        ]
     );
 }
 
