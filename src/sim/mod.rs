@@ -54,7 +54,7 @@
 //!   …), no schema validation beyond names, ownerReferences, finalizers and kube-gc's own
 //!   retention policies (checked against their CRDs: [`validation::crd`]).
 //! - No server-side apply (`application/apply-patch+yaml` → 415), no
-//!   YAML (JSON instead); `as=Table` only for kube-gc's retention policies ([`table`]; other
+//!   YAML (JSON instead); `as=Table` only for kube-gc's retention policies and namespaces ([`table`]; other
 //!   resources answer the JSON clients offer as a fallback); `/openapi/v2` is an empty document
 //!   (enough for `kubectl create/apply -f`, which then skips its client-side validation) and
 //!   `/openapi/v3` a 404.
