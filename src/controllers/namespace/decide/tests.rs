@@ -1,4 +1,5 @@
 use super::*;
+use chrono::{DateTime, Utc};
 
 fn kind(group: &str, plural: &str, kind: &str, delete_collection: bool) -> ContentType {
     ContentType {
