@@ -614,7 +614,7 @@ mod tests {
             lease_of(&["--controllers=*,-garbagecollector", "--namespace=batch"]),
             lease(
                 "batch",
-                "kube-gc.ttl-after-finished.volcano-job-ttl.retention"
+                "kube-gc.ttl-after-finished.volcano-job-ttl.namespace.retention"
             )
         );
         assert_eq!(

@@ -262,6 +262,9 @@ impl NamespaceController {
         // Every monitor the first discovery asked for has subscribed: the sources may list.
         drop(start_hold);
         let stop_following = CancellationToken::new();
+        // If this future is dropped mid-run (its task aborted), the discovery task must stop
+        // with it: it holds the monitors' subscriptions, and through them the sources.
+        let _stop_following_on_drop = stop_following.clone().drop_guard();
         let following = tokio::spawn(follow_discovery(
             Arc::clone(&shared),
             monitors,
