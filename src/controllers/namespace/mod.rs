@@ -135,6 +135,7 @@ impl NamespaceOptions {
 pub struct NamespaceController {
     shared: Arc<Shared>,
     queue: WorkQueue<String>,
+    informer: SharedInformer<CachedNamespace>,
     controller: Controller<String, NamespaceReconciler>,
     monitors: ContentMonitors,
     synced: InformerSynced,
@@ -209,10 +210,11 @@ impl NamespaceController {
         )
         .workers(options.workers)
         .wait_for_server(client.availability().clone())
-        .informer(&informer);
+        .wait_for(informer.synced());
         NamespaceController {
             shared,
             queue,
+            informer,
             controller,
             monitors,
             synced,
@@ -248,6 +250,7 @@ impl NamespaceController {
         let NamespaceController {
             shared,
             queue,
+            informer,
             controller,
             mut monitors,
             discovery_period,
@@ -259,8 +262,16 @@ impl NamespaceController {
         }
         let latest = shared.latest_discovery();
         monitors.sync(&latest.monitored, |_| false).await;
-        // Every monitor the first discovery asked for has subscribed: the sources may list.
+        // The informer is owned here, not by the worker loop, so that it joins the namespaces'
+        // source before the hold goes: one poll of its run subscribes it.
+        let stop_informer = CancellationToken::new();
+        let _stop_informer_on_drop = stop_informer.clone().drop_guard();
+        let mut informer_run = Box::pin(informer.run(stop_informer.clone()));
+        let _ = futures_util::FutureExt::now_or_never(informer_run.as_mut());
+        // Every monitor the first discovery asked for, and the informer, have subscribed: the
+        // sources may list.
         drop(start_hold);
+        let informer_task = tokio::spawn(informer_run);
         let stop_following = CancellationToken::new();
         // If this future is dropped mid-run (its task aborted), the discovery task must stop
         // with it: it holds the monitors' subscriptions, and through them the sources.
@@ -273,9 +284,16 @@ impl NamespaceController {
             stop_following.clone(),
         ));
         let result = controller.run(shutdown).await;
+        // The workers have drained: the informer and the monitors can go.
+        stop_informer.cancel();
         stop_following.cancel();
-        if let Err(error) = following.await {
-            tracing::error!(%error, "the namespace controller's discovery task failed");
+        for (task, joined) in [
+            ("informer", informer_task.await),
+            ("discovery", following.await),
+        ] {
+            if let Err(error) = joined {
+                tracing::error!(%error, task, "a namespace controller task failed");
+            }
         }
         result
     }
