@@ -10,6 +10,7 @@
 //!   nothing uses them.
 
 pub mod garbagecollector;
+pub mod namespace;
 pub mod podgc;
 pub mod protection;
 pub mod retention;
