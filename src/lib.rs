@@ -35,11 +35,8 @@
 pub mod api;
 pub mod cli;
 pub mod client;
-pub mod clock;
 pub mod controllers;
 pub mod demo;
-pub mod duration;
-pub mod error_chain;
 pub mod events;
 pub mod explain;
 pub mod leaderelection;
@@ -49,6 +46,7 @@ pub mod runtime;
 pub mod server;
 pub mod shutdown;
 pub mod sim;
+pub use kube_gc_core::{clock, duration, error_chain};
 pub use kube_gc_workqueue::token_bucket;
 
 #[cfg(test)]
