@@ -50,4 +50,4 @@ pub use kube_gc_core::{clock, duration, error_chain};
 pub use kube_gc_workqueue::token_bucket;
 
 #[cfg(test)]
-mod test_fixtures;
+use kube_gc_fixtures as test_fixtures;
