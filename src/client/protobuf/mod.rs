@@ -1,20 +1,13 @@
-//! The Kubernetes protobuf wire format, written here as the JSON decoders were: what
-//! kube-controller-manager asks for (`Accept: application/vnd.kubernetes.protobuf,
-//! application/json`), because the API server serves it for a fraction of JSON's CPU and a
-//! reader can skip what it does not need by length instead of scanning it.
-//!
-//! One concept per module, each readable on its own:
+//! The client's side of the Kubernetes protobuf wire format: LIST bodies and WATCH streams
+//! decoded as their chunks arrive, on the format of the `kube-gc-protobuf` crate (re-exported
+//! here under its module names: [`wire`], [`envelope`], [`schema`], [`selection`],
+//! [`transcode`], [`encode`]).
 //!
 //! | module | what |
 //! |---|---|
-//! | [`wire`] | varints, tags, length-delimited slices, skipping every wire type |
-//! | [`envelope`] | the `k8s\0` magic and the `runtime.Unknown` naming the object's type |
 //! | [`list`] | a LIST body decoded item by item as its chunks arrive |
 //! | [`watch`] | a WATCH stream: 4-byte length-prefixed `WatchEvent` frames |
-//! | [`schema`] | hand-written descriptor tables: field number → JSON member, value kind |
-//! | [`selection`] | which members a reader wants (`metadata`, `spec.ttlSecondsAfterFinished`) |
-//! | [`transcode`] | protobuf object bytes → the JSON text the item decoders read |
-//! | [`encode`] | JSON → protobuf, envelopes, list bodies, watch frames (the simulated server) |
+//! | `chunks` | the bytes of a body as they arrive, read across chunk boundaries |
 //!
 //! ```
 //! use bytes::Bytes;
@@ -42,25 +35,16 @@
 //! assert_eq!(items, [br#"{"metadata":{"name":"pi"},"spec":{"ttlSecondsAfterFinished":0}}"#.to_vec()]);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
-//!
-//! No protobuf crate: the wire format needs a few dozen lines of varint and length handling,
-//! and the descriptors are data. The tables cover the messages kube-gc reads (`meta.v1`
-//! metadata, `Status`, `PartialObjectMetadata`; `batch.v1.Job`; `core.v1` Pod with the pod
-//! template, Namespace, ConfigMap); custom resources are served as JSON only, except their
-//! metadata-only form, which is protobuf (`PartialObjectMetadata`).
 
 #![warn(missing_docs)]
 
 mod chunks;
-pub mod encode;
-pub mod envelope;
-mod json_text;
 pub mod list;
-pub mod schema;
-pub mod selection;
-pub mod transcode;
+#[cfg(test)]
+mod tests;
 pub mod watch;
-pub mod wire;
+
+pub use kube_gc_protobuf::{encode, envelope, schema, selection, transcode, wire};
 
 pub use envelope::{Envelope, EnvelopeError, MAGIC, MEDIA_TYPE};
 pub use list::{ListError, ListEvent, ListStream};

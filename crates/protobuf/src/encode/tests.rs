@@ -1,11 +1,10 @@
 use serde_json::json;
 
 use super::*;
-use crate::client::protobuf::envelope::Envelope;
-use crate::client::protobuf::selection::Selection;
-use crate::client::protobuf::transcode::{body_to_json, to_json};
-use crate::client::protobuf::watch::WatchFrames;
-use crate::test_fixtures::response_bytes;
+use crate::envelope::Envelope;
+use crate::selection::Selection;
+use crate::transcode::{body_to_json, to_json};
+use kube_gc_fixtures::response_bytes;
 
 fn round_trip(message: &'static Message, value: &Value) -> Value {
     let bytes = message_bytes(message, value).expect("encodes");
@@ -86,37 +85,4 @@ fn wrong_json_types_name_the_member() {
     assert!(matches!(err, EncodeError::Time { .. }), "{err}");
     let err = object(&json!({"apiVersion": "v9", "kind": "Nope"})).unwrap_err();
     assert_eq!(err.to_string(), "no protobuf schema for v9 Nope");
-}
-
-#[test]
-fn lists_and_watch_frames_have_the_servers_shape() {
-    let items = [
-        json!({"metadata": {"name": "a"}}),
-        json!({"metadata": {"name": "b"}}),
-    ];
-    let body = list(
-        "batch/v1",
-        "JobList",
-        &json!({"resourceVersion": "5"}),
-        &items,
-    )
-    .expect("encodes");
-    let envelope = Envelope::decode(&body).expect("an envelope");
-    assert_eq!(
-        (envelope.api_version, envelope.kind),
-        ("batch/v1", "JobList")
-    );
-
-    let object = object_as("batch/v1", "Job", &items[0]).expect("encodes");
-    let frame = watch_frame("ADDED", &object);
-    assert_eq!(
-        u32::from_be_bytes([frame[0], frame[1], frame[2], frame[3]]) as usize,
-        frame.len() - 4
-    );
-    let mut frames = WatchFrames::new();
-    frames.feed(bytes::Bytes::from(frame));
-    let decoded = frames.next_frame().expect("decodes").expect("one frame");
-    assert_eq!(decoded.event_type, "ADDED");
-    assert_eq!(&decoded.object[..], &object[..]);
-    frames.finish().expect("ends between frames");
 }

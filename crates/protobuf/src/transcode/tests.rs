@@ -1,9 +1,9 @@
 use serde_json::{json, Value};
 
 use super::*;
-use crate::client::protobuf::schema::{CONFIG_MAP, JOB, JOB_SPEC, OBJECT_META, POD_SPEC};
-use crate::client::protobuf::wire::{put_len_field, put_tag, put_varint, put_varint_field};
-use crate::test_fixtures::response_bytes;
+use crate::schema::{CONFIG_MAP, JOB, JOB_SPEC, OBJECT_META, POD_SPEC};
+use crate::wire::{put_len_field, put_tag, put_varint, put_varint_field};
+use kube_gc_fixtures::response_bytes;
 
 fn json_of(message: &'static Message, bytes: &[u8], selection: &Selection) -> Value {
     let text = to_json(message, bytes, None, selection).expect("transcodes");
@@ -163,29 +163,6 @@ fn a_selection_leaves_out_whole_subtrees() {
 }
 
 #[test]
-fn a_captured_job_reads_as_its_json() {
-    let body = response_bytes("112-");
-    let text = body_to_json(&body, &Selection::all()).expect("transcodes");
-    let job: crate::api::Job = serde_json::from_slice(&text).expect("reads as a Job");
-    assert_eq!(job.metadata.name.as_deref(), Some("pb-done"));
-    assert_eq!(job.spec.ttl_seconds_after_finished, Some(100));
-    assert_eq!(job.status.conditions.len(), 1);
-    assert_eq!(job.metadata.owner_references.len(), 1);
-    assert_eq!(job.types.kind, "Job");
-}
-
-#[test]
-fn a_captured_not_found_is_a_status() {
-    let body = response_bytes("111-");
-    let text = body_to_json(&body, &Selection::all()).expect("transcodes");
-    let status: crate::api::Status = serde_json::from_slice(&text).expect("a Status");
-    assert_eq!(status.code, Some(404));
-    assert_eq!(status.reason, crate::api::StatusReason::NotFound);
-    let details = status.details.expect("details");
-    assert_eq!(details.name.as_deref(), Some("pb-missing"));
-}
-
-#[test]
 fn malformed_input_names_the_path() {
     // An ownerReference whose `controller` (a bool) arrives length-delimited.
     let mut owner = Vec::new();
@@ -215,7 +192,7 @@ fn malformed_input_names_the_path() {
 
 #[test]
 fn an_unknown_kind_is_named() {
-    let body = crate::client::protobuf::envelope::encode("example.com/v1", "Widget", b"");
+    let body = crate::envelope::encode("example.com/v1", "Widget", b"");
     let err = body_to_json(&body, &Selection::all()).unwrap_err();
     assert_eq!(
         err.to_string(),

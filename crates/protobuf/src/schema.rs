@@ -26,7 +26,7 @@ macro_rules! list_of {
         Message {
             name: $name,
             fields: &[
-                Field::message(1, "metadata", &$crate::client::protobuf::schema::LIST_META),
+                Field::message(1, "metadata", &$crate::schema::LIST_META),
                 Field::message(2, "items", $item).repeated(),
             ],
         }

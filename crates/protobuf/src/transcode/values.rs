@@ -6,9 +6,9 @@
 //! `pkg/util/intstr/intstr.go`), and each checks the wire type its table implies.
 
 use super::{Selection, TranscodeError, Transcoder};
-use crate::client::protobuf::json_text;
-use crate::client::protobuf::schema::{Field, Kind};
-use crate::client::protobuf::wire::{Reader, WireType, WireValue};
+use crate::json_text;
+use crate::schema::{Field, Kind};
+use crate::wire::{Reader, WireType, WireValue};
 
 impl<'b> Transcoder<'_, 'b> {
     /// A map: entries `{key = 1, value = 2}`, one per occurrence.
@@ -254,11 +254,7 @@ impl<'b> Transcoder<'_, 'b> {
 }
 
 /// Where a map entry's value starts in the object's bytes.
-fn value_base(
-    part: &crate::client::protobuf::wire::Field<'_>,
-    entry_base: usize,
-    entry: &[u8],
-) -> usize {
+fn value_base(part: &crate::wire::Field<'_>, entry_base: usize, entry: &[u8]) -> usize {
     match part.value {
         WireValue::Len(slice) => entry_base + (slice.as_ptr() as usize - entry.as_ptr() as usize),
         _ => part.offset,
