@@ -32,7 +32,6 @@
 //!
 //! `docs/architecture.md` walks through how data flows from the API server to a deletion.
 
-pub mod api;
 pub mod cli;
 pub mod client;
 pub mod controllers;
@@ -46,6 +45,7 @@ pub mod runtime;
 pub mod server;
 pub mod shutdown;
 pub mod sim;
+pub use kube_gc_api as api;
 pub use kube_gc_core::{clock, duration, error_chain};
 pub use kube_gc_workqueue::token_bucket;
 

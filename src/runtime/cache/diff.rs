@@ -15,8 +15,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::cacheable::Cacheable;
-use super::key::ObjectKey;
+use super::Cacheable;
+use super::ObjectKey;
 
 /// The notifications a relist (`Store::replace`) owes the informer's handlers.
 #[derive(Debug)]

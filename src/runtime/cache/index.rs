@@ -16,7 +16,7 @@
 use std::collections::BTreeSet;
 use std::ops::Bound;
 
-use super::key::ObjectKey;
+use super::ObjectKey;
 
 /// Computes the values an object is filed under in one index (e.g. the UIDs of its owners).
 pub type IndexFn<T> = fn(&T) -> Vec<String>;

@@ -1,6 +1,6 @@
 //! Reading order: `tests/cache_walkthrough.rs` (the store used as an informer uses it), then
-//! `key.rs`, `store.rs` (the API and its lock discipline), `shard.rs`, `index.rs`, `diff.rs`
-//! (what a relist changed), `cacheable.rs`.
+//! [`ObjectKey`] and [`Cacheable`] (in the API crate, `key.rs` and `cacheable.rs`), `store.rs` (the API and its lock discipline), `shard.rs`, `index.rs`, `diff.rs`
+//! (what a relist changed).
 //!
 //! The informer's object cache: a sharded, indexed, thread-safe map from [`ObjectKey`] to
 //! `Arc<T>` (client-go's `ThreadSafeStore` + `Indexer`), written by the reflector and read by
@@ -20,24 +20,21 @@
 //!
 //! | file | what it holds |
 //! |---|---|
-//! | `key.rs` | [`ObjectKey`], [`ParseKeyError`] |
-//! | `cacheable.rs` | [`Cacheable`], implemented for every `HasMetadata` type |
+//! | `kube-gc-api`'s `key.rs` | [`ObjectKey`], [`ParseKeyError`] |
+//! | `kube-gc-api`'s `cacheable.rs` | [`Cacheable`], implemented for every `HasMetadata` type and for a dynamic object (`serde_json::Value`): Rust's coherence rules allow that pair only in the crate that owns `HasMetadata` |
 //! | `index.rs` | [`IndexFn`] and the per-shard `(value, key)` index entries |
 //! | `shard.rs` | one shard's objects and index entries, without locking |
 //! | `diff.rs` | [`ReplaceDiff`], [`Updated`], [`Tombstone`], [`Deleted`]; the relist merge |
 //! | `store.rs` | [`Store`], [`StoreBuilder`], [`Applied`], [`UnknownIndex`] |
 
-mod cacheable;
 mod diff;
 mod index;
-mod key;
 mod shard;
 mod store;
 
-pub use cacheable::Cacheable;
+pub use crate::api::{Cacheable, ObjectKey, ParseKeyError};
 pub use diff::{Deleted, ReplaceDiff, Tombstone, Updated};
 pub use index::IndexFn;
-pub use key::{ObjectKey, ParseKeyError};
 pub use store::{
     default_shard_count, Applied, Store, StoreBuilder, TransformFn, UnknownIndex, MAX_SHARDS,
 };

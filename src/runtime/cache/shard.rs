@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::index::{IndexEntries, IndexProbe, Indexer};
-use super::key::ObjectKey;
+use super::ObjectKey;
 
 /// The objects whose keys hash to one shard, ordered by key, and their index entries.
 pub(crate) struct Shard<T> {

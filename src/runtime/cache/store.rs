@@ -24,11 +24,11 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock, RwLockUpgradableReadGuard};
 
-use super::cacheable::Cacheable;
 use super::diff::{merge_shard, ReplaceDiff};
 use super::index::{probe, IndexFn, Indexer};
-use super::key::ObjectKey;
 use super::shard::Shard;
+use super::Cacheable;
+use super::ObjectKey;
 
 /// A function applied to every object before it is stored (client-go's `SetTransform`), e.g. to
 /// drop fields a controller never reads.

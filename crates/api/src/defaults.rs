@@ -11,7 +11,7 @@
 use serde::{Deserialize, Deserializer};
 
 /// Deserializes `T`, turning a JSON `null` into `T::default()`.
-pub(crate) fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+pub fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
     T: Deserialize<'de> + Default,

@@ -5,9 +5,9 @@
 //! timestamps) decoded straight from the wire. Every [`HasMetadata`] type is `Cacheable` through
 //! the blanket impl below; a projection struct implements the trait by hand.
 
-use crate::api::HasMetadata;
+use crate::HasMetadata;
 
-use super::key::ObjectKey;
+use crate::key::ObjectKey;
 
 /// An object the cache can store.
 pub trait Cacheable {
@@ -70,7 +70,7 @@ fn json_str<'a>(value: &'a serde_json::Value, pointer: &str) -> &'a str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::{Job, ObjectMeta, PartialObjectMetadata};
+    use crate::{Job, ObjectMeta, PartialObjectMetadata};
 
     #[test]
     fn a_namespaced_object_is_keyed_by_namespace_and_name() {

@@ -106,7 +106,7 @@ impl Resource for Namespace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_fixtures::response_body as captured;
+    use kube_gc_fixtures::response_body as captured;
 
     #[test]
     fn a_terminating_namespace_with_conditions_decodes_as_captured() {

@@ -219,7 +219,7 @@ cluster_review!(
 mod tests {
     use super::*;
 
-    use crate::test_fixtures::exchange as captured;
+    use kube_gc_fixtures::exchange as captured;
 
     #[test]
     fn token_reviews_read_as_the_real_server_answers_them() {

@@ -300,7 +300,7 @@ fn decode_buffered<'de, T: Deserialize<'de>>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::{Job, StatusReason};
+    use crate::{Job, StatusReason};
 
     #[test]
     fn error_line_of_a_typed_watch_decodes_as_status() {

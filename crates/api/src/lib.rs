@@ -27,13 +27,17 @@
 //! | `lease.rs` | coordination.k8s.io/v1 [`Lease`] |
 //! | `event.rs` | core/v1 [`Event`], [`ObjectReference`] |
 //! | `namespace.rs` | core/v1 [`Namespace`], its spec finalizers and conditions |
-//! | `defaults.rs` | private serde helpers for `null` and default values |
+//! | `key.rs` | [`ObjectKey`]: an object's `namespace/name`, as caches and work queues key it |
+//! | `cacheable.rs` | [`Cacheable`]: what a cache reads of an object (key, uid, resourceVersion); here beside [`HasMetadata`] because Rust lets only its owner implement it both for every typed object and for `serde_json::Value` |
+//! | `defaults.rs` | serde helpers for `null` and default values ([`null_as_default`], for the controllers' own projections too) |
 
+mod cacheable;
 mod defaults;
-pub(crate) use defaults::null_as_default;
+pub use defaults::null_as_default;
 mod delete;
 mod event;
 mod job;
+mod key;
 mod lease;
 mod list;
 mod meta;
@@ -48,9 +52,11 @@ mod time;
 mod volcano;
 mod watch;
 
+pub use cacheable::Cacheable;
 pub use delete::{DeleteOptions, Preconditions, PropagationPolicy};
 pub use event::{Event, EventSource, ObjectReference};
 pub use job::{Job, JobCondition, JobSpec, JobStatus};
+pub use key::{ObjectKey, ParseKeyError};
 pub use lease::{Lease, LeaseSpec};
 pub use list::{List, ListMeta};
 pub use meta::{ObjectMeta, TypeMeta};
