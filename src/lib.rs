@@ -33,7 +33,6 @@
 //! `docs/architecture.md` walks through how data flows from the API server to a deletion.
 
 pub mod cli;
-pub mod client;
 pub mod controllers;
 pub mod demo;
 pub mod events;
@@ -46,6 +45,7 @@ pub mod server;
 pub mod shutdown;
 pub mod sim;
 pub use kube_gc_api as api;
+pub use kube_gc_client as client;
 pub use kube_gc_core::{clock, duration, error_chain};
 pub use kube_gc_workqueue::token_bucket;
 

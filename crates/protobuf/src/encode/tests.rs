@@ -1,7 +1,6 @@
 use serde_json::json;
 
 use super::*;
-use crate::envelope::Envelope;
 use crate::selection::Selection;
 use crate::transcode::{body_to_json, to_json};
 use kube_gc_fixtures::response_bytes;
