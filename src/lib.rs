@@ -35,18 +35,17 @@
 pub mod cli;
 pub mod controllers;
 pub mod demo;
-pub mod events;
 pub mod explain;
-pub mod leaderelection;
 pub mod manager;
 pub mod metrics;
-pub mod runtime;
 pub mod server;
 pub mod shutdown;
 pub mod sim;
 pub use kube_gc_api as api;
 pub use kube_gc_client as client;
 pub use kube_gc_core::{clock, duration, error_chain};
+pub use kube_gc_runtime as runtime;
+pub use kube_gc_runtime::{events, leaderelection};
 pub use kube_gc_workqueue::token_bucket;
 
 #[cfg(test)]
