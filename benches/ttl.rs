@@ -34,6 +34,7 @@ use kube_gc::client::{Client, ClientOptions};
 use kube_gc::clock::SystemClock;
 use kube_gc::controllers::ttl::{BatchJob, FreshRead, TtlController, TtlMetrics, TtlOptions};
 use kube_gc::manager::{ControllerSelection, Manager, ManagerOptions};
+use kube_gc::sim::Connect as _;
 use kube_gc::sim::{Gvr, SimConfig, SimServer};
 use serde_json::json;
 use tokio::time::Instant;

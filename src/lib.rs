@@ -33,20 +33,25 @@
 //! `docs/architecture.md` walks through how data flows from the API server to a deletion.
 
 pub mod cli;
-pub mod controllers;
 pub mod demo;
 pub mod explain;
 pub mod manager;
 pub mod metrics;
 pub mod server;
 pub mod shutdown;
-pub mod sim;
 pub use kube_gc_api as api;
 pub use kube_gc_client as client;
 pub use kube_gc_core::{clock, duration, error_chain};
+
+mod connect;
+
+/// The simulated API server (the crate `kube-gc-sim`), and [`Connect`](sim::Connect): kube-gc's
+/// client pointed at it.
+pub mod sim {
+    pub use crate::connect::{Connect, ConnectError};
+    pub use kube_gc_sim::*;
+}
+pub use kube_gc_controllers as controllers;
 pub use kube_gc_runtime as runtime;
 pub use kube_gc_runtime::{events, leaderelection};
 pub use kube_gc_workqueue::token_bucket;
-
-#[cfg(test)]
-use kube_gc_fixtures as test_fixtures;

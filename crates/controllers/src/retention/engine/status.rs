@@ -1,0 +1,335 @@
+//! What the engine reports on each policy: `status` (`observedGeneration`, objects matched,
+//! waiting, deleted, next deletion time, the `Ready` condition) — counted by a pure function
+//! and written only when it changed.
+//!
+//! Contract:
+//! - [`count`] walks the watches' assessments: an object is *matched* by the policy that
+//!   governs it, *waiting* if its TTL runs out later (or now, not yet deleted), and the
+//!   earliest such time is the *next deletion*; *unknown* if it is kept because its fate cannot
+//!   be decided (finished without a finish time, or something in it unreadable).
+//! - [`status_for`] builds the status from the plan's verdict on the policy, the counts and
+//!   the deletions so far; `Ready` keeps its `lastTransitionTime` while its status stays.
+//! - `Ready=False` reasons: `InvalidSpec` (the fields at fault in the message),
+//!   `ResourceNotServed` (which targets) and `Forbidden` (which targets kube-gc may not read or
+//!   delete, the server's words, the RBAC rule to grant); `Ready=True`: `Watching`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+
+use crate::retention::assessment::Standing;
+use crate::retention::policy::{Condition, PolicyId, RetentionPolicyStatus};
+use crate::retention::verdict::{decide, Verdict};
+use kube_gc_api::Time;
+
+use super::plan::PolicyState;
+use super::refusal::Refused;
+use super::watch::ResourceWatch;
+
+/// One policy's counts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Objects it governs.
+    pub matched: u64,
+    /// Of those, objects with a TTL that runs out later (or has, and they are not deleted yet).
+    pub waiting: u64,
+    /// Of those, objects kept because their fate cannot be decided: finished without a finish
+    /// time (or no creation time) under a TTL counted from it, or something in them that cannot
+    /// be read (a malformed annotation, a CEL error).
+    pub unknown: u64,
+    /// The earliest expiry among them.
+    pub next_deletion: Option<DateTime<Utc>>,
+    /// Objects it governs that other policies also match, by the other policy.
+    pub overlapping: BTreeMap<PolicyId, u64>,
+    /// Objects it matches that a more specific policy governs, by that policy.
+    pub governed_elsewhere: BTreeMap<PolicyId, u64>,
+    /// Some of those overlaps were ties between equally specific policies (the name decided).
+    pub ties: u64,
+}
+
+/// Counts every watch's assessments by governing policy.
+pub fn count(watches: &[Arc<ResourceWatch>], now: DateTime<Utc>) -> BTreeMap<PolicyId, Counts> {
+    let mut counts: BTreeMap<PolicyId, Counts> = BTreeMap::new();
+    for watch in watches {
+        for assessment in watch.store.list() {
+            // An object its policy could not assess (a malformed annotation, a CEL error) is
+            // still governed by it, and kept: matched, never waiting.
+            let (index, governed) = match &assessment.standing {
+                Standing::Governed(governed) => (governed.policy, Some(governed)),
+                Standing::Problem(problem) => match problem.policy {
+                    Some(index) => (index, None),
+                    None => continue,
+                },
+                Standing::Ungoverned | Standing::Gone => continue,
+            };
+            let Some(policy) = watch.rules.policies.get(usize::from(index)) else {
+                continue;
+            };
+            let Some(governed) = governed else {
+                let entry = counts.entry(policy.id.clone()).or_default();
+                entry.matched += 1;
+                entry.unknown += 1;
+                continue;
+            };
+            for &loser in governed.shadowed() {
+                if let Some(loser) = watch.rules.policies.get(usize::from(loser)) {
+                    let lost = counts.entry(loser.id.clone()).or_default();
+                    *lost
+                        .governed_elsewhere
+                        .entry(policy.id.clone())
+                        .or_default() += 1;
+                    let won = counts.entry(policy.id.clone()).or_default();
+                    *won.overlapping.entry(loser.id.clone()).or_default() += 1;
+                }
+            }
+            let entry = counts.entry(policy.id.clone()).or_default();
+            entry.matched += 1;
+            entry.ties += u64::from(governed.tie());
+            let expires_at = match decide(&governed.facts, governed.ttl, now) {
+                Ok(Verdict::Wait { expires_at, .. }) => expires_at,
+                Ok(Verdict::Expired { expired_at }) => expired_at,
+                Ok(Verdict::Keep(_)) => continue,
+                // Finished without saying when (a Pod with no container's `finishedAt`): kept,
+                // and counted, so `kubectl get` shows what only an Event would say otherwise.
+                Err(_) => {
+                    entry.unknown += 1;
+                    continue;
+                }
+            };
+            entry.waiting += 1;
+            entry.next_deletion = Some(
+                entry
+                    .next_deletion
+                    .map_or(expires_at, |n| n.min(expires_at)),
+            );
+        }
+    }
+    counts
+}
+
+/// The status to write for one policy.
+pub fn status_for(
+    state: &PolicyState,
+    counts: &Counts,
+    deleted: u64,
+    previous: Option<&RetentionPolicyStatus>,
+    now: DateTime<Utc>,
+) -> RetentionPolicyStatus {
+    let (generation, ready, reason, message) = match state {
+        PolicyState::Ready { generation } => (
+            *generation,
+            "True",
+            "Watching",
+            "its resources are watched and its objects judged".to_owned(),
+        ),
+        PolicyState::Invalid { generation, errors } => (
+            *generation,
+            "False",
+            "InvalidSpec",
+            errors
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
+        PolicyState::Forbidden {
+            generation,
+            refused,
+        } => (
+            *generation,
+            "False",
+            "Forbidden",
+            refused
+                .iter()
+                .map(Refused::describe)
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
+        PolicyState::NotServed {
+            generation,
+            missing,
+        } => (
+            *generation,
+            "False",
+            "ResourceNotServed",
+            format!(
+                "the API server does not serve {}",
+                missing
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ),
+    };
+    let previous_ready = previous.and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready"));
+    let last_transition_time = match previous_ready {
+        Some(c) if c.status == ready => c.last_transition_time,
+        _ => Time(now),
+    };
+    let ready = Condition {
+        type_: "Ready".to_owned(),
+        status: ready.to_owned(),
+        observed_generation: generation,
+        last_transition_time,
+        reason: reason.to_owned(),
+        message,
+    };
+    let overlap = overlap_condition(counts, generation, previous, now);
+    RetentionPolicyStatus {
+        observed_generation: generation,
+        matched: counts.matched,
+        waiting: counts.waiting,
+        unknown: counts.unknown,
+        deleted,
+        next_deletion_time: counts.next_deletion.map(Time),
+        conditions: vec![ready, overlap],
+    }
+}
+
+/// `Overlapping`: whether other policies match the same objects, and which one governs them —
+/// reported, never guessed (`precedence.rs` decides; this says what it decided).
+fn overlap_condition(
+    counts: &Counts,
+    generation: Option<i64>,
+    previous: Option<&RetentionPolicyStatus>,
+    now: DateTime<Utc>,
+) -> Condition {
+    let list = |by: &BTreeMap<PolicyId, u64>| {
+        by.iter()
+            .map(|(id, n)| format!("{n} with {id}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut parts = Vec::new();
+    if !counts.overlapping.is_empty() {
+        parts.push(format!(
+            "governs objects also matched by other policies: {}",
+            list(&counts.overlapping)
+        ));
+    }
+    if !counts.governed_elsewhere.is_empty() {
+        parts.push(format!(
+            "objects it matches are governed by more specific policies: {}",
+            list(&counts.governed_elsewhere)
+        ));
+    }
+    if counts.ties > 0 {
+        parts.push(format!(
+            "{} of them between equally specific policies, where the name decided",
+            counts.ties
+        ));
+    }
+    let (status, reason) = if parts.is_empty() {
+        ("False", "NoOverlap")
+    } else {
+        ("True", "OtherPoliciesMatch")
+    };
+    let previous = previous.and_then(|s| s.conditions.iter().find(|c| c.type_ == "Overlapping"));
+    let last_transition_time = match previous {
+        Some(c) if c.status == status => c.last_transition_time,
+        _ => Time(now),
+    };
+    Condition {
+        type_: "Overlapping".to_owned(),
+        status: status.to_owned(),
+        observed_generation: generation,
+        last_transition_time,
+        reason: reason.to_owned(),
+        message: parts.join("; "),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::retention::policy::FieldError;
+
+    fn at(secs: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_800_000_000 + secs, 0).unwrap_or_default()
+    }
+
+    #[test]
+    fn ready_keeps_its_transition_time_while_its_status_stays() {
+        let counts = Counts {
+            matched: 4,
+            waiting: 2,
+            unknown: 1,
+            next_deletion: Some(at(50)),
+            ..Counts::default()
+        };
+        let ready = PolicyState::Ready {
+            generation: Some(2),
+        };
+        let first = status_for(&ready, &counts, 1, None, at(0));
+        assert_eq!(first.observed_generation, Some(2));
+        assert_eq!(
+            (first.matched, first.waiting, first.unknown, first.deleted),
+            (4, 2, 1, 1)
+        );
+        assert_eq!(first.next_deletion_time, Some(Time(at(50))));
+        let again = status_for(&ready, &counts, 1, Some(&first), at(100));
+        assert_eq!(again.conditions[0].last_transition_time, Time(at(0)));
+        let invalid = PolicyState::Invalid {
+            generation: Some(3),
+            errors: vec![FieldError::new("spec.match", "does not compile: x")],
+        };
+        let broken = status_for(&invalid, &Counts::default(), 1, Some(&again), at(200));
+        let condition = &broken.conditions[0];
+        assert_eq!(
+            (condition.status.as_str(), condition.reason.as_str()),
+            ("False", "InvalidSpec")
+        );
+        assert_eq!(condition.message, "spec.match: does not compile: x");
+        assert_eq!(condition.last_transition_time, Time(at(200)));
+    }
+}
+
+#[cfg(test)]
+mod overlap_tests {
+    use super::*;
+
+    fn id(name: &str) -> PolicyId {
+        PolicyId {
+            namespace: None,
+            name: name.to_owned(),
+        }
+    }
+
+    #[test]
+    fn overlaps_are_reported_on_both_sides() {
+        let now = DateTime::from_timestamp(1_800_000_000, 0).unwrap_or_default();
+        let ready = PolicyState::Ready { generation: None };
+        let winner = Counts {
+            matched: 3,
+            overlapping: BTreeMap::from([(id("all"), 3)]),
+            ties: 1,
+            ..Counts::default()
+        };
+        let status = status_for(&ready, &winner, 0, None, now);
+        let overlap = &status.conditions[1];
+        assert_eq!(
+            (overlap.type_.as_str(), overlap.status.as_str()),
+            ("Overlapping", "True")
+        );
+        assert_eq!(
+            overlap.message,
+            "governs objects also matched by other policies: 3 with ClusterRetentionPolicy all; \
+             1 of them between equally specific policies, where the name decided"
+        );
+        let loser = Counts {
+            governed_elsewhere: BTreeMap::from([(id("specific"), 3)]),
+            ..Counts::default()
+        };
+        let message = status_for(&ready, &loser, 0, None, now).conditions[1]
+            .message
+            .clone();
+        assert_eq!(
+            message,
+            "objects it matches are governed by more specific policies: 3 with ClusterRetentionPolicy specific"
+        );
+        let alone = status_for(&ready, &Counts::default(), 0, None, now);
+        assert_eq!(alone.conditions[1].reason, "NoOverlap");
+    }
+}
