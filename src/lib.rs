@@ -41,7 +41,7 @@ pub mod server;
 pub mod shutdown;
 pub use kube_gc_api as api;
 pub use kube_gc_client as client;
-pub use kube_gc_core::{clock, duration, error_chain};
+pub use kube_gc_core::{clock, duration, error_chain, field_errors, labels};
 
 mod connect;
 

@@ -7,9 +7,12 @@
 //! - `In` / `NotIn` need at least one value, `Exists` / `DoesNotExist` none; `NotIn` and
 //!   `DoesNotExist` hold for an object without the key. [`LabelSelector::validate`] reports a
 //!   malformed selector by the field at fault, so that nothing is selected on a misreading.
+//! - Matching is the workspace's one label matcher, `kube_gc_core::labels` ([`Operator::holds`]):
+//!   a `matchLabels` pair is `key=value`, an expression its operator.
 
 use std::collections::BTreeMap;
 
+use kube_gc_core::labels::Operator;
 use serde::{Deserialize, Serialize};
 
 use super::defaults::null_as_default;
@@ -98,7 +101,7 @@ impl LabelSelector {
         let pairs = self
             .match_labels
             .iter()
-            .all(|(k, v)| label(k) == Some(v.as_str()));
+            .all(|(k, v)| Operator::Equals.holds(std::slice::from_ref(v), label(k)));
         pairs
             && self
                 .match_expressions
@@ -115,13 +118,7 @@ impl LabelSelector {
 impl LabelSelectorRequirement {
     /// Whether the value of its key (`None`: no such label) satisfies it.
     fn matches(&self, value: Option<&str>) -> bool {
-        match self.operator.as_str() {
-            "In" => value.is_some_and(|v| self.values.iter().any(|w| w == v)),
-            "NotIn" => value.is_none_or(|v| !self.values.iter().any(|w| w == v)),
-            "Exists" => value.is_some(),
-            "DoesNotExist" => value.is_none(),
-            _ => false,
-        }
+        Operator::from_set_based(&self.operator).is_some_and(|op| op.holds(&self.values, value))
     }
 }
 

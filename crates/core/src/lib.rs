@@ -6,7 +6,13 @@
 //! - [`duration`]: Go-style duration strings (`1m30s`), as kube-controller-manager's flags take
 //!   them.
 //! - [`error_chain`]: an error and its causes as one line.
+//! - [`labels`]: label selectors, parsed and matched as apimachinery does — the one parser and
+//!   matcher of the workspace.
+//! - [`field_errors`]: field errors worded as apimachinery words them (a 422's causes, a
+//!   selector's refusals).
 
 pub mod clock;
 pub mod duration;
 pub mod error_chain;
+pub mod field_errors;
+pub mod labels;

@@ -25,8 +25,8 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::client::{Client, Discovery};
+use crate::labels::Selector;
 use crate::manager::ControllerSelection;
-use crate::sim::selectors::LabelSelector;
 
 use super::controllers::{Assumed, COVERED};
 use super::decide::rfc3339;
@@ -146,7 +146,7 @@ pub async fn plan(
 ) -> Result<PlanReport, GatherError> {
     let horizon =
         now + chrono::Duration::from_std(options.within).unwrap_or(chrono::Duration::days(3650));
-    let selector = match options.selector.as_deref().map(LabelSelector::parse) {
+    let selector = match options.selector.as_deref().map(Selector::parse) {
         None => None,
         Some(Ok(selector)) => Some(selector),
         Some(Err(e)) => {

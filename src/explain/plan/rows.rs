@@ -18,8 +18,8 @@ use crate::controllers::ttl::{
 };
 use crate::explain::decide::{group_phrase, ordinal, outcome_word};
 use crate::explain::gather::serves;
+use crate::labels::Selector;
 use crate::runtime::cache::Cacheable;
-use crate::sim::selectors::LabelSelector;
 
 use super::{KeptRow, PlanOptions, PolicyProblem};
 use crate::explain::gather::{read_namespaces, read_policies, GatherError};
@@ -35,7 +35,7 @@ pub(crate) struct PlanContext<'a> {
     /// What the plan was asked for.
     pub options: &'a PlanOptions,
     /// `options.selector`, parsed.
-    pub selector: Option<&'a LabelSelector>,
+    pub selector: Option<&'a Selector>,
     /// The moment of the plan.
     pub now: DateTime<Utc>,
 }
@@ -364,9 +364,9 @@ fn policy_problems<'p>(
 /// Objects whose owners are all gone: the garbage collector deletes them now.
 ///
 /// Every object is listed unfiltered, since an owner need not match the selector; the
-/// selector then picks among the dependents, by the server's own rules (the simulated
-/// server's implementation of apimachinery's `labels.Parse`, so `-l` means what it means for
-/// the kinds the server filters).
+/// selector then picks among the dependents, by the server's own rules (apimachinery's
+/// `labels.Parse`, the one the simulated server filters with too, so `-l` means what it means
+/// for the kinds the server filters).
 pub(crate) async fn orphan_rows(
     cx: &PlanContext<'_>,
     found: &mut Findings,

@@ -2,39 +2,33 @@
 //! `labelSelector` and `fieldSelector` query parameters of list and watch.
 //!
 //! Contract:
-//! - [`LabelSelector::parse`] accepts exactly the strings apimachinery's `labels.Parse` accepts
-//!   (`k=v`, `k==v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`, `k>1`, `k<1`, joined by
-//!   commas, blanks allowed between tokens) and rejects the others with the same message, which
-//!   the server sends back as a 400 `BadRequest`. Keys must be qualified names and values label
-//!   values, validated with the upstream rules and wording.
+//! - [`LabelSelector`] is the workspace's one label selector (`kube_gc_core::labels::Selector`),
+//!   re-exported under the name a server's query parameter gives it: it accepts exactly the
+//!   strings apimachinery's `labels.Parse` accepts and refuses the others with the same
+//!   message, which the server sends back as a 400 `BadRequest`.
 //! - [`FieldSelector::parse`] accepts `field=value`, `field==value` and `field!=value` terms joined
 //!   by commas (with `\,`, `\=` and `\\` escapes in values) on `metadata.name` and
 //!   `metadata.namespace`, the fields every resource supports; any other field is refused with
 //!   the upstream "is not a known field selector" message.
-//! - Neither parser panics, whatever the input.
+//! - The parser never panics, whatever the input.
 //!
 //! Messages quote values the way Go's `%q` does; for the printable text that appears in
 //! selectors this is JSON string quoting.
 //!
-//! The label selector lives in `label.rs`, the name and value rules it enforces in `names.rs`,
-//! the field selector in `field.rs`.
+//! The field selector lives in `field.rs`.
 
 mod field;
-mod label;
-mod names;
 
 pub use field::{FieldSelector, FieldSet, FieldTerm, SelectableField};
-pub use label::{LabelSelector, Operator, Requirement};
+pub use kube_gc_core::labels::{Operator, Requirement, Selector as LabelSelector};
 
 use thiserror::Error;
 
-/// Why a selector string was refused. The `Display` text is the message the real server puts in
+/// Why a field selector string was refused (a label selector's refusal is
+/// `kube_gc_core::labels::ParseError`). The `Display` text is the message the real server puts in
 /// its 400 `BadRequest`.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum SelectorError {
-    /// The label selector does not parse or names an invalid key or value.
-    #[error("{0}")]
-    Label(String),
     /// The field selector does not parse.
     #[error("{0}")]
     FieldSyntax(String),

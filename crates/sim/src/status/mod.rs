@@ -15,18 +15,13 @@
 use http::StatusCode;
 use serde_json::{json, Map, Value};
 
-mod causes;
 mod names;
 #[cfg(test)]
 mod tests;
 
-pub use causes::{aggregate_causes, Cause, CauseType};
+use kube_gc_core::field_errors::quote;
+pub use kube_gc_core::field_errors::{aggregate_causes, Cause, CauseType};
 pub use names::{GroupKind, GroupResource};
-
-/// Go's `%q` for the strings that appear in these messages (names, uids, plain text).
-fn quote(s: &str) -> String {
-    Value::String(s.to_owned()).to_string()
-}
 
 /// The message of a list whose `continue` token was compacted away (exchange 53).
 pub const CONTINUE_EXPIRED_MESSAGE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";

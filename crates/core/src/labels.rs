@@ -1,14 +1,32 @@
 //! Label selectors: `app=web,tier in (a,b),!canary`, parsed like apimachinery's
-//! `labels.Parse` (same grammar, same messages) and matched against `metadata.labels`.
+//! `labels.Parse` (same grammar, same messages) and matched against `metadata.labels` — the one
+//! parser and the one matcher of kube-gc: the simulated API server filters lists and watches
+//! with them, `kube-gc plan -l` selects objects with them, and a `metav1.LabelSelector`
+//! (`matchLabels`, `matchExpressions`) matches through [`Operator::holds`].
 //!
-//! Contract: see the parent module. The lexer and the recursive-descent parser follow
-//! upstream's structure token for token so that every refusal carries upstream's message.
+//! Contract:
+//! - [`Selector::parse`] accepts exactly the strings apimachinery's `labels.Parse` accepts
+//!   (`k=v`, `k==v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`, `k>1`, `k<1`, joined by
+//!   commas, blanks allowed between tokens) and rejects the others with the same message
+//!   ([`ParseError`]), which a server sends back as a 400 `BadRequest`. Keys must be qualified
+//!   names and values label values, validated with the upstream rules and wording (`names.rs`).
+//! - The parser never panics, whatever the input.
+//! - The lexer and the recursive-descent parser follow upstream's structure token for token so
+//!   that every refusal carries upstream's message.
 
 use serde_json::{Map, Value};
 
-use super::names::{label_value_problems, qualified_name_problems};
-use super::SelectorError;
-use crate::status::{aggregate_causes, Cause};
+use crate::field_errors::{aggregate_causes, Cause};
+
+mod names;
+
+use names::{label_value_problems, qualified_name_problems};
+
+/// Why a label selector string was refused. The `Display` text is the message the real server
+/// puts in its 400 `BadRequest`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ParseError(pub String);
 
 /// How a [`Requirement`] relates a label to its values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,55 +64,75 @@ pub struct Requirement {
 }
 
 impl Requirement {
-    /// Whether a set of labels satisfies this requirement.
     /// Whether the value of its key (`None`: no such label) satisfies it.
-    fn matches(&self, value: Option<&str>) -> bool {
-        let listed = |v: &str| self.values.iter().any(|x| x == v);
-        match self.operator {
+    pub fn matches(&self, value: Option<&str>) -> bool {
+        self.operator.holds(&self.values, value)
+    }
+}
+
+impl Operator {
+    /// The operator a `metav1.LabelSelectorRequirement` names (`In`, `NotIn`, `Exists`,
+    /// `DoesNotExist`); `None` for any other word.
+    pub fn from_set_based(name: &str) -> Option<Operator> {
+        match name {
+            "In" => Some(Operator::In),
+            "NotIn" => Some(Operator::NotIn),
+            "Exists" => Some(Operator::Exists),
+            "DoesNotExist" => Some(Operator::DoesNotExist),
+            _ => None,
+        }
+    }
+
+    /// Whether a label's value (`None`: no such label) relates to `values` as this operator
+    /// says: the one matching rule, for parsed selectors and `metav1.LabelSelector`s alike.
+    pub fn holds<S: AsRef<str>>(self, values: &[S], value: Option<&str>) -> bool {
+        let listed = |v: &str| values.iter().any(|x| x.as_ref() == v);
+        match self {
             Operator::Equals | Operator::DoubleEquals | Operator::In => value.is_some_and(listed),
             Operator::NotEquals | Operator::NotIn => !value.is_some_and(listed),
             Operator::Exists => value.is_some(),
             Operator::DoesNotExist => value.is_none(),
-            Operator::GreaterThan | Operator::LessThan => self.compare_integer(value),
+            Operator::GreaterThan | Operator::LessThan => compare_integer(self, values, value),
         }
     }
+}
 
-    fn compare_integer(&self, value: Option<&str>) -> bool {
-        let Some(actual) = value.and_then(|v| v.parse::<i64>().ok()) else {
-            return false;
-        };
-        let [bound] = self.values.as_slice() else {
-            return false;
-        };
-        let Ok(bound) = bound.parse::<i64>() else {
-            return false;
-        };
-        match self.operator {
-            Operator::GreaterThan => actual > bound,
-            _ => actual < bound,
-        }
+/// `k>n` and `k<n`: the label is an integer beyond the one bound.
+fn compare_integer<S: AsRef<str>>(operator: Operator, values: &[S], value: Option<&str>) -> bool {
+    let Some(actual) = value.and_then(|v| v.parse::<i64>().ok()) else {
+        return false;
+    };
+    let [bound] = values else {
+        return false;
+    };
+    let Ok(bound) = bound.as_ref().parse::<i64>() else {
+        return false;
+    };
+    match operator {
+        Operator::GreaterThan => actual > bound,
+        _ => actual < bound,
     }
 }
 
 /// A parsed label selector: all requirements must hold. The empty selector matches everything.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LabelSelector {
+pub struct Selector {
     requirements: Vec<Requirement>,
 }
 
-impl LabelSelector {
+impl Selector {
     /// Parses the `labelSelector` query parameter.
-    pub fn parse(s: &str) -> Result<LabelSelector, SelectorError> {
+    pub fn parse(s: &str) -> Result<Selector, ParseError> {
         let tokens = lex(s);
         let mut requirements = Parser {
             tokens,
             position: 0,
         }
         .parse()
-        .map_err(SelectorError::Label)?;
+        .map_err(ParseError)?;
         // Upstream sorts by key so that equal selectors compare equal.
         requirements.sort_by(|a, b| a.key.cmp(&b.key));
-        Ok(LabelSelector { requirements })
+        Ok(Selector { requirements })
     }
 
     /// Whether an object's `metadata.labels` (absent = no labels) satisfy every requirement.
@@ -480,7 +518,7 @@ mod tests {
             ("app=web\0,garbage(", true, false),
         ];
         for (text, on_set, on_nothing) in table {
-            let selector = LabelSelector::parse(text).expect(text);
+            let selector = Selector::parse(text).expect(text);
             assert_eq!(selector.matches(Some(&set)), *on_set, "{text:?} on labels");
             assert_eq!(selector.matches(None), *on_nothing, "{text:?} on no labels");
         }
@@ -488,12 +526,12 @@ mod tests {
 
     #[test]
     fn requirements_are_sorted_with_deduplicated_values() {
-        let selector = LabelSelector::parse("b in (y,x,y),a").expect("valid");
+        let selector = Selector::parse("b in (y,x,y),a").expect("valid");
         let reqs = selector.requirements();
         assert_eq!(reqs[0].key, "a");
         assert_eq!(reqs[0].operator, Operator::Exists);
         assert_eq!(reqs[1].values, vec!["x".to_owned(), "y".to_owned()]);
-        assert!(LabelSelector::parse("").expect("valid").is_empty());
+        assert!(Selector::parse("").expect("valid").is_empty());
     }
 
     #[test]
@@ -543,11 +581,11 @@ mod tests {
             ),
         ];
         for (text, message) in table {
-            let err = LabelSelector::parse(text).expect_err(text);
+            let err = Selector::parse(text).expect_err(text);
             assert_eq!(err.to_string(), message, "selector {text:?}");
         }
         let long = format!("a={}", "v".repeat(64));
-        let err = LabelSelector::parse(&long).expect_err("too long");
+        let err = Selector::parse(&long).expect_err("too long");
         assert!(err.to_string().contains("Invalid value: \"vvvv"), "{err}");
         assert!(
             err.to_string()
@@ -559,12 +597,12 @@ mod tests {
     proptest! {
         #[test]
         fn label_parser_never_panics(s in "\\PC{0,40}") {
-            let _ = LabelSelector::parse(&s);
+            let _ = Selector::parse(&s);
         }
 
         #[test]
         fn label_parser_never_panics_on_selector_alphabet(s in "[a-z!=(), <>\\-/.in]{0,30}") {
-            if let Ok(selector) = LabelSelector::parse(&s) {
+            if let Ok(selector) = Selector::parse(&s) {
                 let _ = selector.matches(None);
             }
         }

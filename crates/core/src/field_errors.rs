@@ -1,11 +1,20 @@
-//! The field-level causes of a 422 `Invalid` answer, worded as apimachinery's `field.Error`
-//! words them, and their aggregation into one message.
+//! Field errors worded as apimachinery's `field.Error` words them, and their aggregation into
+//! one message: the causes of an API server's 422 `Invalid` answer, and the refusals of a label
+//! selector that names an invalid key or value ([`crate::labels`]).
+//!
+//! Contract: [`Cause`]'s `Display` is upstream's `field: Invalid value: "x": detail`;
+//! [`aggregate_causes`] lists several as Go's aggregated error does. Values are quoted as Go's
+//! `%q` quotes them ([`quote`]).
 
 use std::fmt;
 
 use serde_json::{json, Value};
 
-use super::quote;
+/// `s` quoted the way Go's `%q` quotes it; for the printable text of names, values and
+/// messages this is JSON string quoting.
+pub fn quote(s: &str) -> String {
+    Value::String(s.to_owned()).to_string()
+}
 
 /// The kind of a validation failure, as `metav1.CauseType` spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,7 +107,8 @@ impl Cause {
         text
     }
 
-    pub(super) fn to_json(&self) -> Value {
+    /// The cause as a `Status` body lists it: `reason`, `message`, `field`.
+    pub fn to_json(&self) -> Value {
         json!({ "reason": self.kind.reason(), "message": self.body(), "field": self.field })
     }
 }
