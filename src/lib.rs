@@ -34,11 +34,6 @@
 
 pub mod cli;
 pub mod demo;
-pub mod explain;
-pub mod manager;
-pub mod metrics;
-pub mod server;
-pub mod shutdown;
 pub use kube_gc_api as api;
 pub use kube_gc_client as client;
 pub use kube_gc_core::{clock, duration, error_chain, field_errors, labels};
@@ -52,6 +47,7 @@ pub mod sim {
     pub use kube_gc_sim::*;
 }
 pub use kube_gc_controllers as controllers;
+pub use kube_gc_manager::{explain, manager, metrics, server, shutdown};
 pub use kube_gc_runtime as runtime;
 pub use kube_gc_runtime::{events, leaderelection};
 pub use kube_gc_workqueue::token_bucket;
