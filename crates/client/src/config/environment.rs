@@ -14,13 +14,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use kube_gc_core::clock::{SharedClock, SystemClock};
 use rustls_pki_types::CertificateDer;
 
 /// Where a pod's service-account credentials are mounted.
 pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
-
-/// A source of the current wall-clock time (exec credentials expire at a wall-clock instant).
-pub type WallClock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
 
 /// Which certificates to trust when a cluster names no certificate authority.
 #[derive(Clone)]
@@ -48,7 +46,8 @@ pub struct Environment {
     home: Option<PathBuf>,
     service_account_dir: PathBuf,
     stdin_is_terminal: bool,
-    clock: WallClock,
+    /// Exec credentials expire at a wall-clock instant.
+    clock: SharedClock,
     system_roots: SystemRoots,
 }
 
@@ -67,7 +66,7 @@ impl Environment {
             home,
             service_account_dir: PathBuf::from(SERVICE_ACCOUNT_DIR),
             stdin_is_terminal: std::io::stdin().is_terminal(),
-            clock: Arc::new(Utc::now),
+            clock: Arc::new(SystemClock),
             system_roots: SystemRoots::Native,
         }
     }
@@ -80,7 +79,7 @@ impl Environment {
             home: None,
             service_account_dir: PathBuf::from("/nonexistent/kube-gc/serviceaccount"),
             stdin_is_terminal: false,
-            clock: Arc::new(Utc::now),
+            clock: Arc::new(SystemClock),
             system_roots: SystemRoots::Fixed(Vec::new()),
         }
     }
@@ -110,7 +109,7 @@ impl Environment {
     }
 
     /// Replaces the wall clock.
-    pub fn with_clock(mut self, clock: WallClock) -> Self {
+    pub fn with_clock(mut self, clock: SharedClock) -> Self {
         self.clock = clock;
         self
     }
@@ -150,13 +149,13 @@ impl Environment {
     }
 
     /// The wall clock.
-    pub fn clock(&self) -> &WallClock {
+    pub fn clock(&self) -> &SharedClock {
         &self.clock
     }
 
     /// The current wall-clock time.
     pub fn now(&self) -> DateTime<Utc> {
-        (self.clock)()
+        self.clock.now()
     }
 
     /// The certificates trusted when a cluster names no CA.

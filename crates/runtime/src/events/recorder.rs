@@ -27,10 +27,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::correlator::{Correlator, Write};
 use super::{EventRecord, EventRecorder};
-use crate::leaderelection::WallClock;
 use kube_gc_api::{Event, EventSource, ObjectMeta, Resource, Time, TypeMeta};
 use kube_gc_client::availability::warn_unless_unavailable;
 use kube_gc_client::{Api, Client, Error, Patch, PostParams};
+use kube_gc_core::clock::{SharedClock, TokioClock};
 
 /// Events waiting to be written before new ones are dropped.
 pub const QUEUE_CAPACITY: usize = 1_000;
@@ -70,7 +70,12 @@ impl ApiEventRecorder {
         reporter: Reporter,
         shutdown: CancellationToken,
     ) -> (ApiEventRecorder, JoinHandle<()>) {
-        Self::start_with_clock(client, reporter, shutdown, WallClock::system())
+        Self::start_with_clock(
+            client,
+            reporter,
+            shutdown,
+            Arc::new(TokioClock::from_system()),
+        )
     }
 
     /// [`start`](Self::start) with Event timestamps taken from `clock`.
@@ -78,7 +83,7 @@ impl ApiEventRecorder {
         client: Client,
         reporter: Reporter,
         shutdown: CancellationToken,
-        clock: WallClock,
+        clock: SharedClock,
     ) -> (ApiEventRecorder, JoinHandle<()>) {
         let (sender, receiver) = mpsc::channel(QUEUE_CAPACITY);
         let writer = Writer {
@@ -101,7 +106,7 @@ impl ApiEventRecorder {
 struct Writer {
     client: Client,
     reporter: Reporter,
-    clock: WallClock,
+    clock: SharedClock,
     correlator: Correlator,
     /// Names must be unique even for two events in the same nanosecond (or on a paused clock).
     last_name_nanos: i64,
@@ -128,7 +133,7 @@ impl Writer {
 
     /// A new-series Event for `record`, stamped now.
     fn new_event(&mut self, record: EventRecord) -> Event {
-        let now = self.clock.now().0;
+        let now = self.clock.now();
         let nanos = now
             .timestamp_nanos_opt()
             .unwrap_or_default()

@@ -23,18 +23,19 @@
 //!   follower takes over at its next attempt. Cancel `stop` only once the controllers have
 //!   drained, so no other replica starts while in-flight deletions finish.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::clock::WallClock;
 use super::config::{InvalidConfig, LeaderElectionConfig, JITTER_FACTOR};
 use super::lock::{ElectionRecord, LeaseLock};
-use kube_gc_api::Lease;
+use kube_gc_api::{Lease, MicroTime};
 use kube_gc_client::availability::warn_unless_unavailable;
 use kube_gc_client::Client;
+use kube_gc_core::clock::{SharedClock, TokioClock};
 
 /// What this candidate knows about the election.
 #[derive(Clone, Debug)]
@@ -121,7 +122,9 @@ struct Observed {
 pub struct LeaderElector {
     lock: LeaseLock,
     config: LeaderElectionConfig,
-    clock: WallClock,
+    /// Where the `acquireTime` / `renewTime` written for humans come from; decisions are taken
+    /// on tokio's monotonic clock only.
+    clock: SharedClock,
     observed: Option<Observed>,
     state: watch::Sender<Leadership>,
 }
@@ -133,14 +136,15 @@ impl LeaderElector {
         Ok(LeaderElector {
             lock: LeaseLock::new(client, &config.lease_namespace, &config.lease_name),
             config,
-            clock: WallClock::system(),
+            clock: Arc::new(TokioClock::from_system()),
             observed: None,
             state: watch::Sender::new(Leadership::Unknown),
         })
     }
 
-    /// The same candidate writing Lease times from `clock`.
-    pub fn with_wall_clock(mut self, clock: WallClock) -> Self {
+    /// The same candidate writing Lease times from `clock` (by default the system's wall time
+    /// moving with tokio's clock, so on a paused clock the times move as far as a test advances).
+    pub fn with_wall_clock(mut self, clock: SharedClock) -> Self {
         self.clock = clock;
         self
     }
@@ -236,7 +240,7 @@ impl LeaderElector {
     /// One attempt (client-go's `tryAcquireOrRenew`): `true` if we hold the lease afterwards.
     async fn try_acquire_or_renew(&mut self) -> bool {
         let now = Instant::now();
-        let wall = self.clock.now();
+        let wall = MicroTime(self.clock.now());
         let mut desired = ElectionRecord {
             holder_identity: self.config.identity.clone(),
             lease_duration_seconds: self.config.lease_duration_seconds(),
@@ -374,7 +378,7 @@ impl LeaderElector {
         let Some(observed) = self.observed.clone().filter(|_| self.is_holder()) else {
             return;
         };
-        let now = self.clock.now();
+        let now = MicroTime(self.clock.now());
         let released = ElectionRecord {
             holder_identity: String::new(),
             lease_duration_seconds: 1,
@@ -399,6 +403,20 @@ fn jittered(base: Duration) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kube_gc_core::clock::Clock;
+
+    #[tokio::test(start_paused = true)]
+    async fn lease_times_move_with_tokios_clock() {
+        let start = chrono::DateTime::parse_from_rfc3339("2026-11-22T00:00:00Z")
+            .map(|t| t.with_timezone(&chrono::Utc))
+            .unwrap_or_default();
+        let clock = TokioClock::starting_at(start);
+        tokio::time::advance(Duration::from_millis(2_500)).await;
+        assert_eq!(
+            MicroTime(clock.now()).to_wire(),
+            "2026-11-22T00:00:02.500000Z"
+        );
+    }
 
     #[test]
     fn jitter_stays_within_the_factor() {

@@ -6,7 +6,6 @@
 //! - [`lock`]: [`LeaseLock`], the record inside the Lease and its optimistic PUTs.
 //! - [`elector`]: [`LeaderElector`], the acquire / renew / release loop, reporting
 //!   [`Leadership`] through a watch channel.
-//! - [`clock`]: [`WallClock`], Lease timestamps that follow tokio's (pausable) clock.
 //!
 //! How `kube-gc run` is meant to wire it:
 //!
@@ -34,12 +33,10 @@
 //! # }
 //! ```
 
-pub mod clock;
 pub mod config;
 pub mod elector;
 pub mod lock;
 
-pub use clock::WallClock;
 pub use config::{
     hostname, unique_identity, InvalidConfig, LeaderElectionArgs, LeaderElectionConfig,
     DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE,

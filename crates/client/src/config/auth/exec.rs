@@ -32,9 +32,10 @@ use chrono::{DateTime, Utc};
 use parking_lot::Mutex;
 use serde::Deserialize;
 
-use crate::config::environment::{Environment, WallClock};
+use crate::config::environment::Environment;
 use crate::config::secret::Secret;
 use crate::config::tls::{self, ClientCertSlot};
+use kube_gc_core::clock::SharedClock;
 
 const API_V1: &str = "client.authentication.k8s.io/v1";
 const API_V1BETA1: &str = "client.authentication.k8s.io/v1beta1";
@@ -221,7 +222,7 @@ struct Inner {
     spec: ExecSpec,
     base_env: BTreeMap<String, String>,
     stdin_is_terminal: bool,
-    clock: WallClock,
+    clock: SharedClock,
     cert_slot: ClientCertSlot,
     cache: Mutex<Option<Credential>>,
     /// Held while the program runs so concurrent callers wait for one run instead of starting
@@ -293,7 +294,7 @@ impl ExecPlugin {
     fn unexpired(&self) -> Option<Credential> {
         let cached = self.inner.cache.lock().clone()?;
         match cached.expires {
-            Some(expires) if (self.inner.clock)() >= expires => None,
+            Some(expires) if self.inner.clock.now() >= expires => None,
             _ => Some(cached),
         }
     }
