@@ -28,16 +28,12 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use crate::clock::format_time;
-use crate::handlers::Context;
 use crate::object;
-use crate::resources::{ResourceDef, ResourceId};
+pub use crate::resources::{definitions_resource, is_definitions};
+use crate::resources::{ResourceDef, ResourceId, Unserved};
 use crate::status::Cause;
 use crate::store::{DeleteOptions, DeleteOutcome, Store, StoreError, UpdateTarget};
 
-/// The group of CustomResourceDefinitions.
-pub const GROUP: &str = "apiextensions.k8s.io";
-/// Their plural.
-pub const RESOURCE: &str = "customresourcedefinitions";
 /// The finalizer the registry puts on a definition being deleted, removed once its objects are.
 const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
 
@@ -58,21 +54,6 @@ fn go_json(value: &Value) -> String {
     }
     text.push('\n');
     text
-}
-
-/// The definition resource as a v1.28 server's discovery describes it.
-pub fn definitions_resource() -> ResourceDef {
-    ResourceDef::new(GROUP, "v1", RESOURCE, "CustomResourceDefinition")
-        .cluster_scoped()
-        .with_status()
-        .tracking_generation()
-        .with_short_names(&["crd", "crds"])
-        .with_categories(&["api-extensions"])
-}
-
-/// Whether `def` is the CustomResourceDefinition resource.
-pub fn is_definitions(def: &ResourceDef) -> bool {
-    def.group == GROUP && def.resource == RESOURCE
 }
 
 /// The CRD a cluster installs for one of kube-gc's own resources, as `deploy/crds/` holds it.
@@ -311,12 +292,12 @@ fn creation_causes(store: &Store, definition: &Value) -> Vec<Cause> {
 /// POST of a definition (131–134): stored as created, then its resource served and the
 /// definition established. Answers the definition as created.
 pub fn create(
-    ctx: &Context,
+    store: &Store,
+    unserved: &Unserved,
     definitions: ResourceId,
     definition: Value,
     dry_run: bool,
 ) -> Result<Arc<Value>, StoreError> {
-    let store = &ctx.store;
     let causes = creation_causes(store, &definition);
     if !causes.is_empty() {
         let name = object::name(&definition).unwrap_or_default().to_owned();
@@ -343,7 +324,7 @@ pub fn create(
     // of a create on a resource with a status subresource, so it is a write of its own.
     let created = write_status(store, definitions, &name, status)?;
     if let Some(resource) = declared_resource(store, &created) {
-        ctx.unserved.write().remove(&resource);
+        unserved.write().remove(&resource);
     }
     let established = established_status(&created, &now(store));
     write_status(store, definitions, &name, established)?;
@@ -353,12 +334,12 @@ pub fn create(
 /// DELETE of a definition (135, 136; 74–76): marked `Terminating`, its resource unserved and
 /// emptied, its watches ended, then gone. Answers the definition as marked.
 pub fn delete(
-    ctx: &Context,
+    store: &Store,
+    unserved: &Unserved,
     definitions: ResourceId,
     name: &str,
     options: &DeleteOptions,
 ) -> Result<DeleteOutcome, StoreError> {
-    let store = &ctx.store;
     let stored = store.get(definitions, None, name)?;
     if options.dry_run {
         return store.delete(definitions, None, name, options);
@@ -372,7 +353,7 @@ pub fn delete(
     push_terminating_condition(&mut status, &now(store));
     let terminating = write_status(store, definitions, name, status)?;
     if let Some(resource) = declared_resource(store, &stored) {
-        ctx.unserved.write().insert(resource);
+        unserved.write().insert(resource);
         delete_objects(store, resource)?;
     }
     remove_cleanup_finalizer(store, definitions, name)?;
@@ -381,19 +362,28 @@ pub fn delete(
 
 /// What deleting the definition of `resource` does, for the in-process API: [`delete`] where
 /// the definition is stored, else the same cleanup without it.
-pub fn delete_definition_of(ctx: &Context, resource: ResourceId) -> Result<(), StoreError> {
-    let store = &ctx.store;
+pub fn delete_definition_of(
+    store: &Store,
+    unserved: &Unserved,
+    resource: ResourceId,
+) -> Result<(), StoreError> {
     let def = store.resources().def(resource);
     if let Some(definitions) = definitions_id(store) {
         let name = definition_name(def);
-        match delete(ctx, definitions, &name, &DeleteOptions::default()) {
+        match delete(
+            store,
+            unserved,
+            definitions,
+            &name,
+            &DeleteOptions::default(),
+        ) {
             // The definition's cleanup has unserved and emptied the resource already.
             Ok(_) => return Ok(()),
             Err(StoreError::NotFound { .. }) => {}
             Err(e) => return Err(e),
         }
     }
-    ctx.unserved.write().insert(resource);
+    unserved.write().insert(resource);
     delete_objects(store, resource)
 }
 

@@ -388,7 +388,7 @@ pub fn default_resources() -> Vec<ResourceDef> {
         .custom()
         .with_short_names(&["crp"])
         .with_categories(&["kube-gc"]),
-        crate::crds::definitions_resource(),
+        definitions_resource(),
     ]
 }
 
@@ -436,6 +436,37 @@ pub fn workload_custom_resources() -> Vec<ResourceDef> {
             .with_categories(&["all"]),
     ]
 }
+
+/// The group of CustomResourceDefinitions.
+const DEFINITIONS_GROUP: &str = "apiextensions.k8s.io";
+/// Their plural.
+const DEFINITIONS_RESOURCE: &str = "customresourcedefinitions";
+
+/// The CustomResourceDefinition resource as a v1.28 server's discovery describes it (what its
+/// objects do is [`crate::crds`]'s).
+pub fn definitions_resource() -> ResourceDef {
+    ResourceDef::new(
+        DEFINITIONS_GROUP,
+        "v1",
+        DEFINITIONS_RESOURCE,
+        "CustomResourceDefinition",
+    )
+    .cluster_scoped()
+    .with_status()
+    .tracking_generation()
+    .with_short_names(&["crd", "crds"])
+    .with_categories(&["api-extensions"])
+}
+
+/// Whether `def` is the CustomResourceDefinition resource.
+pub fn is_definitions(def: &ResourceDef) -> bool {
+    def.group == DEFINITIONS_GROUP && def.resource == DEFINITIONS_RESOURCE
+}
+
+/// The resources no longer served because their definition was deleted (a real server's
+/// apiextensions controllers stop serving them), shared by the router and the definitions'
+/// handlers.
+pub type Unserved = parking_lot::RwLock<std::collections::HashSet<ResourceId>>;
 
 #[cfg(test)]
 mod tests {

@@ -29,7 +29,27 @@ use std::cmp::Ordering;
 use crate::resources::ResourceDef;
 use kube_gc_protobuf::{schema, MEDIA_TYPE};
 
-use super::response::Representation;
+/// How objects are represented in the response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Representation {
+    /// The full object.
+    Full,
+    /// `PartialObjectMetadata` / `PartialObjectMetadataList` (`meta.k8s.io/v1`).
+    MetadataOnly,
+}
+
+impl Representation {
+    /// Picks the representation of a JSON answer from an `Accept` header: the first media type
+    /// the server can produce in JSON wins. `as=Table` and protobuf are skipped, so clients
+    /// that list JSON as a fallback (kubectl does) get plain JSON; nothing acceptable gets whole
+    /// objects.
+    pub fn from_accept(accept: Option<&str>) -> Representation {
+        match negotiate(accept, Offer::JSON) {
+            Encoding::Json(representation) => representation,
+            _ => Representation::Full,
+        }
+    }
+}
 
 /// A media type the server writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -39,7 +39,7 @@ use serde_json::Value;
 
 use crate::faults::{FaultInjector, Verb};
 use crate::journal::{parse_query, recorded_headers, Journal, JournalEntry};
-use crate::resources::{ResourceId, Resources};
+use crate::resources::Resources;
 use crate::server::Generations;
 use crate::status;
 use crate::store::Store;
@@ -72,7 +72,7 @@ pub struct Context {
     pub connections: Arc<Generations>,
     /// Resources declared but not served right now (a CRD not yet created, or deleted):
     /// left out of discovery, and requests to them answer 404.
-    pub unserved: parking_lot::RwLock<std::collections::HashSet<ResourceId>>,
+    pub unserved: crate::resources::Unserved,
     /// Whether etcd answers; while it does not, requests that need it hang and fail.
     pub etcd: etcd::Etcd,
     /// How long a request may take before the server gives up on it (`--request-timeout`).

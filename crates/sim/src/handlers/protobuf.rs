@@ -32,7 +32,7 @@ use crate::stamped::{MetadataOnly, Stamped};
 use crate::store::ListPage;
 use kube_gc_protobuf::encode::{self, EncodeError};
 
-use super::response::Representation;
+use super::encoding::Representation;
 
 const META_V1: &str = "meta.k8s.io/v1";
 

@@ -21,6 +21,7 @@ use http_body_util::{BodyExt, Full};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 
+pub use super::encoding::Representation;
 use super::encoding::{self, Media};
 use super::protobuf;
 use crate::resources::ResourceDef;
@@ -35,27 +36,7 @@ pub fn full(bytes: impl Into<Bytes>) -> Body {
     Full::new(bytes.into()).boxed()
 }
 
-/// How objects are represented in the response.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Representation {
-    /// The full object.
-    Full,
-    /// `PartialObjectMetadata` / `PartialObjectMetadataList` (`meta.k8s.io/v1`).
-    MetadataOnly,
-}
-
 impl Representation {
-    /// Picks the representation of a JSON answer from an `Accept` header (see
-    /// [`encoding`](super::encoding)): the first media type the server can produce in JSON
-    /// wins. `as=Table` and protobuf are skipped, so clients that list JSON as a fallback
-    /// (kubectl does) get plain JSON; nothing acceptable gets whole objects.
-    pub fn from_accept(accept: Option<&str>) -> Representation {
-        match super::encoding::negotiate(accept, super::encoding::Offer::JSON) {
-            super::encoding::Encoding::Json(representation) => representation,
-            _ => Representation::Full,
-        }
-    }
-
     /// One stored object in this representation. Neither representation copies it.
     pub fn object(self, obj: &Value) -> Presented<'_> {
         match self {

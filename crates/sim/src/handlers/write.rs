@@ -43,7 +43,13 @@ pub fn create(
     let obj = object_body(incoming)?;
     let def = ctx.store.resources().def(target.resource);
     let created = if crds::is_definitions(def) {
-        crds::create(ctx, target.resource, obj, incoming.dry_run())?
+        crds::create(
+            &ctx.store,
+            &ctx.unserved,
+            target.resource,
+            obj,
+            incoming.dry_run(),
+        )?
     } else {
         ctx.store.create(
             target.resource,
@@ -111,7 +117,7 @@ pub fn delete(
     let options = delete_options(incoming)?;
     let name = target.name.as_deref().unwrap_or_default();
     let outcome = if crds::is_definitions(def) {
-        crds::delete(ctx, target.resource, name, &options)?
+        crds::delete(&ctx.store, &ctx.unserved, target.resource, name, &options)?
     } else {
         ctx.store
             .delete(target.resource, target.namespace.as_deref(), name, &options)?

@@ -7,7 +7,7 @@
 //! drops the connection abruptly, like a server restart. HTTP/2 serves each stream in a task of
 //! its own; those tasks belong to their connection ([`StreamTasks`]) and end with it.
 //!
-//! While the API server is *down* ([`Generations::set_listening`] false) the loop holds no
+//! While the API server is *down* (`Generations::set_listening` false) the loop holds no
 //! listening socket, so connections are refused, as a stopped kube-apiserver's are (it closes
 //! its listener at once on SIGTERM: `apiserver-restart-timeline`); listening again binds the
 //! same address.
@@ -26,68 +26,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use super::generations::Generations;
 use crate::handlers::{self, Context, Peer};
-
-/// The cancellation token of the current connection generation, and whether the server listens.
-#[derive(Debug)]
-pub struct Generations {
-    root: CancellationToken,
-    current: Mutex<CancellationToken>,
-    /// Whether the server should listen.
-    listening: tokio::sync::watch::Sender<bool>,
-    /// Whether the accept loop holds a listening socket now (or why it could not bind one).
-    bound: tokio::sync::watch::Sender<Result<bool, String>>,
-}
-
-impl Generations {
-    /// Generations under the server's root token (cancelling it ends every generation).
-    pub fn new(root: CancellationToken) -> Generations {
-        let current = Mutex::new(root.child_token());
-        Generations {
-            root,
-            current,
-            listening: tokio::sync::watch::Sender::new(true),
-            bound: tokio::sync::watch::Sender::new(Ok(true)),
-        }
-    }
-
-    /// Closes the listening socket (`false`: connections are refused) or binds it again, and
-    /// waits until the accept loop has; the error if it could not bind.
-    pub async fn set_listening(&self, listening: bool) -> Result<(), String> {
-        let mut bound = self.bound.subscribe();
-        self.listening.send_replace(listening);
-        let done = bound
-            .wait_for(|now| !matches!(now, Ok(bound) if *bound != listening))
-            .await
-            .map(|now| now.clone());
-        match done {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(e)) => Err(e),
-            Err(_) => Err("the simulated API server has stopped".to_owned()),
-        }
-    }
-
-    /// Whether the server listens.
-    pub fn is_listening(&self) -> bool {
-        matches!(*self.bound.borrow(), Ok(true))
-    }
-
-    fn current(&self) -> CancellationToken {
-        self.current.lock().clone()
-    }
-
-    /// Stops the accept loop and every connection for good.
-    pub fn shutdown(&self) {
-        self.root.cancel();
-    }
-
-    /// Drops every connection accepted so far; later connections are unaffected.
-    pub fn cut(&self) {
-        let fresh = self.root.child_token();
-        let old = std::mem::replace(&mut *self.current.lock(), fresh);
-        old.cancel();
-    }
-}
 
 /// Accepts connections until `generations`' root token is cancelled; while it does not listen,
 /// holds no socket.

@@ -133,7 +133,11 @@ impl SimServer {
     /// marked, where the real server would keep the definition `Terminating` until it goes.
     pub fn delete_custom_resource_definition(&self, gvr: &Gvr) -> Result<(), SimError> {
         let resource = self.resource(gvr)?;
-        Ok(crds::delete_definition_of(&self.ctx, resource)?)
+        Ok(crds::delete_definition_of(
+            &self.ctx.store,
+            &self.ctx.unserved,
+            resource,
+        )?)
     }
 
     /// Serves a declared resource again (or for the first time, after

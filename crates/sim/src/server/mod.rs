@@ -10,6 +10,7 @@
 
 mod accept;
 mod direct;
+mod generations;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -27,7 +28,7 @@ use crate::kubeconfig::{KubeconfigError, KubeconfigSpec};
 use crate::resources::Resources;
 use crate::store::{Store, StoreConfig, StoreError};
 use crate::tls::{self, SimTls, TlsError};
-pub use accept::Generations;
+pub use generations::Generations;
 
 /// Why the simulated server could not start or an in-process call failed.
 #[derive(Debug, thiserror::Error)]

@@ -26,12 +26,14 @@
 //!   they were listed — before their deletion — at the list's resourceVersion (exchanges 147,
 //!   149, 150). Objects a finalizer holds stay, marked; an object gone meanwhile is skipped.
 
+mod namespace;
+
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use super::graceful::{self, Grace};
-use super::namespace;
+use super::namespace::is_namespaces;
 use super::{Removal, Store, StoreError, Write};
 use crate::clock::format_time;
 use crate::object;
@@ -254,7 +256,7 @@ fn deletion(
     options: &DeleteOptions,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Deletion {
-    if namespace::is_namespaces(def) {
+    if is_namespaces(def) {
         return namespace::deletion(def, existing, options, now);
     }
     if def.graceful_deletion {

@@ -39,9 +39,9 @@ use tokio::sync::{mpsc, watch};
 pub use delete::{DeleteOptions, DeleteOutcome, DeletedCollection, Propagation};
 pub use error::StoreError;
 pub use list::{ListOptions, ListPage, ListSource};
+pub use server_fields::UpdateTarget;
 pub use watch_cache::{Sizing as WatchCacheSizing, WatchCache};
 pub use watchers::{WatchItem, WatcherId};
-pub use write::UpdateTarget;
 
 use crate::clock::{format_time, Clock};
 use crate::filter::ObjectFilter;

@@ -10,10 +10,21 @@
 
 use serde_json::{Map, Value};
 
-use super::write::UpdateTarget;
 use crate::clock::format_time;
 use crate::object;
 use crate::resources::ResourceDef;
+
+/// Which part of an object an update may change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpdateTarget {
+    /// The main resource: everything but `.status` (when there is a status subresource).
+    Main,
+    /// The `status` subresource: only `.status`.
+    Status,
+    /// A namespace's `finalize` subresource: everything but `.status`, `spec.finalizers`
+    /// included (exchange 154).
+    Finalize,
+}
 
 /// Metadata fields only the server sets; an update cannot change them.
 const SERVER_OWNED_METADATA: [&str; 6] = [

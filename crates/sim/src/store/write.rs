@@ -23,7 +23,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::namespace;
-use super::server_fields::{merge_update, prepare_new_object};
+use super::server_fields::{merge_update, prepare_new_object, UpdateTarget};
 use super::{Removal, State, Store, StoreError, Write};
 use crate::object;
 use crate::resources::{ResourceDef, ResourceId};
@@ -38,18 +38,6 @@ struct Request {
     target: UpdateTarget,
     dry_run: bool,
     uid_rule: UidRule,
-}
-
-/// Which part of an object an update may change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UpdateTarget {
-    /// The main resource: everything but `.status` (when there is a status subresource).
-    Main,
-    /// The `status` subresource: only `.status`.
-    Status,
-    /// A namespace's `finalize` subresource: everything but `.status`, `spec.finalizers`
-    /// included (exchange 154).
-    Finalize,
 }
 
 impl Store {
