@@ -22,6 +22,7 @@ pub mod explained;
 pub mod owners;
 pub mod progress;
 pub mod retention;
+mod row;
 pub mod summary;
 pub mod workload;
 

@@ -82,7 +82,7 @@ pub enum Error {
         source: BoxError,
     },
     /// A LIST response body is not a well-formed list (see
-    /// [`ListDecodeError`](super::list_decoder::ListDecodeError) for where and why).
+    /// [`ListDecodeError`](crate::list_decoder::ListDecodeError) for where and why).
     #[error(transparent)]
     ListBody(Box<super::list_decoder::ListDecodeError>),
     /// A request body could not be serialized.

@@ -93,8 +93,8 @@ pub fn judge_object<K: TtlKind>(object: &serde_json::Value, now: DateTime<Utc>) 
 
 #[cfg(test)]
 pub(crate) mod tests {
+    //! What the kinds' tests (`job.rs`, `volcano.rs`) read a state with.
     use super::*;
-    use crate::ttl::BatchJob;
 
     /// The state the controller of `K` reads of `object`.
     pub(crate) fn state_of<K: TtlKind>(object: &serde_json::Value) -> TtlState {
@@ -103,56 +103,5 @@ pub(crate) mod tests {
             Ok(state) => state,
             Err(problem) => panic!("{object}: {}", problem.message),
         }
-    }
-
-    #[test]
-    fn a_job_is_read_as_the_controller_reads_it() {
-        let json = serde_json::json!({"apiVersion":"batch/v1","kind":"Job",
-            "metadata":{"name":"pi","namespace":"batch","uid":"u-1","resourceVersion":"42",
-                "labels":{"a":"b"},"managedFields":[{"manager":"kube-controller-manager"}]},
-            "spec":{"ttlSecondsAfterFinished":100,"template":{"spec":{"containers":[]}}},
-            "status":{"conditions":[{"type":"Complete","status":"True",
-                "lastTransitionTime":"2026-11-22T03:45:32Z"}]}});
-        let at = kube_gc_api::Time::parse("2026-11-22T03:45:32Z").unwrap().0;
-        assert_eq!(
-            state_of::<BatchJob>(&json),
-            TtlState {
-                being_deleted: false,
-                ttl_seconds: Some(100),
-                finished: Finished::At(at)
-            }
-        );
-        assert!(state_of::<BatchJob>(&json).needs_cleanup());
-    }
-
-    #[test]
-    fn nulls_and_absences_read_as_nothing_to_clean_up() {
-        let deleting = serde_json::json!({"metadata":{"name":"a","namespace":"n",
-            "deletionTimestamp":"2026-11-22T03:45:32Z"}, "spec":null, "status":null});
-        let state = state_of::<BatchJob>(&deleting);
-        assert!(state.being_deleted);
-        assert_eq!(state.ttl_seconds, None);
-        assert!(!state.needs_cleanup());
-        let bare = state_of::<BatchJob>(&serde_json::json!({}));
-        assert_eq!(bare.finished, Finished::No);
-    }
-
-    #[test]
-    fn the_kube_gc_annotations_are_not_read_by_a_ttl_controller() {
-        // Upstream knows nothing of them: a Job without a TTL of its own has none.
-        let annotated = serde_json::json!({"metadata":{"name":"a","namespace":"n",
-            "annotations":{"kube-gc.io/ttl":"1s","kube-gc.io/expires-at":"2020-01-01T00:00:00Z"}},
-            "status":{"conditions":[{"type":"Complete","status":"True",
-                "lastTransitionTime":"2026-11-22T03:45:32Z"}]}});
-        assert_eq!(state_of::<BatchJob>(&annotated).ttl_seconds, None);
-    }
-
-    #[test]
-    fn a_ttl_that_is_not_a_number_is_a_problem_not_a_ttl() {
-        let odd = serde_json::json!({"metadata":{"name":"a","namespace":"n"},
-            "spec":{"ttlSecondsAfterFinished":"soon"}});
-        let assessment = judge_object::<BatchJob>(&odd, Utc::now());
-        let problem = TtlState::of(&assessment).expect_err("a problem");
-        assert_eq!(problem.reason, "own_ttl");
     }
 }

@@ -17,7 +17,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use super::refusal::Refused;
+use super::refused::Refused;
 use crate::retention::assessment::ResourcePolicies;
 use crate::retention::policy::{
     compile, CompiledPolicy, FieldError, PolicyId, RetentionPolicyObject, Target,

@@ -23,7 +23,8 @@ use kube_gc_runtime::informer::{wait_for_cache_sync, InformerSynced};
 
 use super::metrics::StateTally;
 use super::plan::{plan_served, Plan, PolicyState};
-use super::refusal::{forbid, Refused};
+use super::refusal::forbid;
+use super::refused::Refused;
 use super::watch::ResourceWatch;
 use super::{cluster_policies, namespaced_policies, Shared};
 use crate::retention::policy::{PolicyId, RetentionPolicyObject, Target};

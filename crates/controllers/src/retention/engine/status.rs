@@ -24,7 +24,7 @@ use crate::retention::verdict::{decide, Verdict};
 use kube_gc_api::Time;
 
 use super::plan::PolicyState;
-use super::refusal::Refused;
+use super::refused::Refused;
 use super::watch::ResourceWatch;
 
 /// One policy's counts.
