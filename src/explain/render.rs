@@ -1,6 +1,7 @@
 //! The screen `kube-gc explain` prints: the verdict first, then each controller's view, the
-//! finalizers of an object being deleted (with the chain of blockers to the root cause), and
-//! the Events. `-o json` / `-o yaml` print the [`Explanation`] itself instead.
+//! finalizers of an object being deleted (who removes each, with the chain of blockers to the
+//! root cause), for a namespace what remains and who finishes it, and the Events. `-o json` /
+//! `-o yaml` print the [`Explanation`] itself instead.
 
 use std::fmt::Write;
 
@@ -50,9 +51,13 @@ pub fn text(explanation: &Explanation) -> String {
             let _ = writeln!(out, "  no finalizers: it should be gone shortly");
         }
         for finalizer in &deletion.finalizers {
+            let field = finalizer
+                .field
+                .map(|f| format!(" ({f})"))
+                .unwrap_or_default();
             let _ = writeln!(
                 out,
-                "  {}: waits for {}",
+                "  {}{field}: waits for {}",
                 finalizer.finalizer, finalizer.waits_for
             );
             blockers(&mut out, &finalizer.blockers, 2);
@@ -60,6 +65,9 @@ pub fn text(explanation: &Explanation) -> String {
         if let Some(unknown) = &deletion.unknown {
             let _ = writeln!(out, "  {unknown}");
         }
+    }
+    if let Some(namespace) = &explanation.namespace {
+        crate::explain::namespace::render_lines(namespace, &mut out);
     }
     if !explanation.events.is_empty() {
         let _ = writeln!(out, "\nEvents");
