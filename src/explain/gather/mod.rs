@@ -13,6 +13,7 @@
 mod namespace;
 mod storage;
 
+pub(crate) use namespace::namespace_facts;
 pub(crate) use storage::{claims, every_node, every_pod, is, pods_as_claims, volumes};
 pub use storage::{NodeLookup, PodContext, StorageContext};
 
@@ -26,12 +27,9 @@ use crate::controllers::garbagecollector::graph::FOREGROUND_FINALIZER;
 use crate::controllers::retention::engine::{cluster_policies, namespaced_policies};
 use crate::controllers::retention::policy::RetentionPolicyObject;
 
-use super::namespace::{NamespaceContent, NamespaceFacts};
+use super::namespace::NamespaceFacts;
 use super::resolve::{resolve, UnknownType};
 use super::Settings;
-use crate::api::Namespace;
-use crate::controllers::namespace::decide::is_ours;
-use crate::controllers::namespace::CachedNamespace;
 
 /// What was asked: `TYPE/NAME` in a namespace.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -276,7 +274,7 @@ pub async fn gather_with(
             }
         )
     });
-    let is_namespace = is(&gathered.resource, &namespaces());
+    let is_namespace = is(&gathered.resource, &namespace::namespaces());
     if (meta.deletion_timestamp.is_some() || owner_waits) && !is_namespace {
         gathered.related = related(client, discovery, namespace).await?;
     }
@@ -289,7 +287,7 @@ pub async fn gather_with(
     gathered.storage =
         storage::storage_context(client, &gathered.resource, &gathered.object).await?;
     if is_namespace {
-        gathered.namespace = namespace_facts(client, discovery, &gathered.object).await;
+        gathered.namespace = namespace::namespace_facts(client, discovery, &gathered.object).await;
     }
     gathered.events = events(
         client,
@@ -298,36 +296,6 @@ pub async fn gather_with(
     )
     .await;
     Ok(gathered)
-}
-
-fn namespaces() -> ResourceRef {
-    ResourceRef::new("", "v1", "namespaces", "Namespace", false)
-}
-
-/// The namespace in `object` and, while the namespace controller deletes it, its content.
-pub(crate) async fn namespace_facts(
-    client: &Client,
-    discovery: &Discovery,
-    object: &Value,
-) -> Option<NamespaceFacts> {
-    let cached = CachedNamespace::from_raw(object.clone()).ok()?;
-    let subject = cached.subject();
-    let content: Option<NamespaceContent> = if is_ours(&subject) {
-        Some(namespace::namespace_content(client, discovery, &subject.name).await)
-    } else {
-        None
-    };
-    let Namespace {
-        metadata, status, ..
-    } = cached.namespace;
-    Some(NamespaceFacts {
-        subject,
-        finalizers: metadata.finalizers,
-        phase: status.phase,
-        conditions: status.conditions,
-        content,
-        discovered_at: None,
-    })
 }
 
 fn api_error(what: String, source: crate::client::Error) -> GatherError {

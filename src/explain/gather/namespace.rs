@@ -12,23 +12,52 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
+use crate::api::Namespace;
 use crate::api::{ObjectMeta, PartialObjectMetadata};
 use crate::client::{Api, Client, Discovery, ListParams, ResourceRef};
+use crate::controllers::namespace::decide::is_ours;
 use crate::controllers::namespace::decide::{is_pods, Content, Known, Object, Progress};
 use crate::controllers::namespace::shared::{content_types, failed_groups};
+use crate::controllers::namespace::CachedNamespace;
 use crate::controllers::podgc::{node_resource, NodeFacts, PodFacts};
 use crate::controllers::protection::{claim_resource, ClaimFacts, PodClaims};
-use crate::explain::namespace::{NamespaceContent, PodState};
+use crate::explain::namespace::{NamespaceContent, NamespaceFacts, PodState};
 
 use super::storage::{every_node, is};
 use super::Related;
 
-/// Lists what namespace `name` holds.
-pub(super) async fn namespace_content(
+pub(super) fn namespaces() -> ResourceRef {
+    ResourceRef::new("", "v1", "namespaces", "Namespace", false)
+}
+
+/// The namespace in `object` and, while the namespace controller deletes it, its content.
+pub(crate) async fn namespace_facts(
     client: &Client,
     discovery: &Discovery,
-    name: &str,
-) -> NamespaceContent {
+    object: &Value,
+) -> Option<NamespaceFacts> {
+    let cached = CachedNamespace::from_raw(object.clone()).ok()?;
+    let subject = cached.subject();
+    let content: Option<NamespaceContent> = if is_ours(&subject) {
+        Some(namespace_content(client, discovery, &subject.name).await)
+    } else {
+        None
+    };
+    let Namespace {
+        metadata, status, ..
+    } = cached.namespace;
+    Some(NamespaceFacts {
+        subject,
+        finalizers: metadata.finalizers,
+        phase: status.phase,
+        conditions: status.conditions,
+        content,
+        discovered_at: None,
+    })
+}
+
+/// Lists what namespace `name` holds.
+async fn namespace_content(client: &Client, discovery: &Discovery, name: &str) -> NamespaceContent {
     let types = content_types(discovery);
     let mut found = NamespaceContent {
         failed: failed_groups(discovery),

@@ -82,6 +82,7 @@ impl Chains<'_> {
                 self.finalizers(kind, object),
             ),
             (true, true) if pod.is_some() => (String::new(), Vec::new()),
+            (true, true) if kind.is_pods() => ("terminating".to_owned(), Vec::new()),
             (true, true) => (
                 "being deleted: nothing holds it, it goes at once".to_owned(),
                 Vec::new(),

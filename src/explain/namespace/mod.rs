@@ -23,6 +23,8 @@ mod chain;
 mod facts;
 mod render;
 mod report;
+#[cfg(test)]
+mod tests;
 
 use serde::Serialize;
 

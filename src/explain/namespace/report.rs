@@ -79,6 +79,7 @@ fn decide(facts: &NamespaceFacts, assessed: &Assessment, settings: &Settings) ->
     let remain = format!("{objects} object(s) remain in {resources} resource(s)");
     let mut d = match &assessed.next {
         Next::Finalize => said(true, VerdictKind::DeleteNow, "nothing remains: finalized now (kubernetes removed from spec.finalizers)".into()),
+        Next::Prove { .. } if objects > 0 => said(true, VerdictKind::Blocked, format!("{remain}: a LIST must prove the Pods gone first, then it deletes the rest and finalizes once nothing remains")),
         Next::Prove { .. } => said(true, VerdictKind::DeleteNow, "nothing remains by what is known: each resource is listed once more to prove it, then it is finalized".into()),
         Next::WaitUntil(at) => {
             let delay = crate::duration::format_duration(settings.namespace_deletion_grace_period);
@@ -91,33 +92,62 @@ fn decide(facts: &NamespaceFacts, assessed: &Assessment, settings: &Settings) ->
         Next::Retry => said(true, VerdictKind::Blocked, "it cannot finalize until what failed succeeds; retried with back-off".into()),
         Next::Nothing => said(false, VerdictKind::Keep, String::new()),
     };
-    d.details = assessed.blockers.iter().filter_map(holds_line).collect();
+    d.details = holds_lines(&assessed.blockers);
     d
 }
 
-/// A line for one of the controller's blockers (none for the content, listed apart).
-fn holds_line(holds: &Holds) -> Option<String> {
+/// What one of the controller's blockers is about, and why it holds the finalize; none for the
+/// content (listed apart), nor for a discovery too old while the safety delay has not passed
+/// (the controller discovers again once it has: the delay says it all).
+fn holds(holds: &Holds, all: &[Holds]) -> Option<(String, String)> {
+    let too_early = all.iter().any(|h| matches!(h, Holds::TooEarly { .. }));
     Some(match holds {
         Holds::ContentRemains { .. } => return None,
-        Holds::PodsFirst => "Pods first: nothing else is deleted while a Pod remains".to_owned(),
-        Holds::DiscoveryFailed(group) => format!(
-            "discovery of {} failed ({}): whatever it serves may hold content, so the finalize waits until it answers",
-            group.group_version, group.message
+        Holds::DiscoveryTooOld if too_early => return None,
+        Holds::PodsFirst => (
+            "Pods".to_owned(),
+            "go first: nothing else is deleted while a Pod remains".to_owned(),
         ),
-        Holds::RequestFailed { resource, failure } => format!(
-            "{} {} failed{}: {}",
-            failure.verb,
+        Holds::DiscoveryFailed(group) => (
+            format!("discovery of {}", group.group_version),
+            format!(
+                "failed ({}): whatever it serves may hold content, so the finalize waits until it answers",
+                group.message
+            ),
+        ),
+        Holds::RequestFailed { resource, failure } => (
             resource.path_name(),
-            if failure.forbidden { " (forbidden: kube-gc's RBAC)" } else { "" },
-            failure.message
+            format!(
+                "{} failed{}: {}",
+                failure.verb,
+                if failure.forbidden { " (forbidden: kube-gc's RBAC)" } else { "" },
+                failure.message
+            ),
         ),
-        Holds::TooEarly { until } => format!("the safety delay: never finalized before {}", rfc3339(*until)),
-        Holds::NotProven(resources) => format!(
-            "not proven empty by a LIST yet: {}",
-            resources.iter().map(|r| r.plural.clone()).collect::<Vec<_>>().join(", ")
+        Holds::TooEarly { until } => (
+            "the safety delay".to_owned(),
+            format!("never finalized before {}", rfc3339(*until)),
         ),
-        Holds::DiscoveryTooOld => "a discovery made after the safety delay must list every resource first".to_owned(),
+        Holds::NotProven(resources) => (
+            "proof of emptiness".to_owned(),
+            format!(
+                "no LIST has shown these empty yet: {}",
+                resources.iter().map(|r| r.plural.clone()).collect::<Vec<_>>().join(", ")
+            ),
+        ),
+        Holds::DiscoveryTooOld => (
+            "discovery".to_owned(),
+            "one made after the safety delay must list every resource first".to_owned(),
+        ),
     })
+}
+
+/// Every blocker of the finalize but the content, each in a line.
+fn holds_lines(all: &[Holds]) -> Vec<String> {
+    all.iter()
+        .filter_map(|h| holds(h, all))
+        .map(|(subject, why)| format!("{subject}: {why}"))
+        .collect()
 }
 
 /// Everything the explanation says of `facts` at `now`, with the controllers `running` here.
@@ -206,22 +236,29 @@ fn spec_wait(
     }
     let mut blockers = Vec::new();
     if let (Some(chains), Some(content)) = (chains, &facts.content) {
-        for c in &content.content {
+        // Pods first, as the controller deletes them.
+        let mut ordered: Vec<_> = content.content.iter().collect();
+        ordered.sort_by_key(|c| !c.kind.is_pods());
+        for c in ordered {
             let objects = c.known.objects();
             if !objects.is_empty() {
                 blockers.extend(chains.of_resource(&c.kind, objects));
             }
         }
     }
-    blockers.extend(assessed.blockers.iter().filter_map(|h| {
-        holds_line(h).map(|why| Blocker {
-            object: holds_subject(h),
+    let all = &assessed.blockers;
+    blockers.extend(all.iter().filter_map(|h| {
+        holds(h, all).map(|(object, why)| Blocker {
+            object,
             why,
             blockers: Vec::new(),
         })
     }));
     let waits_for = match assessed.next {
-        Next::Finalize | Next::Prove { .. } => format!("{who} to remove it: nothing remains"),
+        Next::Finalize => format!("{who} to remove it: nothing remains"),
+        Next::Prove { .. } if assessed.remaining.is_empty() => {
+            format!("{who} to remove it: nothing remains")
+        }
         Next::WaitUntil(at) => format!(
             "{who} to remove it at {}, when the safety delay has passed",
             rfc3339(at)
@@ -234,17 +271,6 @@ fn spec_wait(
         waits_for,
         owner,
         blockers,
-    }
-}
-
-fn holds_subject(holds: &Holds) -> String {
-    match holds {
-        Holds::DiscoveryFailed(group) => format!("discovery of {}", group.group_version),
-        Holds::RequestFailed { resource, .. } => resource.path_name(),
-        Holds::TooEarly { .. } | Holds::DiscoveryTooOld => "the safety delay".to_owned(),
-        Holds::NotProven(_) => "proof of emptiness".to_owned(),
-        Holds::PodsFirst => "Pods".to_owned(),
-        Holds::ContentRemains { resource } => resource.path_name(),
     }
 }
 
@@ -326,7 +352,7 @@ fn finished_by(
             format!("{} {}{by} to go", r.count, r.resource.plural)
         })
         .collect();
-    waits_for.extend(assessed.blockers.iter().filter_map(holds_line));
+    waits_for.extend(holds_lines(&assessed.blockers));
     let left = assessed
         .finalize_not_before
         .map(|at| (at - now).num_seconds().max(0));
@@ -363,6 +389,9 @@ fn next_step(assessed: &Assessment, decided: &Decision, now: DateTime<Utc>) -> S
         }
         Next::Retry => "retry what failed, with back-off".to_owned(),
         Next::WaitUntil(at) => format!("finalize at {} ({})", rfc3339(*at), relative(*at, now)),
+        Next::Prove { .. } if !assessed.remaining.is_empty() => {
+            "list the Pods to prove them gone, then delete the rest".to_owned()
+        }
         Next::Prove { .. } => {
             "list each resource once more to prove it empty, then finalize".to_owned()
         }

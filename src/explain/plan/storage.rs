@@ -134,7 +134,8 @@ fn pod_reason(pod: &PodFacts, view: NodeView<'_>, standing: Standing, threshold:
                 position, total, ..
             },
         ) => format!(
-            "terminated, {total} above --terminated-pod-gc-threshold={threshold}: {} to go",
+            "terminated: {total} terminated Pods, above --terminated-pod-gc-threshold={threshold}; \
+             the {} to go",
             crate::explain::decide::ordinal(position)
         ),
         _ => format!("node {node} does not exist (after its 40 s quarantine, at the latest)"),
