@@ -305,7 +305,7 @@ async fn a_namespace_held_by_kubernetes_and_a_configmaps_finalizer_says_what_hol
     assert!(by.next.starts_with("wait for what remains to go"), "{by:?}");
     assert_eq!(
         by.waits_for[0],
-        "1 configmaps, 1 held by example.com/hold to go"
+        "configmaps: 1 to go, 1 held by example.com/hold"
     );
 
     // Its release is all it waited for.
@@ -488,6 +488,16 @@ async fn a_pod_in_its_grace_period_says_when_it_ends_and_what_removes_it() {
         )
     );
     let pod = explain(&world, "pods", "xn-grace", "web").await;
+    // Not "gone shortly": it waits for its grace period, and for what removes it then.
+    assert_eq!(pod.verdict, VerdictKind::DeleteAt, "{pod:#?}");
+    let grace = pod
+        .deletion
+        .as_ref()
+        .and_then(|d| d.grace.as_ref())
+        .expect("graceful");
+    assert_eq!((grace.seconds, grace.ends_at.clone()), (30, ends.clone()));
+    let screen = render::text(&pod);
+    assert!(!screen.contains("it should be gone shortly"), "{screen}");
     let podgc = decision(&pod, "podgc");
     assert_eq!(podgc.verdict, VerdictKind::DeleteAt, "{podgc:?}");
     assert_eq!(

@@ -172,6 +172,22 @@ pub struct DeletionInProgress {
     /// finalizers); absent when every finalizer is listed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unknown: Option<String>,
+    /// For a Pod deleted gracefully: its grace period, and what removes it then.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grace: Option<GracePeriod>,
+}
+
+/// The grace period of a Pod being deleted: the server removes it only once its kubelet — or a
+/// force deletion — says it has stopped.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GracePeriod {
+    /// `deletionGracePeriodSeconds`.
+    pub seconds: i64,
+    /// When it ends (`deletionTimestamp`, RFC 3339).
+    pub ends_at: String,
+    /// What removes the Pod then, in a sentence.
+    pub removed_by: String,
 }
 
 /// An Event about the object.

@@ -47,7 +47,13 @@ pub fn text(explanation: &Explanation) -> String {
     if let Some(deletion) = &explanation.deletion {
         let since = deletion.since.as_deref().unwrap_or("a time not cached");
         let _ = writeln!(out, "\nDeletion in progress (since {since})");
-        if deletion.finalizers.is_empty() && deletion.unknown.is_none() {
+        if let Some(grace) = &deletion.grace {
+            let _ = writeln!(
+                out,
+                "  graceful: its {}s grace period ends {}; {}",
+                grace.seconds, grace.ends_at, grace.removed_by
+            );
+        } else if deletion.finalizers.is_empty() && deletion.unknown.is_none() {
             let _ = writeln!(out, "  no finalizers: it should be gone shortly");
         }
         for finalizer in &deletion.finalizers {

@@ -285,6 +285,7 @@ pub(crate) fn deletion(
         since: deleting.since,
         finalizers,
         unknown: deleting.unknown,
+        grace: None,
     }
 }
 

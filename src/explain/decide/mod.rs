@@ -36,7 +36,7 @@ pub(crate) use gc::{
     Deleting, Dependent, DependentIndex, GcFacts, CONTROLLER as GARBAGE_COLLECTOR,
 };
 pub(crate) use podgc::{
-    decision_on as podgc_decision, from_gathered as podgc_from_gathered, not_a_pod, standing,
+    decision_on as podgc_decision, fate, from_gathered as podgc_from_gathered, not_a_pod, standing,
     PodGcFacts, Standing,
 };
 pub(crate) use protection::{
@@ -79,6 +79,14 @@ pub fn decide_assuming(
     let mut deletion = gc::deletion_from_gathered(gathered, &meta, running);
     if let Some(deletion) = deletion.as_mut() {
         protection::specialise(deletion, gathered, running);
+        if let Some(grace) = podgc::grace_period(gathered, running) {
+            // Graceful: the server set the deletionTimestamp to the end of the grace period.
+            let asked = meta
+                .deletion_timestamp
+                .map(|ends| ends.0 - chrono::Duration::seconds(grace.seconds));
+            deletion.since = asked.map(rfc3339);
+            deletion.grace = Some(grace);
+        }
     }
     let namespace = gathered
         .namespace
@@ -273,10 +281,10 @@ pub fn overall(
     decisions: &[Decision],
     deletion: Option<&DeletionInProgress>,
 ) -> (VerdictKind, Option<String>, Vec<String>) {
-    if let Some(deletion) = deletion {
-        return being_deleted(deletion);
-    }
     let governing: Vec<&Decision> = decisions.iter().filter(|d| d.governs).collect();
+    if let Some(deletion) = deletion {
+        return being_deleted(deletion, &governing);
+    }
     if governing.is_empty() {
         return (VerdictKind::Keep, None, vec![NO_GOVERNOR.to_owned()]);
     }
@@ -323,8 +331,12 @@ pub fn overall(
 }
 
 /// The verdict on an object being deleted: blocked while a finalizer holds it (or may: one
-/// its source does not know of), else gone at once.
-fn being_deleted(deletion: &DeletionInProgress) -> (VerdictKind, Option<String>, Vec<String>) {
+/// its source does not know of); a Pod in its grace period goes when a governing controller
+/// force-deletes it, else is blocked until what removes it does; else gone at once.
+fn being_deleted(
+    deletion: &DeletionInProgress,
+    governing: &[&Decision],
+) -> (VerdictKind, Option<String>, Vec<String>) {
     let since = match &deletion.since {
         Some(at) => format!("being deleted since {at}"),
         None => "being deleted".to_owned(),
@@ -335,6 +347,9 @@ fn being_deleted(deletion: &DeletionInProgress) -> (VerdictKind, Option<String>,
         .map(|f| f.finalizer.as_str())
         .collect();
     let waiting = match (names.is_empty(), deletion.unknown.is_some()) {
+        (true, false) if deletion.grace.is_some() => {
+            return in_grace_period(&since, deletion.grace.as_ref(), governing);
+        }
         (true, false) => {
             let reason = format!("{since}; no finalizer holds it");
             return (VerdictKind::DeleteNow, None, vec![reason]);
@@ -348,6 +363,33 @@ fn being_deleted(deletion: &DeletionInProgress) -> (VerdictKind, Option<String>,
     };
     let reason = format!("{since}, waiting for {waiting}");
     (VerdictKind::Blocked, None, vec![reason])
+}
+
+/// A Pod in its grace period, no finalizer holding it: gone when a governing controller
+/// force-deletes it (the pod garbage collector), else when what its grace period says removes it.
+fn in_grace_period(
+    since: &str,
+    grace: Option<&crate::explain::GracePeriod>,
+    governing: &[&Decision],
+) -> (VerdictKind, Option<String>, Vec<String>) {
+    let grace = grace.map_or_else(String::new, |g| {
+        format!(
+            "; its {}s grace period ends {}: {}",
+            g.seconds, g.ends_at, g.removed_by
+        )
+    });
+    let mut reasons = vec![format!("{since}{grace}")];
+    let deleting = governing
+        .iter()
+        .filter(|d| matches!(d.verdict, VerdictKind::DeleteNow | VerdictKind::DeleteAt))
+        .min_by_key(|d| (d.verdict != VerdictKind::DeleteNow, d.delete_at.clone()));
+    match deleting {
+        Some(d) => {
+            reasons.push(format!("{}: {}", d.controller, d.summary));
+            (d.verdict, d.delete_at.clone(), reasons)
+        }
+        None => (VerdictKind::Blocked, None, reasons),
+    }
 }
 
 fn event_line(event: &Value) -> EventLine {
@@ -390,6 +432,7 @@ mod tests {
             since: None,
             finalizers: finalizers.iter().map(wait).collect(),
             unknown: unknown.then(|| "not cached".to_owned()),
+            grace: None,
         }
     }
 

@@ -15,7 +15,8 @@ use crate::controllers::podgc::decide::{excess_terminated, judge, Keep, NodeView
 use crate::controllers::podgc::facts::OUT_OF_SERVICE_TAINT;
 use crate::controllers::podgc::{PodFacts, Reason, Verdict, CONTROLLER};
 use crate::explain::gather::{Gathered, NodeLookup};
-use crate::explain::{Decision, VerdictKind};
+use crate::explain::{Decision, GracePeriod, VerdictKind};
+use crate::manager::ControllerSelection;
 
 use super::{decision, rfc3339};
 
@@ -219,6 +220,68 @@ pub(crate) fn from_gathered(gathered: &Gathered, now: DateTime<Utc>) -> Decision
         },
         now,
     )
+}
+
+/// What removes `pod` once it is terminating, by the collector's rules on its node (`None`: the
+/// node was not read), with the controllers `running` here.
+pub(crate) fn fate(
+    pod: &PodFacts,
+    node: Option<NodeView<'_>>,
+    running: &ControllerSelection,
+) -> String {
+    let name = &pod.node_name;
+    let Some(view) = node else {
+        return format!(
+            "its kubelet on node {name} removes it once its containers have stopped (the node is not known here)"
+        );
+    };
+    let podgc = if running.is_enabled(CONTROLLER) {
+        "kube-gc's podgc".to_owned()
+    } else {
+        "kube-controller-manager's pod-garbage-collector-controller (kube-gc's podgc is not run here)"
+            .to_owned()
+    };
+    let mut terminating = pod.clone();
+    terminating.deleting = true;
+    match judge(&terminating, view) {
+        Verdict::ForceDelete(Reason::Unscheduled) => {
+            format!("never scheduled: {podgc} force-deletes it")
+        }
+        Verdict::Quarantine { .. } | Verdict::ForceDelete(Reason::Orphaned) => {
+            format!("node {name} does not exist: {podgc} force-deletes it after a 40 s quarantine")
+        }
+        Verdict::ForceDelete(_) => format!(
+            "node {name} is not ready and tainted {OUT_OF_SERVICE_TAINT}: {podgc} force-deletes it"
+        ),
+        Verdict::Keep(Keep::NodeReady) => {
+            format!("its kubelet on node {name} removes it once its containers have stopped")
+        }
+        Verdict::Keep(Keep::NodeNotOutOfService | Keep::NotScheduled) => format!(
+            "node {name} is not ready: nothing removes it until its kubelet is back, or the node \
+             is tainted {OUT_OF_SERVICE_TAINT} (then {podgc} force-deletes it)"
+        ),
+    }
+}
+
+/// The grace period of a Pod being deleted gracefully (`deletionGracePeriodSeconds` > 0: the
+/// server set `deletionTimestamp` to when it ends), and what removes it then.
+pub(crate) fn grace_period(
+    gathered: &Gathered,
+    running: &ControllerSelection,
+) -> Option<GracePeriod> {
+    let context = gathered.pod.as_ref()?;
+    let meta = gathered.meta();
+    let ends = meta.deletion_timestamp?.0;
+    let seconds = meta.deletion_grace_period_seconds.filter(|s| *s > 0)?;
+    let node = match &context.node {
+        NodeLookup::Found(node) => Some(NodeView::Present(node)),
+        NodeLookup::Missing | NodeLookup::NotScheduled => Some(NodeView::Missing),
+    };
+    Some(GracePeriod {
+        seconds,
+        ends_at: rfc3339(ends),
+        removed_by: fate(&context.facts, node, running),
+    })
 }
 
 /// The decision on an object that is not a Pod.

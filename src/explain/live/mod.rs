@@ -396,6 +396,7 @@ fn deletion(found: &[Found]) -> Option<DeletionInProgress> {
              which keeps foregroundDeletion and orphan, does not hold it"
                 .to_owned(),
         ),
+        grace: None,
     }
         })
 }

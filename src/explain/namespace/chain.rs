@@ -11,15 +11,13 @@ use chrono::{DateTime, Utc};
 
 use crate::controllers::garbagecollector::graph::{FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
 use crate::controllers::namespace::decide::{ContentType, Object};
-use crate::controllers::podgc::decide::{judge, Keep, NodeView};
-use crate::controllers::podgc::facts::OUT_OF_SERVICE_TAINT;
-use crate::controllers::podgc::{Reason, Verdict};
+use crate::controllers::podgc::decide::NodeView;
 use crate::controllers::protection::decide::{claim_release, pod_uses_claim, Release};
 use crate::controllers::protection::PVC_FINALIZER;
-use crate::explain::decide::{foreground_blockers, relative, rfc3339, DependentIndex};
+use crate::explain::decide::{fate, foreground_blockers, relative, rfc3339, DependentIndex};
 use crate::explain::finalizers::owner_of;
 use crate::explain::Blocker;
-use crate::manager::{ControllerSelection, PODGC};
+use crate::manager::ControllerSelection;
 
 use super::{NamespaceContent, PodState, NAMED_PER_RESOURCE};
 
@@ -219,45 +217,12 @@ impl Chains<'_> {
 
     /// What removes a Pod once it is terminating: the pod garbage collector's rules on its node.
     fn fate(&self, pod: &PodState) -> String {
-        let mut terminating = pod.facts.clone();
-        terminating.deleting = true;
-        let node = &pod.facts.node_name;
-        let known = self.content.nodes.get(node);
-        let view = match known {
-            Some(Some(found)) => NodeView::Present(found),
-            Some(None) => NodeView::Missing,
-            None if !pod.facts.is_scheduled() => NodeView::Missing,
-            None => return format!("its kubelet on node {node} removes it once its containers have stopped (the node is not known here)"),
+        let view = match self.content.nodes.get(&pod.facts.node_name) {
+            Some(Some(found)) => Some(NodeView::Present(found)),
+            Some(None) => Some(NodeView::Missing),
+            None if !pod.facts.is_scheduled() => Some(NodeView::Missing),
+            None => None,
         };
-        let podgc = self.podgc();
-        match judge(&terminating, view) {
-            Verdict::ForceDelete(Reason::Unscheduled) => {
-                format!("never scheduled: {podgc} force-deletes it")
-            }
-            Verdict::Quarantine { .. } | Verdict::ForceDelete(Reason::Orphaned) => format!(
-                "node {node} does not exist: {podgc} force-deletes it after a 40 s quarantine"
-            ),
-            Verdict::ForceDelete(_) => format!(
-                "node {node} is not ready and tainted {OUT_OF_SERVICE_TAINT}: {podgc} force-deletes it"
-            ),
-            Verdict::Keep(Keep::NodeReady) => format!(
-                "its kubelet on node {node} removes it once its containers have stopped"
-            ),
-            Verdict::Keep(Keep::NodeNotOutOfService | Keep::NotScheduled) => format!(
-                "node {node} is not ready: nothing removes it until its kubelet is back, or the \
-                 node is tainted {OUT_OF_SERVICE_TAINT} (then {podgc} force-deletes it)"
-            ),
-        }
-    }
-
-    /// The pod garbage collector, as it runs (or not) here.
-    fn podgc(&self) -> String {
-        if self.running.is_enabled(PODGC) {
-            "kube-gc's podgc".to_owned()
-        } else {
-            "kube-controller-manager's pod-garbage-collector-controller (kube-gc's podgc is not \
-             run here)"
-                .to_owned()
-        }
+        fate(&pod.facts, view, self.running)
     }
 }

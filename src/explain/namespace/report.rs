@@ -349,7 +349,7 @@ fn finished_by(
                 let names: Vec<&str> = r.finalizers.keys().map(String::as_str).collect();
                 format!(", {held} held by {}", names.join(", "))
             };
-            format!("{} {}{by} to go", r.count, r.resource.plural)
+            format!("{}: {} to go{by}", r.resource.plural, r.count)
         })
         .collect();
     waits_for.extend(holds_lines(&assessed.blockers));
