@@ -89,6 +89,8 @@ impl Chains<'_> {
         let why = match pod {
             Some(pod) if why.is_empty() => self.terminating(pod),
             Some(pod) if !object.deleting => format!("{why}; then {}", self.fate(pod)),
+            // Deleted with no grace period: only its finalizers hold it.
+            Some(pod) if pod.grace_seconds == Some(0) => why,
             Some(pod) => {
                 below.push(Blocker {
                     object: "its grace period".to_owned(),

@@ -88,7 +88,7 @@ fn decide(facts: &NamespaceFacts, assessed: &Assessment, settings: &Settings) ->
             d
         }
         Next::Delete => said(true, VerdictKind::Blocked, format!("{remain}: it deletes them, then finalizes once nothing remains")),
-        Next::Wait { .. } => said(true, VerdictKind::Blocked, format!("{remain}, on their way out: it finalizes once they are gone")),
+        Next::Wait { .. } => said(true, VerdictKind::Blocked, format!("{remain}, being deleted: it finalizes once they are gone")),
         Next::Retry => said(true, VerdictKind::Blocked, "it cannot finalize until what failed succeeds; retried with back-off".into()),
         Next::Nothing => said(false, VerdictKind::Keep, String::new()),
     };
