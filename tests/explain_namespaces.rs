@@ -185,7 +185,17 @@ async fn a_namespace_held_by_kubernetes_and_a_configmaps_finalizer_says_what_hol
         .expect("the ConfigMap");
     let deleted_at = delete_namespace(sim, "xn-held");
 
+    let before = sim.journal().entries().len();
     let said = explain(&world, "namespaces", "", "xn-held").await;
+    let methods: std::collections::BTreeSet<String> = sim.journal().entries()[before..]
+        .iter()
+        .map(|e| e.method.clone())
+        .collect();
+    assert_eq!(
+        methods,
+        std::collections::BTreeSet::from(["GET".to_owned()]),
+        "only reads"
+    );
     assert_eq!(said.verdict, VerdictKind::Blocked, "{said:#?}");
     let screen = render::text(&said);
     assert!(!screen.contains("no finalizers"), "{screen}");
