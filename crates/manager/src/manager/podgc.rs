@@ -7,11 +7,13 @@
 //!   controller is skipped with the reason.
 //! - It reads and deletes through a client of its own (`pod-garbage-collector`, as
 //!   kube-controller-manager's), lists and watches through the shared informers, and publishes
-//!   its metrics (`pod_gc_collector_*`), its queue and its informers' reflector counters.
+//!   its metrics (`pod_gc_collector_*`), its queue and its informers' reflector counters, and
+//!   its caches for `/debug/explain`.
 
 use std::sync::Arc;
 
 use super::{BoxError, ControllerContext, Init, ManagedController, PODGC};
+use crate::explain::live::PodGcView;
 use kube_gc_controllers::podgc::{
     node_resource, pod_resource, PodGcController, PodGcMetrics, PodGcOptions, COMPONENT,
 };
@@ -46,6 +48,15 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<Init, BoxError> {
         .recorder(Arc::clone(context.recorder))
         .queue_metrics(context.queue_metrics.cloned())
         .build();
+    if let Some(explainer) = context.explainer {
+        explainer.register(Arc::new(PodGcView::new(
+            Arc::clone(controller.pods()),
+            Arc::clone(controller.nodes()),
+            Arc::clone(controller.quarantines()),
+            options.terminated_pod_gc_threshold,
+            controller.synced(),
+        )));
+    }
     if let Some(endpoints) = context.endpoints {
         endpoints
             .metrics
