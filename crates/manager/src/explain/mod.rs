@@ -9,9 +9,10 @@
 //! | `decide/` | the verdict of every controller, pure: the TTL controllers' `judge`, the retention engine's `assess` / `decide` / `rank`, the garbage collector's `action`, the pod garbage collector's `judge`, the protection controllers' `claim_release` / `volume_release` |
 //! | `namespace/` | why a namespace is still `Terminating`: the namespace controller's `assess`, every blocker to its root cause, who finishes it |
 //! | `finalizers.rs` | who removes a finalizer: kube-gc, Kubernetes, a known operator, or nobody known |
+//! | `wording.rs` | the words every answer shares: times, a bare decision |
 //! | `render.rs` | the screen an operator reads |
 //! | `live/` | `/debug/explain` on a running kube-gc: the same decisions, from its caches |
-//! | `plan.rs` | `kube-gc plan`: every deletion to come, sorted, totalled, charted |
+//! | `plan/` | `kube-gc plan`: every deletion to come, sorted, totalled, charted |
 //!
 //! Contract: nothing here writes to the cluster — only GET and LIST, and `live` not even those —
 //! and no decision is made here that a controller does not make the same way: `decide/` calls
@@ -27,6 +28,7 @@ pub mod namespace;
 pub mod plan;
 pub mod render;
 pub mod resolve;
+mod wording;
 
 use std::time::Duration;
 
@@ -234,4 +236,13 @@ pub struct Explanation {
     /// Where the answer came from and what that source cannot tell (`/debug/explain`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+}
+
+/// An object related to the one explained (a dependent, or a dependent's dependent).
+#[derive(Clone, Debug)]
+pub struct Related {
+    /// Its resource.
+    pub resource: kube_gc_client::ResourceRef,
+    /// Its metadata.
+    pub meta: kube_gc_api::ObjectMeta,
 }

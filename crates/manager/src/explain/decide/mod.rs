@@ -21,7 +21,7 @@ mod protection;
 mod retention;
 mod ttl;
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use crate::manager::ControllerSelection;
@@ -30,6 +30,9 @@ use super::controllers::{Covered, COVERED};
 use super::gather::Gathered;
 use super::namespace::{explain_namespace, Explained, NamespaceReport};
 use super::{Decision, DeletionInProgress, EventLine, Explanation, ObjectId, VerdictKind};
+
+pub(crate) use super::wording::decision;
+pub use super::wording::{relative, rfc3339};
 
 pub(crate) use gc::{
     decision_on as gc_decision, deletion, foreground_blockers, from_gathered as gc_from_gathered,
@@ -224,54 +227,6 @@ pub fn explanation(
         events: Vec::new(),
         namespace: None,
         notes: Vec::new(),
-    }
-}
-
-/// An RFC 3339 time, to the second.
-pub fn rfc3339(at: DateTime<Utc>) -> String {
-    at.to_rfc3339_opts(SecondsFormat::Secs, true)
-}
-
-/// "in 3h12m", "2m5s ago".
-pub fn relative(at: DateTime<Utc>, now: DateTime<Utc>) -> String {
-    let seconds = (at - now).num_seconds();
-    let span = human(seconds.unsigned_abs());
-    if seconds >= 0 {
-        format!("in {span}")
-    } else {
-        format!("{span} ago")
-    }
-}
-
-fn human(seconds: u64) -> String {
-    let (d, h, m, s) = (
-        seconds / 86_400,
-        seconds / 3600 % 24,
-        seconds / 60 % 60,
-        seconds % 60,
-    );
-    match (d, h, m) {
-        (0, 0, 0) => format!("{s}s"),
-        (0, 0, _) => format!("{m}m{s}s"),
-        (0, _, _) => format!("{h}h{m}m"),
-        _ => format!("{d}d{h}h"),
-    }
-}
-
-/// A decision with no time and no details.
-pub(crate) fn decision(
-    controller: &str,
-    governs: bool,
-    verdict: VerdictKind,
-    summary: String,
-) -> Decision {
-    Decision {
-        controller: controller.to_owned(),
-        governs,
-        verdict,
-        delete_at: None,
-        summary,
-        details: Vec::new(),
     }
 }
 

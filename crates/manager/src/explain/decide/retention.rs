@@ -27,7 +27,7 @@ use kube_gc_controllers::retention::ttl::{Since, Ttl, TtlSource};
 use kube_gc_controllers::retention::verdict::{decide, KeepReason, Verdict};
 use kube_gc_runtime::cache::Cacheable;
 
-use super::{decision, human, relative, rfc3339};
+use crate::explain::wording::{decision, human, relative, rfc3339};
 
 /// The members of one history group: the policy's index and the group's value.
 pub(crate) type Members<'a> = dyn Fn(u16, &str) -> Vec<Member<String>> + 'a;

@@ -29,6 +29,7 @@ use kube_gc_controllers::retention::policy::RetentionPolicyObject;
 
 use super::namespace::NamespaceFacts;
 use super::resolve::{resolve, UnknownType};
+pub use super::Related;
 use super::Settings;
 
 /// What was asked: `TYPE/NAME` in a namespace.
@@ -144,15 +145,6 @@ pub enum OwnerState {
         /// The reference.
         reference: OwnerReference,
     },
-}
-
-/// An object related to the one explained (a dependent, or a dependent's dependent).
-#[derive(Clone, Debug)]
-pub struct Related {
-    /// Its resource.
-    pub resource: ResourceRef,
-    /// Its metadata.
-    pub meta: ObjectMeta,
 }
 
 /// Everything the decisions read.
