@@ -1,15 +1,18 @@
 //! The simulated Kubernetes API server that tests, benchmarks and the demo run against.
 //!
 //! It speaks HTTP/1.1 (and HTTP/2 over TLS), JSON and protobuf like a v1.28 kube-apiserver,
-//! stores every object as `serde_json::Value`, and shares no code with [`crate::api`] or
-//! [`crate::client`]: it is the other side of the wire, and sharing decoding would mirror bugs
-//! instead of catching them.
+//! stores every object as `serde_json::Value`, and shares no code with kube-gc's API types or
+//! its client (`kube-gc-api`, `kube-gc-client`, which it does not depend on): it is the other
+//! side of the wire, and sharing decoding would mirror bugs instead of catching them. Nor can
+//! any of kube-gc's layers import it: only the `kube-gc` binary (`sim`, `demo`, `record`) and
+//! tests depend on it.
 //!
-//! One exception: its protobuf bodies are written by `client::protobuf::encode`
-//! ([`handlers::protobuf`]), driven by the client's descriptor tables — a second copy of those
-//! tables here would double the chances of a wrong field number rather than catch one. What
-//! guards against a misreading mirrored on both sides is the real server's bytes: the encoder
-//! writes the captured bodies back byte for byte (`client::protobuf::encode`'s tests), and the
+//! What it shares lies below both sides: the clock and the label selector (`kube-gc-core`) and
+//! the protobuf format (`kube-gc-protobuf`), whose encoder writes its protobuf bodies
+//! ([`handlers::protobuf`]) from the same descriptor tables the client reads with — a second
+//! copy of those tables would double the chances of a wrong field number rather than catch
+//! one. What guards against a misreading mirrored on both sides is the real server's bytes: the
+//! encoder writes the captured bodies back byte for byte (`kube-gc-protobuf`'s tests), and the
 //! sim's lists, watch frames and `Status` bodies are compared byte for byte with exchanges
 //! 100–111 (`handlers::protobuf`'s tests) and over HTTP by `tests/sim_protobuf.rs`.
 //!
