@@ -1,4 +1,4 @@
-//! Retention policies benchmark (issue 17; `harness = false`, prints its numbers).
+//! Retention policies benchmark (`harness = false`, prints its numbers).
 //!
 //! 1. **Memory** (`memory`): heap held by a `Store<Assessment>` — what the engine caches per
 //!    object — after N Pods (~3.0 KB of JSON each: labels, annotations, a controlling

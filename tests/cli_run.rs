@@ -216,7 +216,7 @@ fn a_small_demo_passes_and_prints_its_summary() {
         stdout.contains("8 over a history limit"),
         "newest 2 succeeded and 1 failed run kept per Pipeline: {stdout}"
     );
-    // Issue 18: the summary explains a kept and a blocked object.
+    // The summary explains a kept and a blocked object.
     for line in [
         "$ kube-gc explain pods/explain-running -n demo-pods",
         "Verdict: keep",

@@ -96,7 +96,7 @@ async fn kubectl_lists_jobs_and_streams_a_raw_watch() {
     assert_eq!(watches[0].header("authorization"), Some("Bearer"));
 }
 
-/// What a new user types first (issue 30, item 1): `kubectl create -f` and `apply -f` of a Job
+/// What a new user types first: `kubectl create -f` and `apply -f` of a Job
 /// and of a retention policy (kubectl reads `/openapi/v2` first), `kubectl get crp` with the
 /// CRD's columns, and the real server's refusal of an invalid policy.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,7 +1,7 @@
 //! The garbage-collection controllers, built on [`kube_gc_runtime`].
 //!
-//! - [`ttl`]: TTL-after-finished for batch/v1 Jobs and Volcano Jobs (issue #6).
-//! - [`garbagecollector`]: the ownerReference garbage collector (issue #7): a dependency graph fed
+//! - [`ttl`]: TTL-after-finished for batch/v1 Jobs and Volcano Jobs.
+//! - [`garbagecollector`]: the ownerReference garbage collector: a dependency graph fed
 //!   by metadata-only monitors, Background / Foreground / Orphan cascades.
 //! - [`retention`]: retention policies for anything that finishes.
 //! - [`podgc`]: the pod garbage collector (kube-controller-manager's), for API servers where

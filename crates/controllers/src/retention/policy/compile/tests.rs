@@ -1,4 +1,4 @@
-//! Tests of [`compile`]: the example, presets and custom rules, and every field that
+//! Tests of [`compile`]: the documented example policy, presets and custom rules, and every field that
 //! can be at fault.
 
 use super::*;
