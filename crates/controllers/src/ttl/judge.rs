@@ -2,6 +2,8 @@
 //! `processTTL` / `timeLeft`, with no I/O so every rule is unit-tested on its own. It is the
 //! retention engine's decision (`retention/verdict.rs`) applied to the object's own TTL, so the
 //! two controllers and the retention presets `batch-jobs` / `volcano-jobs` cannot disagree.
+//! The controller itself calls `decide` on the cached assessment (`retention/engine/watch.rs`,
+//! `retention/engine/reconcile/`); `kube-gc explain` asks this one, in a [`TtlState`]'s terms.
 //!
 //! Contract:
 //! - Not finished, no TTL, or already being deleted → [`Verdict::Keep`].

@@ -10,7 +10,7 @@
 //! | `kind.rs` | [`TtlKind`] — a kind with a TTL: its names, resource and preset — and [`Finished`] |
 //! | `job.rs`, `volcano.rs` | the two kinds, [`BatchJob`] and [`VolcanoJobs`] |
 //! | `state.rs` | [`TtlState`]: the engine's judgement of an object, read as the TTL decision reads it |
-//! | `judge.rs` | [`judge`]: keep, wait, or expired — pure, the engine's `judge` on a [`TtlState`] |
+//! | `judge.rs` | [`judge`]: keep, wait, or expired — the engine's `decide` (which the controller calls) on a [`TtlState`], for `kube-gc explain` |
 //! | `metrics.rs` | [`TtlMetrics`], under kube-controller-manager's names, and the engine's [`KindTally`] into them |
 //! | `controller.rs` | [`TtlController`]: the engine's watch, queue and reconciler, with the kind's fixed policy |
 
