@@ -19,7 +19,8 @@ use deploy_support::{
 use kube_gc::api::{LabelSelector, LabelSelectorRequirement, ObjectReference, Time};
 use kube_gc::controllers::retention::policy::{
     CelFinishedSpec, Condition, ConditionSpec, FieldSpec, FinishTimeSpec, FinishedSpec,
-    GroupBySpec, ResourceSpec, RetentionPolicySpec, RetentionPolicyStatus,
+    GroupBySpec, NextDeletion, NotificationSpec, ResourceSpec, RetentionPolicySpec,
+    RetentionPolicyStatus, SecretKeyRef,
 };
 use kube_gc::events::{ApiEventRecorder, EventRecord, EventRecorder, EventType, Reporter};
 use kube_gc::manager::{
@@ -596,8 +597,16 @@ fn every_field_spec() -> RetentionPolicySpec {
             label: "tekton.dev/pipeline".into(),
         }),
         propagation_policy: Some("Foreground".into()),
+        mode: Some("Audit".into()),
         dry_run: true,
         include_controlled: Some(true),
+        notification: Some(NotificationSpec {
+            webhook_secret_ref: Some(SecretKeyRef {
+                namespace: Some("ops".into()),
+                name: "slack".into(),
+                key: Some("url".into()),
+            }),
+        }),
     }
 }
 
@@ -609,6 +618,17 @@ fn every_field_status() -> RetentionPolicyStatus {
         waiting: 1,
         unknown: 1,
         deleted: 2,
+        mode: Some("Audit".into()),
+        would_delete: 1,
+        deletions_within_hour: 1,
+        deletions_within_day: 1,
+        next_deletions: vec![NextDeletion {
+            kind: "Pod".into(),
+            namespace: Some("ci".into()),
+            name: "build-1".into(),
+            deletes_at: Some(now),
+            reason: "ttl".into(),
+        }],
         next_deletion_time: Some(now),
         conditions: vec![Condition {
             type_: "Ready".into(),

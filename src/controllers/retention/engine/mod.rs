@@ -35,6 +35,7 @@ mod reconcile;
 mod refusal;
 mod status;
 mod tally;
+mod upcoming;
 mod watch;
 mod writer;
 
@@ -51,6 +52,8 @@ use tokio_util::sync::CancellationToken;
 use crate::api::PartialObjectMetadata;
 use crate::client::{Client, ResourceRef};
 use crate::clock::{SharedClock, SystemClock};
+use crate::controllers::deleted::{NoFeed, SharedFeed};
+use crate::controllers::pending::{Pending, PendingQuery, PendingSource};
 use crate::events::{NoopRecorder, SharedRecorder};
 use crate::runtime::cache::{ObjectKey, Store};
 use crate::runtime::controller::{Controller, ControllerError, ServerWait};
@@ -68,6 +71,7 @@ pub use reconcile::{ReconcileSettings, RetentionError, RetentionReconciler};
 pub use refusal::{forbid, rule_needed, Refusal, Refusals, Refused};
 pub use status::{count, status_for, Counts};
 pub use tally::Tally;
+pub use upcoming::{pending, upcoming, Upcoming, HISTORY_LIMIT, TTL};
 pub use watch::{assessing, ResourceWatch, TargetErrorHandler, WatchContext};
 
 use super::policy::spec::{CLUSTER_PLURAL, GROUP, NAMESPACED_PLURAL, VERSION};
@@ -130,7 +134,8 @@ pub struct RetentionOptions {
     /// How often discovery is read again while a policy names a resource not served, and a
     /// resource kube-gc was forbidden to read is tried again.
     pub rediscover_interval: Duration,
-    /// Every policy as if it said `dryRun: true` (`kube-gc run --dry-run`).
+    /// Delete nothing, log and count what would be deleted, write no status
+    /// (`kube-gc run --dry-run`).
     pub dry_run: bool,
     /// How informers list and watch.
     pub reflector: ReflectorConfig,
@@ -200,9 +205,16 @@ pub struct RetentionControllerBuilder {
     metrics: Arc<RetentionMetrics>,
     recorder: SharedRecorder,
     queue_metrics: Option<Arc<dyn MetricsProvider>>,
+    feed: SharedFeed,
 }
 
 impl RetentionControllerBuilder {
+    /// Where deletions (and those an `Audit` policy would make) are told (default: nowhere).
+    pub fn feed(mut self, feed: SharedFeed) -> Self {
+        self.feed = feed;
+        self
+    }
+
     /// Where its informers' lists and watches come from: the process's [`Sources`], shared
     /// with every other controller reading a resource (default: sources of its own over the
     /// controller's client).
@@ -302,7 +314,8 @@ impl RetentionControllerBuilder {
         };
         let reconciler = RetentionReconciler::new(watches, self.clock, self.metrics, self.recorder)
             .with_settings(settings)
-            .with_refusals(refusals);
+            .with_refusals(refusals)
+            .with_feed(self.feed);
         let controller = Controller::new(CONTROLLER, queue, reconciler)
             .workers(self.options.workers)
             .wait_for_server(shared.client.availability().clone())
@@ -372,6 +385,7 @@ impl RetentionController {
             metrics: Arc::new(RetentionMetrics::default()),
             recorder: Arc::new(NoopRecorder),
             queue_metrics: None,
+            feed: Arc::new(NoFeed),
         }
     }
 
@@ -387,6 +401,16 @@ impl RetentionController {
     /// The running watches (for tests and the metrics endpoint).
     pub fn watches(&self) -> WatchMap {
         Arc::clone(&self.shared.watches)
+    }
+
+    /// What its policies will delete, and when, read from the running watches when asked
+    /// (`kube_gc_pending_deletions`, the notifier's next window).
+    pub fn pending_source(&self) -> Arc<dyn PendingSource> {
+        let watches = Arc::clone(&self.shared.watches);
+        Arc::new(move |query: &PendingQuery| -> Vec<Pending> {
+            let running: Vec<_> = watches.read().values().cloned().collect();
+            pending(&running, query, CONTROLLER)
+        })
     }
 
     /// The workqueue (for `/debug/workqueue` and its depth).
