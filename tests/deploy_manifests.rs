@@ -732,7 +732,16 @@ fn the_crds_are_served_as_kube_gc_reads_them() {
         assert_eq!(
             columns,
             [
-                "Preset", "Resource", "TTL", "Matched", "Waiting", "Unknown", "Deleted", "Ready",
+                "Preset",
+                "Resource",
+                "TTL",
+                "Mode",
+                "Matched",
+                "Waiting",
+                "Unknown",
+                "Deleted",
+                "WouldDelete",
+                "Ready",
                 "Age"
             ]
         );
@@ -749,6 +758,7 @@ fn the_crds_are_served_as_kube_gc_reads_them() {
                 "exactly one of preset and resource must be set",
                 "ttlSecondsAfterFinished and ttlSecondsAfterCreation are mutually exclusive",
                 "finished is required with resource, unless ttlSecondsAfterCreation decides alone (no history limits)",
+                "dryRun: true contradicts mode: Enforce; remove dryRun (mode: Audit is its new name)",
             ]
         );
         let properties = &spec_schema["properties"];
