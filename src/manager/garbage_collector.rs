@@ -51,6 +51,10 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<Init, BoxError> {
     let handle = collector.handle();
     if let Some(endpoints) = context.endpoints {
         publish(&handle, endpoints);
+        endpoints
+            .metrics
+            .pending()
+            .add(handle.pending_source(), Arc::clone(context.clock));
     }
     if let Some(explainer) = context.explainer {
         explainer.register(Arc::new(GcView::new(handle.clone())));

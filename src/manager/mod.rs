@@ -483,6 +483,10 @@ fn init_ttl<K: TtlKind>(context: &ControllerContext<'_>) -> Result<Init, BoxErro
                 .reflectors()
                 .add(K::CONTROLLER, &resource.path_name(), reflector);
         }
+        endpoints
+            .metrics
+            .pending()
+            .add(controller.pending_source(), Arc::clone(context.clock));
     }
     if let Some(explainer) = context.explainer {
         let watch = Arc::clone(controller.watch());

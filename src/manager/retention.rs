@@ -85,6 +85,10 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<Init, BoxError> {
             reflectors.add(RETENTION, &resource, reflector);
         }
         reflectors.add_source(RETENTION, Arc::new(controller.watch_reflectors()));
+        endpoints
+            .metrics
+            .pending()
+            .add(controller.pending_source(), Arc::clone(context.clock));
     }
     let view = Arc::new(RetentionView::new(controller.watches()));
     if served {

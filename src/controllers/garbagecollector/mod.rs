@@ -72,6 +72,7 @@ pub mod identity;
 pub mod metrics;
 pub mod monitors;
 mod owners;
+pub mod pending;
 pub mod requests;
 
 use std::sync::Arc;
@@ -99,6 +100,9 @@ use monitors::{MonitorCounters, Monitors, SyncState};
 pub use errors::{GcError, WorkError};
 pub use metrics::GcMetrics;
 pub use owners::{action, Action, INVALID_NAMESPACE_REASON};
+
+/// The controller's name, as `--controllers` selects it.
+pub const CONTROLLER: &str = "garbagecollector";
 
 /// Name of the attempt-to-delete queue (its metrics' `name` label).
 pub const ATTEMPT_TO_DELETE_QUEUE: &str = "garbage_collector_attempt_to_delete";
@@ -631,6 +635,14 @@ impl GcHandle {
             self.shared.delete_waits.clone(),
             self.shared.orphan_waits.clone(),
         ]
+    }
+
+    /// What the graph proves the collector will delete (`pending.rs`), read when asked.
+    pub fn pending_source(&self) -> crate::controllers::pending::SharedPendingSource {
+        let shared = Arc::clone(&self.shared);
+        Arc::new(move |query: &crate::controllers::pending::PendingQuery| {
+            vec![pending::pending(&shared.graph.read(), query)]
+        })
     }
 
     /// Keys queued or in progress on (attempt-to-delete, attempt-to-orphan).

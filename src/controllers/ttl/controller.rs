@@ -293,6 +293,19 @@ impl<K: TtlKind> TtlController<K> {
         })
     }
 
+    /// What it will delete, and when, read from its cache when asked
+    /// (`kube_gc_pending_deletions`, the notifier's next window).
+    pub fn pending_source(&self) -> crate::controllers::pending::SharedPendingSource {
+        let watch = Arc::clone(&self.watch);
+        Arc::new(move |query: &crate::controllers::pending::PendingQuery| {
+            crate::controllers::retention::engine::pending(
+                std::slice::from_ref(&watch),
+                query,
+                K::CONTROLLER,
+            )
+        })
+    }
+
     /// Reconciles, errors and panics so far.
     pub fn counters(&self) -> Arc<ReconcileCounters> {
         self.controller.counters()
