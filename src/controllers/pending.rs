@@ -9,8 +9,9 @@
 //!   whose owners are gone); one due earlier than now counts as due now. Each object is counted
 //!   once per controller and policy, at its earliest deletion.
 //! - `within[i]` counts the deletions due by `now + horizons[i]`, those due now included;
-//!   `earliest` lists at most the `limit` first of those due by the longest horizon, due now
-//!   first, then by time, then by namespace and name.
+//!   `earliest` lists at most the `limit` first of those due by the longest horizon: due now
+//!   first (by namespace and name, as `kube-gc plan` lists them), then by time, namespace and
+//!   name.
 //! - A source only reads caches: no request, no lock held beyond its own cache's, quick enough
 //!   for a scrape (it walks what the controller holds).
 //! - `audit` marks a policy in `Audit` mode: what it would delete, which kube-gc will not.
@@ -40,11 +41,15 @@ pub struct PendingDeletion {
 }
 
 impl PendingDeletion {
-    /// The order deletions are listed in: due now (no time) first, then by time, then by place.
-    pub fn order_key(&self) -> (bool, Option<DateTime<Utc>>, Option<&str>, &str) {
+    /// The order deletions are listed in at `now`: due now first, then by time, then by place.
+    pub fn order_key(
+        &self,
+        now: DateTime<Utc>,
+    ) -> (bool, Option<DateTime<Utc>>, Option<&str>, &str) {
+        let due = self.due_at(now);
         (
-            self.at.is_some(),
-            self.at,
+            !due,
+            self.at.filter(|_| !due),
             self.namespace.as_deref(),
             &self.name,
         )
@@ -146,8 +151,8 @@ impl PendingTally {
     /// Keeps `deletion` if it is among the `limit` earliest so far (a short sorted list: the
     /// limit is a handful).
     fn keep_earliest(&mut self, deletion: PendingDeletion) {
-        let earliest = &mut self.pending.earliest;
-        let place = earliest.partition_point(|d| d.order_key() <= deletion.order_key());
+        let (earliest, now) = (&mut self.pending.earliest, self.now);
+        let place = earliest.partition_point(|d| d.order_key(now) <= deletion.order_key(now));
         if place < self.limit {
             earliest.insert(place, deletion);
             earliest.truncate(self.limit);
@@ -219,7 +224,11 @@ mod tests {
         assert_eq!(pending.due_now, 2);
         assert_eq!(pending.within, [4, 5], "an hour (inclusive), a day");
         let names: Vec<&str> = pending.earliest.iter().map(|d| d.name.as_str()).collect();
-        assert_eq!(names, ["limit", "overdue", "soon"]);
+        assert_eq!(
+            names,
+            ["limit", "overdue", "soon"],
+            "due now by name, then by time"
+        );
     }
 
     #[test]
