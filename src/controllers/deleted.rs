@@ -2,16 +2,23 @@
 //! mode, would have deleted — one [`DeletionRecord`] per object, for whoever reports it
 //! further (the notifier, `crate::notify`).
 //!
+//! A retention policy can have its own destination (`spec.notification`): the retention
+//! controller tells the feed where each policy's reports go ([`DeletionFeed::route`], after
+//! each plan) and asks how their delivery goes ([`DeletionFeed::delivery`], for the policy's
+//! `Notifying` condition).
+//!
 //! Contract: as [`EventRecorder::record`](crate::events::EventRecorder::record),
 //! [`DeletionFeed::record`] never blocks, never fails and never awaits: it is called on the
 //! deletion path, after the DELETE was answered, and must not slow the next one. What becomes of
-//! a record (batched, sent, dropped) is the feed's business.
+//! a record (batched, sent, dropped) is the feed's business. `route` and `delivery` are as
+//! quick: no I/O.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-use crate::controllers::retention::policy::PolicyId;
+use crate::controllers::retention::policy::{PolicyId, WebhookSecret};
 
 /// One object deleted, or that an `Audit` policy would have deleted.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,10 +43,31 @@ pub struct DeletionRecord {
     pub at: DateTime<Utc>,
 }
 
+/// How a policy's notifications are delivered, as its `Notifying` condition says it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    /// `True`: they get through; `False`: something is in the way.
+    pub delivered: bool,
+    /// A CamelCase reason.
+    pub reason: &'static str,
+    /// What an operator needs to know (never the URL whole).
+    pub message: String,
+}
+
 /// Where deletions are told.
 pub trait DeletionFeed: Send + Sync {
     /// Takes one record; returns at once whatever becomes of it.
     fn record(&self, record: DeletionRecord);
+
+    /// The retention policies that have a destination of their own, and where: every policy,
+    /// each time (a policy not named has none any more).
+    fn route(&self, _policies: BTreeMap<PolicyId, WebhookSecret>) {}
+
+    /// How `policy`'s notifications are delivered (`None`: it has no destination of its own,
+    /// or nothing was tried yet).
+    fn delivery(&self, _policy: &PolicyId) -> Option<Delivery> {
+        None
+    }
 }
 
 /// A shared feed, as controllers hold it.

@@ -54,14 +54,19 @@ impl PendingCollector {
 
     /// Every source's deletions to come now, for [`HORIZONS`].
     pub fn read(&self) -> Vec<Pending> {
+        self.read_with(&HORIZONS.map(|(_, h)| h), 0)
+    }
+
+    /// Every source's deletions to come now, counted for `horizons`, the first `limit` listed.
+    pub fn read_with(&self, horizons: &[Duration], limit: usize) -> Vec<Pending> {
         let sources = self.sources.read().clone();
         sources
             .iter()
             .flat_map(|(source, clock)| {
                 let query = PendingQuery {
                     now: clock.now(),
-                    horizons: HORIZONS.iter().map(|(_, h)| *h).collect(),
-                    limit: 0,
+                    horizons: horizons.to_vec(),
+                    limit,
                 };
                 source.pending(&query)
             })

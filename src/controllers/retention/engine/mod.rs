@@ -188,6 +188,8 @@ struct Shared {
     rediscover: AtomicBool,
     /// What the server forbids kube-gc on the policies' resources (403s).
     refusals: Arc<Refusals>,
+    /// Where deletions are told, each policy's destination routed, and its delivery read.
+    feed: SharedFeed,
 }
 
 /// The retention controller, ready to run.
@@ -303,6 +305,7 @@ impl RetentionControllerBuilder {
             dirty: Notify::new(),
             rediscover: AtomicBool::new(false),
             refusals: Arc::clone(&refusals),
+            feed: Arc::clone(&self.feed),
         });
         for informer in [&shared.namespaced, &shared.cluster] {
             informer.add_handler(replan_on_change(&shared));

@@ -11,6 +11,9 @@
 //!   deletions so far and its [`Outlook`] — its mode, what it will delete within the hour and
 //!   the day and the next few (`upcoming.rs`), and under `Audit` how many it would delete now;
 //!   `Ready` keeps its `lastTransitionTime` while its status stays.
+//! - A policy with a notification destination of its own has a third condition, `Notifying`:
+//!   `True` while its Secret is read and batches get through, `False` with what is in the way,
+//!   `Unknown` until the notifier has tried.
 //! - `Ready=False` reasons: `InvalidSpec` (the fields at fault in the message),
 //!   `ResourceNotServed` (which targets) and `Forbidden` (which targets kube-gc may not read or
 //!   delete, the server's words, the RBAC rule to grant); `Ready=True`: `Watching`.
@@ -21,6 +24,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 use crate::api::Time;
+use crate::controllers::deleted::Delivery;
 use crate::controllers::pending::Pending;
 use crate::controllers::retention::assessment::Standing;
 use crate::controllers::retention::policy::{
@@ -62,9 +66,23 @@ pub const STATUS_HORIZONS: [std::time::Duration; 2] = [
     std::time::Duration::from_secs(86_400),
 ];
 
+/// What a policy's `Notifying` condition says.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Notifying {
+    /// It has no destination of its own: no condition.
+    #[default]
+    Unconfigured,
+    /// It has one, and nothing was tried yet.
+    Pending,
+    /// How delivery goes.
+    Known(Delivery),
+}
+
 /// What a policy will do, as its status says it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Outlook {
+    /// How its notifications go.
+    pub notifying: Notifying,
     /// Its mode (`None`: unknown, the spec is invalid).
     pub mode: Option<Mode>,
     /// Due now, under `Audit`: what `Enforce` would have deleted.
@@ -89,6 +107,7 @@ impl Outlook {
         };
         let within = |i: usize| pending.within.get(i).copied().unwrap_or_default();
         Outlook {
+            notifying: Notifying::Unconfigured,
             mode,
             would_delete: if mode == Some(Mode::Audit) {
                 pending.due_now
@@ -243,6 +262,13 @@ pub fn status_for(
         message,
     };
     let overlap = overlap_condition(counts, generation, previous, now);
+    let mut conditions = vec![ready, overlap];
+    conditions.extend(notifying_condition(
+        &outlook.notifying,
+        generation,
+        previous,
+        now,
+    ));
     RetentionPolicyStatus {
         observed_generation: generation,
         matched: counts.matched,
@@ -255,8 +281,43 @@ pub fn status_for(
         deletions_within_day: outlook.within_day,
         next_deletions: outlook.next.clone(),
         next_deletion_time: counts.next_deletion.map(Time),
-        conditions: vec![ready, overlap],
+        conditions,
     }
+}
+
+/// `Notifying`, for a policy with a destination of its own.
+fn notifying_condition(
+    notifying: &Notifying,
+    generation: Option<i64>,
+    previous: Option<&RetentionPolicyStatus>,
+    now: DateTime<Utc>,
+) -> Option<Condition> {
+    let (status, reason, message) = match notifying {
+        Notifying::Unconfigured => return None,
+        Notifying::Pending => (
+            "Unknown",
+            "Pending",
+            "no notification batch was sent yet".to_owned(),
+        ),
+        Notifying::Known(delivery) => (
+            if delivery.delivered { "True" } else { "False" },
+            delivery.reason,
+            delivery.message.clone(),
+        ),
+    };
+    let previous = previous.and_then(|s| s.conditions.iter().find(|c| c.type_ == "Notifying"));
+    let last_transition_time = match previous {
+        Some(c) if c.status == status => c.last_transition_time,
+        _ => Time(now),
+    };
+    Some(Condition {
+        type_: "Notifying".to_owned(),
+        status: status.to_owned(),
+        observed_generation: generation,
+        last_transition_time,
+        reason: reason.to_owned(),
+        message,
+    })
 }
 
 /// `Overlapping`: whether other policies match the same objects, and which one governs them —

@@ -14,8 +14,9 @@ use crate::client::availability::warn_unless_unavailable;
 use crate::client::{Api, Patch, PostParams};
 use crate::runtime::informer::InformerSynced;
 
+use super::plan::PolicyState;
 use super::planner::{policy_object, wait_synced};
-use super::status::{count, status_for, Outlook, NEXT_DELETIONS, STATUS_HORIZONS};
+use super::status::{count, status_for, Notifying, Outlook, NEXT_DELETIONS, STATUS_HORIZONS};
 use super::upcoming::pending;
 use super::CONTROLLER;
 use super::{cluster_policies, namespaced_policies, Shared};
@@ -82,7 +83,15 @@ async fn write_statuses(shared: &Shared, written: &mut Written) {
             .or_insert_with(|| object.status.as_ref().map_or(0, |s| s.deleted));
         let deleted = before + shared.metrics.deletions(&id);
         let previous = written.statuses.get(&id).or(object.status.as_ref());
-        let outlook = Outlook::new(Mode::of_spec(&object.spec), pending.get(&id));
+        let mut outlook = Outlook::new(Mode::of_spec(&object.spec), pending.get(&id));
+        let routed =
+            object.spec.notification.is_some() && !matches!(state, PolicyState::Invalid { .. });
+        if routed {
+            outlook.notifying = shared
+                .feed
+                .delivery(&id)
+                .map_or(Notifying::Pending, Notifying::Known);
+        }
         let status = status_for(
             &state,
             &counts.get(&id).cloned().unwrap_or_default(),
