@@ -506,6 +506,34 @@ fn rbac_is_least_privilege() {
     assert!(!allowed(&events, &r("list", "", "events", None)));
 }
 
+/// The Secrets of retention policies' webhooks: the managed overlay lets kube-gc read none
+/// (the standalone one's garbage collector reads every resource, as kube-controller-manager's
+/// does), and the RoleBinding the role's file (and a policy's `SecretForbidden` condition)
+/// tells an operator to create lets it `get` the Secrets of that one namespace, nothing more.
+#[test]
+fn notification_secrets_are_readable_only_where_a_namespace_binds_the_role() {
+    let r = Request::resource;
+    let get = |namespace: &str| r("get", "", "secrets", Some(namespace)).named("slack");
+    assert!(!allowed(&grants_in(overlay("managed")), &get("ci")));
+    let mut documents = overlay("managed");
+    let binding = serde_json::json!({"apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding", "metadata": {"name": "kube-gc-notification-secrets", "namespace": "ci"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+            "name": "kube-gc:retention-notification-secrets"},
+        "subjects": [{"kind": "ServiceAccount", "name": "kube-gc", "namespace": "kube-system"}]});
+    documents.push(("ci-binding.yaml".to_owned(), binding));
+    let grants = grants_in(documents);
+    assert!(allowed(&grants, &get("ci")));
+    for request in [
+        get("ops"),
+        r("list", "", "secrets", Some("ci")),
+        r("watch", "", "secrets", Some("ci")),
+        r("update", "", "secrets", Some("ci")).named("slack"),
+    ] {
+        assert!(!allowed(&grants, &request), "{request:?} should be denied");
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn rbac_allows_what_leader_election_and_events_sent_to_the_simulator() {
     let cluster = Cluster::start().await;

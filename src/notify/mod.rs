@@ -65,7 +65,7 @@ pub const FLAG_DESTINATION: &str = "--notify-webhook-url";
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(60);
 
 /// How notifications are sent.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NotifyOptions {
     /// `--notify-webhook-url`: everything kube-gc does goes there.
     pub webhook: Option<WebhookUrl>,

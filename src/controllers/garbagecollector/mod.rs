@@ -85,6 +85,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::availability::warn_unless_unavailable;
 use crate::client::{Client, Discovery, ResourceRef};
+use crate::clock::{SharedClock, SystemClock};
+use crate::controllers::deleted::{NoFeed, SharedFeed};
 use crate::events::{NoopRecorder, SharedRecorder};
 use crate::runtime::controller::server_wait::{Park, ServerWait};
 use crate::runtime::reflector::{ReflectorConfig, ReflectorMetrics};
@@ -140,6 +142,10 @@ pub struct GcOptions {
     /// `metadata-informers`) keeps dozens of monitors starting from delaying a deletion;
     /// `None`: sources of its own over the collector's client.
     pub sources: Option<Sources>,
+    /// Where each deletion is told (notifications).
+    pub feed: SharedFeed,
+    /// Wall time, for what the feed is told.
+    pub clock: SharedClock,
 }
 
 impl Default for GcOptions {
@@ -154,6 +160,8 @@ impl Default for GcOptions {
             queue_metrics: None,
             reflector: ReflectorConfig::default(),
             sources: None,
+            feed: Arc::new(NoFeed),
+            clock: Arc::new(SystemClock),
         }
     }
 }
@@ -186,6 +194,8 @@ pub(crate) struct Shared {
     graph_changes: mpsc::UnboundedSender<GraphEvent>,
     recorder: SharedRecorder,
     metrics: GcMetrics,
+    feed: SharedFeed,
+    clock: SharedClock,
 }
 
 impl Shared {
@@ -282,6 +292,8 @@ impl GarbageCollector {
             graph_changes: tx,
             recorder: Arc::clone(&options.recorder),
             metrics: GcMetrics::new(),
+            feed: Arc::clone(&options.feed),
+            clock: Arc::clone(&options.clock),
         });
         GarbageCollector {
             shared,

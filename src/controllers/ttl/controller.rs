@@ -19,6 +19,7 @@ use parking_lot::RwLock;
 
 use crate::client::{Client, ResourceRef};
 use crate::clock::{SharedClock, SystemClock};
+use crate::controllers::deleted::{NoFeed, SharedFeed};
 use crate::controllers::retention::assessment::Assessment;
 use crate::controllers::retention::engine::{
     ReconcileSettings, ResourceWatch, RetentionReconciler, WatchContext, WatchMap, WatchPlan,
@@ -59,10 +60,17 @@ pub struct TtlControllerBuilder<K: TtlKind> {
     metrics: Arc<TtlMetrics>,
     queue_metrics: Option<Arc<dyn MetricsProvider>>,
     recorder: SharedRecorder,
+    feed: SharedFeed,
     _kind: PhantomData<fn() -> K>,
 }
 
 impl<K: TtlKind> TtlControllerBuilder<K> {
+    /// Where each deletion is told (default: nowhere).
+    pub fn feed(mut self, feed: SharedFeed) -> Self {
+        self.feed = feed;
+        self
+    }
+
     /// Where wall time is read from (default: the system clock).
     pub fn clock(mut self, clock: SharedClock) -> Self {
         self.clock = clock;
@@ -131,7 +139,8 @@ impl<K: TtlKind> TtlControllerBuilder<K> {
             self.clock,
             self.metrics,
             self.recorder,
-        );
+        )
+        .with_feed(self.feed);
         let controller = Controller::new(K::CONTROLLER, queue.clone(), reconciler)
             .workers(self.options.workers)
             .wait_for_server(availability)
@@ -224,6 +233,7 @@ impl<K: TtlKind> TtlController<K> {
             metrics: Arc::new(TtlMetrics::new()),
             queue_metrics: None,
             recorder: Arc::new(NoopRecorder),
+            feed: Arc::new(NoFeed),
             _kind: PhantomData,
         }
     }
