@@ -4,6 +4,7 @@
 //! and nothing is deleted; switched to `Enforce`, what is due goes at once, counted once.
 
 mod client_support;
+mod explain_support;
 mod ttl_support;
 
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use kube_gc::controllers::retention::engine::{
 };
 use kube_gc::controllers::retention::policy::PolicyId;
 use kube_gc::events::{CollectingRecorder, EventType};
+use kube_gc::explain::VerdictKind;
 use kube_gc::runtime::controller::ControllerError;
 use kube_gc::sim::{Gvr, SimConfig, SimServer};
 use serde_json::{json, Value};
@@ -224,4 +226,31 @@ async fn an_enforcing_policy_reports_what_comes_and_never_would_delete() {
     );
     running.shutdown.cancel();
     running.task.await.expect("task").expect("ran");
+}
+
+#[tokio::test(start_paused = true)]
+async fn explain_says_an_audit_policy_keeps_what_enforce_would_delete() {
+    let (world, running) = five_pods_under("Audit").await;
+    running.shutdown.cancel();
+    running.task.await.expect("task").expect("ran");
+    let said = explain_support::explain_at(&world, "pod", "ci", "p1", world.now())
+        .await
+        .expect("explain");
+    let retention = said
+        .decisions
+        .iter()
+        .find(|d| d.controller == "retention")
+        .expect("the retention controller's view");
+    assert_eq!(retention.verdict, VerdictKind::Keep, "{said:#?}");
+    assert!(
+        retention.summary.starts_with(
+            "kept: ClusterRetentionPolicy nightly is in mode Audit; Enforce would delete it: its TTL expired"
+        ),
+        "{}",
+        retention.summary
+    );
+    assert!(retention
+        .details
+        .iter()
+        .any(|d| d.ends_with("deletes nothing")));
 }
