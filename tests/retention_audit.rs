@@ -191,6 +191,16 @@ async fn an_audit_policy_reports_what_it_would_delete_and_deletes_nothing() {
     );
     assert_eq!(running.metrics.deletions(&id), 5);
     assert_eq!(running.metrics.would_deletes(&id), 5);
+    // Held by choice, not late: no deletion delay observed for what Audit kept.
+    let mut registry = prometheus_client::registry::Registry::default();
+    running.metrics.register(&mut registry);
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).expect("encode");
+    assert!(
+        text.lines()
+            .any(|l| l == "kube_gc_retention_deletion_delay_seconds_count 0"),
+        "{text}"
+    );
     eventually("the status says Enforce, nothing would be deleted", || {
         let status = policy(sim)["status"].clone();
         status["mode"] == "Enforce" && status["wouldDelete"] == 0 && status["deleted"] == 5

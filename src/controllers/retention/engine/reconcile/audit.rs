@@ -4,9 +4,10 @@
 //!
 //! Contract: each object is reported once (by UID), however often it is judged again — its
 //! group re-ranked, its watch restarted by a policy change, its key queued again — so the
-//! counter counts objects, not reconciles. What was reported is forgotten once the object is no
-//! longer cached (deleted by someone else, or re-created under a new UID); the memory is
-//! bounded by the objects due under `Audit` policies, pruned as it grows ([`Audited`]).
+//! counter counts objects, not reconciles. What was reported is forgotten once the object is
+//! deleted (after a switch to `Enforce`: then its wait is not counted as a deletion delay) or no
+//! longer cached (deleted by someone else, or re-created under a new UID); the memory is bounded
+//! by the objects due under `Audit` policies, pruned as it grows ([`Audited`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -61,6 +62,19 @@ impl Audited {
         }
         inner.reported.insert(entry, assessment.uid().into());
         true
+    }
+
+    /// Forgets `assessment` (deleted); whether its would-be deletion had been reported.
+    pub(super) fn forget(&self, target: &Arc<Target>, assessment: &Assessment) -> bool {
+        let mut inner = self.inner.lock();
+        let entry = (Arc::clone(target), assessment.key().clone());
+        match inner.reported.get(&entry) {
+            Some(uid) if **uid == *assessment.uid() => {
+                inner.reported.remove(&entry);
+                true
+            }
+            _ => false,
+        }
     }
 
     #[cfg(test)]

@@ -135,7 +135,11 @@ impl RetentionReconciler {
             ),
             Reason::HistoryLimit => None,
         };
-        self.tally.deleted(policy, reason.label(), false, latency);
+        // An object an Audit policy held past its expiry was kept by choice, not late: its wait
+        // is not a deletion delay, and would swamp the histogram after a switch to Enforce.
+        let held = self.audited.forget(&watch.target, assessment);
+        let delay = latency.filter(|_| !held);
+        self.tally.deleted(policy, reason.label(), false, delay);
         let key = assessment.key();
         tracing::info!(
             controller = self.settings.controller,
