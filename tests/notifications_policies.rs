@@ -38,7 +38,7 @@ fn secrets() -> Gvr {
 
 fn finished_pod(sim: &SimServer, namespace: &str, name: &str, finished_at: DateTime<Utc>) {
     let pod = json!({"apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace},
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app": name}},
         "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}});
     let mut created = sim.create(&pods(), pod).expect("create the Pod");
     created["status"] = json!({"phase": "Succeeded", "containerStatuses": [{"name": "c", "state":
@@ -156,13 +156,22 @@ async fn the_flag_hears_of_everything_and_a_policy_of_its_own_or_says_why_not() 
     );
     secret(sim, "ci", "slack", "url", &format!("{}\n", own.url()));
     secret(sim, "ops", "not-a-url", "url", "hooks.example.com/s3cret");
-    policy(sim, "metadata: {name: builds, namespace: ci}\nspec: {preset: pods, ttlSecondsAfterFinished: 60, notification: {webhookSecretRef: {name: slack}}}");
+    secret(
+        sim,
+        "ci",
+        "dead",
+        "url",
+        &notify_support::refusing_url().await,
+    );
+    policy(sim, "metadata: {name: builds, namespace: ci}\nspec: {preset: pods, selector: {matchLabels: {app: done}}, ttlSecondsAfterFinished: 60, notification: {webhookSecretRef: {name: slack}}}");
+    policy(sim, "metadata: {name: unreachable, namespace: ci}\nspec: {preset: pods, selector: {matchLabels: {app: unheard}}, ttlSecondsAfterFinished: 60, notification: {webhookSecretRef: {name: dead}}}");
     policy(sim, "metadata: {name: wrong-key, namespace: ci}\nspec: {preset: pods, selector: {matchLabels: {none: x}}, notification: {webhookSecretRef: {name: slack, key: hook}}}");
     policy(sim, "metadata: {name: missing}\nspec: {preset: pods, selector: {matchLabels: {none: x}}, notification: {webhookSecretRef: {namespace: ops, name: nothing-here}}}");
     policy(sim, "metadata: {name: garbled}\nspec: {preset: pods, selector: {matchLabels: {none: x}}, notification: {webhookSecretRef: {namespace: ops, name: not-a-url}}}");
     policy(sim, "metadata: {name: elsewhere}\nspec: {preset: pods, namespaceSelector: {matchLabels: {team: ops}}, ttlSecondsAfterFinished: 60}");
     let now = world.now();
     finished_pod(sim, "ci", "done", now - chrono::Duration::hours(1));
+    finished_pod(sim, "ci", "unheard", now - chrono::Duration::hours(1));
     let running = run(&world, Some(flag.url())).await;
 
     eventually("both receivers heard of the deletion", || {
@@ -175,7 +184,14 @@ async fn the_flag_hears_of_everything_and_a_policy_of_its_own_or_says_why_not() 
     assert_eq!(theirs["deleted"]["items"][0]["policy"], "ci/builds");
     let everything = &flag.received()[0].body;
     assert_eq!(everything["destination"], "--notify-webhook-url");
-    assert_eq!(everything["deleted"]["total"], 1);
+    assert_eq!(
+        everything["deleted"]["total"], 2,
+        "both policies' deletions"
+    );
+    assert!(
+        sim.get(&pods(), Some("ci"), "unheard").is_err(),
+        "a receiver that refuses does not keep a deletion from happening"
+    );
 
     eventually("each policy's Notifying condition is written", || {
         notifying(sim, Some("ci"), "builds")["reason"] == "Delivered"
@@ -203,6 +219,18 @@ async fn the_flag_hears_of_everything_and_a_policy_of_its_own_or_says_why_not() 
     assert_eq!(
         condition["message"],
         "Secret ops/nothing-here does not exist"
+    );
+    eventually("the unreachable receiver's batch is given up on", || {
+        notifying(sim, Some("ci"), "unreachable")["reason"] == "Undeliverable"
+    })
+    .await;
+    let condition = notifying(sim, Some("ci"), "unreachable");
+    assert_eq!(condition["status"], "False");
+    let message = condition["message"].as_str().unwrap_or_default();
+    assert!(message.contains("could not connect"), "{message}");
+    assert!(
+        message.ends_with("until the next batch was due; it was dropped"),
+        "{message}"
     );
     let condition = notifying(sim, None, "garbled");
     assert_eq!(condition["reason"], "InvalidURL");
