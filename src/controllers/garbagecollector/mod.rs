@@ -649,11 +649,17 @@ impl GcHandle {
         ]
     }
 
-    /// What the graph proves the collector will delete (`pending.rs`), read when asked.
+    /// What the graph proves the collector will delete (`pending.rs`), read when asked. The
+    /// source holds the collector weakly: once the collector is gone, it reads nothing (and
+    /// keeps none of its tasks alive).
     pub fn pending_source(&self) -> crate::controllers::pending::SharedPendingSource {
-        let shared = Arc::clone(&self.shared);
+        let shared = Arc::downgrade(&self.shared);
         Arc::new(move |query: &crate::controllers::pending::PendingQuery| {
-            vec![pending::pending(&shared.graph.read(), query)]
+            let Some(shared) = shared.upgrade() else {
+                return Vec::new();
+            };
+            let pending = pending::pending(&shared.graph.read(), query);
+            vec![pending]
         })
     }
 

@@ -367,9 +367,13 @@ impl PodGcController {
 
     /// What it will force-delete, and when, read from its caches when asked
     /// (`kube_gc_pending_deletions`, the notifier's next window).
+    /// The source holds the caches weakly: once the controller is gone, it reads nothing.
     pub fn pending_source(&self) -> crate::controllers::pending::SharedPendingSource {
-        let watching = Arc::clone(&self.watching);
+        let watching = Arc::downgrade(&self.watching);
         Arc::new(move |query: &crate::controllers::pending::PendingQuery| {
+            let Some(watching) = watching.upgrade() else {
+                return Vec::new();
+            };
             let pods = watching.pods.list();
             let quarantines = Arc::clone(&watching.quarantines);
             vec![pending::pending(

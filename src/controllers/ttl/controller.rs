@@ -305,9 +305,13 @@ impl<K: TtlKind> TtlController<K> {
 
     /// What it will delete, and when, read from its cache when asked
     /// (`kube_gc_pending_deletions`, the notifier's next window).
+    /// The source holds the watch weakly: once the controller is gone, it reads nothing.
     pub fn pending_source(&self) -> crate::controllers::pending::SharedPendingSource {
-        let watch = Arc::clone(&self.watch);
+        let watch = Arc::downgrade(&self.watch);
         Arc::new(move |query: &crate::controllers::pending::PendingQuery| {
+            let Some(watch) = watch.upgrade() else {
+                return Vec::new();
+            };
             crate::controllers::retention::engine::pending(
                 std::slice::from_ref(&watch),
                 query,

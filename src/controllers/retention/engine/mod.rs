@@ -408,9 +408,13 @@ impl RetentionController {
 
     /// What its policies will delete, and when, read from the running watches when asked
     /// (`kube_gc_pending_deletions`, the notifier's next window).
+    /// The source holds the watches weakly: once the controller is gone, it reads nothing.
     pub fn pending_source(&self) -> Arc<dyn PendingSource> {
-        let watches = Arc::clone(&self.shared.watches);
+        let watches = Arc::downgrade(&self.shared.watches);
         Arc::new(move |query: &PendingQuery| -> Vec<Pending> {
+            let Some(watches) = watches.upgrade() else {
+                return Vec::new();
+            };
             let running: Vec<_> = watches.read().values().cloned().collect();
             pending(&running, query, CONTROLLER)
         })
