@@ -24,7 +24,7 @@ use kube_gc::controllers::retention::policy::{
 };
 use kube_gc::events::{ApiEventRecorder, EventRecord, EventRecorder, EventType, Reporter};
 use kube_gc::manager::{
-    ControllerSelection, GARBAGE_COLLECTOR, KNOWN_CONTROLLERS, PODGC, PVC_PROTECTION,
+    ControllerSelection, GARBAGE_COLLECTOR, KNOWN_CONTROLLERS, NAMESPACE, PODGC, PVC_PROTECTION,
     PV_PROTECTION, RETENTION, TTL_AFTER_FINISHED, VOLCANO_JOB_TTL,
 };
 use ops_support::{Candidate, Cluster, Timeline};
@@ -166,8 +166,13 @@ fn the_managed_overlay_grants_no_wildcard_and_nothing_kcm_already_does() {
     needed.extend(required_by(RETENTION));
     let denied_here: Vec<&Request> = needed.iter().filter(|r| !allowed(&grants, r)).collect();
     assert!(denied_here.is_empty(), "managed denies {denied_here:?}");
-    // The ownerReference garbage collector's writes are kcm's on a managed cluster.
-    for request in required_by(GARBAGE_COLLECTOR) {
+    // The ownerReference garbage collector's and the namespace controller's writes are kcm's on
+    // a managed cluster.
+    for request in required_by(GARBAGE_COLLECTOR)
+        .into_iter()
+        .chain(required_by(NAMESPACE))
+        .filter(|r| matches!(r, Request::Resource { verb, .. } if verb != "list" && verb != "watch" && verb != "get"))
+    {
         if let Request::Resource { verb, .. } = &request {
             assert!(
                 !allowed(&grants, &request),
@@ -297,6 +302,27 @@ fn required_by(controller: &str) -> Vec<Request> {
             }
             requests
         }
+        // Any namespaced resource: metadata lists and watches, a page to prove it empty, its
+        // deletion (all at once, or one by one); namespaces, their finalize and status.
+        NAMESPACE => vec![
+            r("list", "", "configmaps", None),
+            r("watch", "apps", "replicasets", None),
+            r("list", "", "pods", Some("team-a")),
+            r("deletecollection", "", "pods", Some("team-a")),
+            r(
+                "deletecollection",
+                "events.k8s.io",
+                "events",
+                Some("team-a"),
+            ),
+            r("list", "example.com", "widgets", Some("team-a")),
+            r("delete", "example.com", "widgets", Some("team-a")).named("w"),
+            r("list", "", "namespaces", None),
+            r("watch", "", "namespaces", None),
+            r("get", "", "namespaces", Some("team-a")).named("team-a"),
+            r("update", "", "namespaces/finalize", Some("team-a")).named("team-a"),
+            r("patch", "", "namespaces/status", Some("team-a")).named("team-a"),
+        ],
         // Any resource: metadata watches, owner lookups, ownerReference and finalizer writes.
         GARBAGE_COLLECTOR => vec![
             r("list", "apps", "replicasets", None),
@@ -376,12 +402,11 @@ fn rbac_is_least_privilege() {
     let r = Request::resource;
     let only =
         |file: &str| -> Vec<_> { all.iter().filter(|g| g.source == file).cloned().collect() };
-    // Together: nothing is created but Events and the Lease, nothing deleted in bulk, no
-    // escalation, no non-resource URL beyond discovery.
+    // Together: nothing is created but Events and the Lease, no escalation, no non-resource URL
+    // beyond discovery.
     for request in [
         r("create", "", "pods", Some("default")),
         r("create", "", "secrets", Some("default")),
-        r("deletecollection", "batch", "jobs", Some("default")),
         r(
             "escalate",
             "rbac.authorization.k8s.io",
@@ -472,6 +497,40 @@ fn rbac_is_least_privilege() {
         r("list", "", "pods", None),
     ] {
         assert!(!allowed(&pv, &request), "{request:?} should be denied");
+    }
+    // Only the namespace controller deletes in bulk, and it writes nothing but a namespace's
+    // finalize and status.
+    let namespace = only("controllers/namespace/rbac.yaml");
+    for request in required_by(NAMESPACE) {
+        assert!(
+            allowed(&namespace, &request),
+            "{request:?} should be allowed"
+        );
+    }
+    for file in [
+        "controllers/ttl-after-finished/rbac.yaml",
+        "controllers/volcano-job-ttl/rbac.yaml",
+        "controllers/garbagecollector/rbac.yaml",
+        "controllers/retention/rbac.yaml",
+    ] {
+        let request = r("deletecollection", "batch", "jobs", Some("default"));
+        assert!(!allowed(&only(file), &request), "{file} deletes in bulk");
+    }
+    for request in [
+        r("get", "", "configmaps", Some("default")).named("cm"),
+        r("create", "", "configmaps", Some("default")),
+        r("update", "", "configmaps", Some("default")).named("cm"),
+        r("patch", "apps", "deployments", Some("default")).named("web"),
+        r("update", "", "namespaces", None).named("default"),
+        r("patch", "", "namespaces", None).named("default"),
+        r("create", "", "namespaces", None),
+    ] {
+        // (Its `*` rule covers deleting a namespace, as kube-controller-manager's role does:
+        // RBAC cannot leave one resource out of `*`.)
+        assert!(
+            !allowed(&namespace, &request),
+            "{request:?} should be denied"
+        );
     }
     let lease = only("base/rbac-leader-election.yaml");
     assert!(!allowed(

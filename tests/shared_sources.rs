@@ -73,6 +73,7 @@ async fn every_controller_of_kube_gc_run_shares_one_list_and_one_watch_per_resou
             "ttl-after-finished",
             "volcano-job-ttl",
             "garbagecollector",
+            "namespace",
             "retention",
             "podgc",
             "pvc-protection",
@@ -89,11 +90,14 @@ async fn every_controller_of_kube_gc_run_shares_one_list_and_one_watch_per_resou
     let journal = world.sim().journal().entries();
     let lists = count(&journal, Verb::List);
     let watches = count(&journal, Verb::Watch);
-    // Jobs: the TTL controller and the collector; Volcano Jobs: the Volcano TTL controller and
-    // the collector; namespaces and both policy kinds: retention and the collector; Pods: the
-    // pod garbage collector, the PVC protection controller and the collector; Nodes: the pod
-    // garbage collector and the collector; claims: both protection controllers and the
-    // collector; volumes: the PV protection controller and the collector.
+    // Jobs: the TTL controller, the collector and the namespace controller; Volcano Jobs: the
+    // Volcano TTL controller, the collector and the namespace controller; namespaces: retention,
+    // the collector and the namespace controller; both policy kinds: retention and the
+    // collector; Pods: the pod garbage collector, the PVC protection controller, the collector
+    // and the namespace controller; Nodes: the pod garbage collector and the collector; claims:
+    // both protection controllers, the collector and the namespace controller; volumes: the PV
+    // protection controller and the collector; every other namespaced resource: the collector
+    // and the namespace controller.
     for shared in [
         "/apis/batch/v1/jobs",
         "/apis/batch.volcano.sh/v1alpha1/jobs",
@@ -139,7 +143,8 @@ async fn every_controller_of_kube_gc_run_shares_one_list_and_one_watch_per_resou
         accept("/apis/batch.volcano.sh/v1alpha1/jobs"),
         "application/json"
     );
-    assert!(accept("/api/v1/namespaces").contains("PartialObjectMetadataList"));
+    // Namespaces whole: the namespace controller sends one back whole to finalize it.
+    assert!(!accept("/api/v1/namespaces").contains("PartialObjectMetadataList"));
     assert!(accept("/api/v1/configmaps").contains("PartialObjectMetadataList"));
     shutdown.cancel();
     running.await.unwrap().unwrap();

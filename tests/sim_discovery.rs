@@ -14,7 +14,6 @@ fn comparable(entry: &Value) -> Value {
     if let Some(map) = entry.as_object_mut() {
         map.remove("storageVersionHash");
         if let Some(Value::Array(verbs)) = map.get_mut("verbs") {
-            verbs.retain(|v| v != "deletecollection");
             verbs.sort_by_key(|v| v.as_str().unwrap_or_default().to_string());
         }
     }

@@ -245,3 +245,65 @@ async fn kubectl_v1_28_reads_discovery_from_servers_of_later_releases() {
         }
     }
 }
+
+/// A namespace's life as kubectl sees it on a server without a namespace controller: deleted,
+/// it stays `Terminating` and refuses new content (the real server's Status, exchange 143);
+/// `kubectl replace --raw …/finalize` lets it go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_deletes_a_namespace_sees_it_terminating_and_finalizes_it() {
+    let server = start(SimConfig::default().with_tls().with_token("kubectl-token")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    server.write_kubeconfig(&kubeconfig).unwrap();
+    let Some((ok, _, stderr)) = kubectl(&kubeconfig, &["create", "namespace", "team"]).await else {
+        return;
+    };
+    assert!(ok, "{stderr}");
+    let (ok, stdout, stderr) = kubectl(
+        &kubeconfig,
+        &["delete", "namespace", "team", "--wait=false"],
+    )
+    .await
+    .unwrap();
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout.trim(), "namespace \"team\" deleted");
+    let (ok, stdout, stderr) = kubectl(&kubeconfig, &["get", "namespace", "team"])
+        .await
+        .unwrap();
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("Terminating"), "{stdout}");
+    let (ok, _, stderr) = kubectl(&kubeconfig, &["create", "configmap", "late", "-n", "team"])
+        .await
+        .unwrap();
+    assert!(!ok);
+    assert!(
+        stderr.contains("configmaps \"late\" is forbidden: unable to create new content in namespace team because it is being terminated"),
+        "{stderr}"
+    );
+    let (ok, namespace, stderr) = kubectl(&kubeconfig, &["get", "namespace", "team", "-o", "json"])
+        .await
+        .unwrap();
+    assert!(ok, "{stderr}");
+    let mut namespace: serde_json::Value = serde_json::from_str(&namespace).unwrap();
+    namespace["spec"]["finalizers"] = serde_json::json!([]);
+    let body = dir.path().join("finalize.json");
+    std::fs::write(&body, namespace.to_string()).unwrap();
+    let (ok, _, stderr) = kubectl(
+        &kubeconfig,
+        &[
+            "replace",
+            "--raw",
+            "/api/v1/namespaces/team/finalize",
+            "-f",
+            body.to_str().unwrap(),
+        ],
+    )
+    .await
+    .unwrap();
+    assert!(ok, "{stderr}");
+    let (ok, _, stderr) = kubectl(&kubeconfig, &["get", "namespace", "team"])
+        .await
+        .unwrap();
+    assert!(!ok);
+    assert!(stderr.contains("namespaces \"team\" not found"), "{stderr}");
+}

@@ -38,6 +38,7 @@ async fn a_cluster_without_the_volcano_and_retention_crds_skips_volcano_and_rete
         [
             "ttl-after-finished",
             "garbagecollector",
+            "namespace",
             "retention",
             "podgc",
             "pvc-protection",
@@ -68,6 +69,7 @@ async fn controllers_selection_and_the_default_set() {
             "ttl-after-finished",
             "volcano-job-ttl",
             "garbagecollector",
+            "namespace",
             "retention",
             "podgc",
             "pvc-protection",
@@ -90,6 +92,7 @@ async fn controllers_selection_and_the_default_set() {
         [
             "volcano-job-ttl",
             "garbagecollector",
+            "namespace",
             "retention",
             "pv-protection"
         ]
@@ -142,15 +145,18 @@ async fn a_ttl_deletion_never_waits_behind_the_collectors_monitors() {
         .without_timeouts()
         .with_rate(1.0, 1);
     let client = client_support::client_for(world.sim(), &dir, &slow);
-    // The pod garbage collector's and the protection controllers' informers share the
-    // informers' bucket with the TTL controller's, as in kube-controller-manager; at 1 request/s
-    // their four lists would come before the Jobs'. What this test is about is the monitors.
+    // The pod garbage collector's, the protection controllers' and the namespace controller's
+    // informers read whole objects, so they share the informers' bucket with the TTL
+    // controller's, as in kube-controller-manager; at 1 request/s their lists would come before
+    // the Jobs'. What this test is about is the collector's monitors, which have a bucket of
+    // their own.
     let options = ManagerOptions {
         controllers: ControllerSelection::parse(&[
             "*",
             "-podgc",
             "-pvc-protection",
             "-pv-protection",
+            "-namespace",
         ])
         .unwrap(),
         ..ManagerOptions::default()

@@ -26,6 +26,7 @@
 //! | `volcano.rs` | Volcano [`VolcanoJob`] (read-only projection) |
 //! | `lease.rs` | coordination.k8s.io/v1 [`Lease`] |
 //! | `event.rs` | core/v1 [`Event`], [`ObjectReference`] |
+//! | `namespace.rs` | core/v1 [`Namespace`], its spec finalizers and conditions |
 //! | `defaults.rs` | private serde helpers for `null` and default values |
 
 mod defaults;
@@ -37,6 +38,7 @@ mod lease;
 mod list;
 mod meta;
 mod metadata_only;
+mod namespace;
 mod owner;
 mod resource;
 mod review;
@@ -56,6 +58,7 @@ pub use metadata_only::{
     PartialObjectMetadata, PartialObjectMetadataList, ACCEPT_PARTIAL_OBJECT_METADATA,
     ACCEPT_PARTIAL_OBJECT_METADATA_LIST, ACCEPT_PARTIAL_OBJECT_METADATA_OR_JSON,
 };
+pub use namespace::{Namespace, NamespaceCondition, NamespaceSpec, NamespaceStatus};
 pub use owner::OwnerReference;
 pub use resource::{api_version_of, HasMetadata, Resource};
 pub use review::{

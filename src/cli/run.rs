@@ -70,13 +70,13 @@ pub struct RunArgs {
     pub master: Option<Url>,
 
     /// Controllers to run: `*` for all, a name to enable one, `-name` to disable one.
-    /// Names: ttl-after-finished, volcano-job-ttl, garbagecollector, retention, podgc,
+    /// Names: ttl-after-finished, volcano-job-ttl, garbagecollector, namespace, retention, podgc,
     /// pvc-protection, pv-protection (aliases: ttl-after-finished-controller,
-    /// garbage-collector-controller, pod-garbage-collector-controller,
+    /// garbage-collector-controller, namespace-controller, pod-garbage-collector-controller,
     /// persistentvolumeclaim-protection-controller, persistentvolume-protection-controller). A
     /// controller whose resource the cluster does not serve is skipped (retention: the
-    /// kube-gc.io CRDs), and the garbage collector, retention, podgc and pv-protection under
-    /// --namespace (they need every namespace).
+    /// kube-gc.io CRDs), and the garbage collector, the namespace controller, retention, podgc
+    /// and pv-protection under --namespace (they need every namespace).
     #[arg(long, value_name = "NAMES", value_delimiter = ',', default_value = "*")]
     pub controllers: Vec<String>,
 
@@ -133,6 +133,21 @@ pub struct RunArgs {
     /// its workers start anyway (decisions needing an unsynced resource are deferred).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
     pub gc_initial_sync_timeout: Duration,
+
+    /// Namespaces the namespace controller deletes at once.
+    #[arg(long, value_name = "N", default_value_t = crate::controllers::namespace::DEFAULT_WORKERS)]
+    pub concurrent_namespace_syncs: usize,
+
+    /// How often the namespace controller looks again at every namespace being deleted, whatever
+    /// happened (it acts on events; this is a safety net; 0 disables it).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5m")]
+    pub namespace_sync_period: Duration,
+
+    /// The least time between a namespace's deletion and the removal of its kubernetes
+    /// finalizer (kube-controller-manager's fixed 5 s: an API server of an HA control plane that
+    /// has not seen the deletion yet could still admit a create). Content deletion starts at once.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5s")]
+    pub namespace_deletion_grace_period: Duration,
 
     #[command(flatten, next_help_heading = "Notifications")]
     pub notify: NotifyArgs,
@@ -221,6 +236,9 @@ impl RunArgs {
             gc_initial_sync_timeout: self.gc_initial_sync_timeout,
             terminated_pod_gc_threshold: self.terminated_pod_gc_threshold,
             notify: self.notify.options()?,
+            namespace_workers: self.concurrent_namespace_syncs,
+            namespace_sync_period: self.namespace_sync_period,
+            namespace_deletion_grace_period: self.namespace_deletion_grace_period,
             ..ManagerOptions::default()
         })
     }
@@ -627,7 +645,7 @@ mod tests {
             lease_of(&["--controllers=*,-garbagecollector", "--namespace=batch"]),
             lease(
                 "batch",
-                "kube-gc.ttl-after-finished.volcano-job-ttl.retention.podgc.pvc-protection.pv-protection"
+                "kube-gc.ttl-after-finished.volcano-job-ttl.namespace.retention.podgc.pvc-protection.pv-protection"
             )
         );
         assert_eq!(
@@ -655,6 +673,9 @@ mod tests {
             "--gc-initial-sync-timeout=5s",
             "--notify-webhook-url=https://hooks.slack.com/services/T/B/x",
             "--notify-interval=5m",
+            "--concurrent-namespace-syncs=3",
+            "--namespace-sync-period=0s",
+            "--namespace-deletion-grace-period=2s",
         ]);
         let options = args.manager_options().unwrap();
         assert_eq!(
@@ -678,6 +699,14 @@ mod tests {
                 options.gc_initial_sync_timeout
             ),
             (4, Duration::from_secs(60), Duration::from_secs(5))
+        );
+        assert_eq!(
+            (
+                options.namespace_workers,
+                options.namespace_sync_period,
+                options.namespace_deletion_grace_period
+            ),
+            (3, Duration::ZERO, Duration::from_secs(2))
         );
     }
 

@@ -15,7 +15,8 @@
 //! - Writes: [`create`](Api::create), [`replace`](Api::replace) (PUT; a stale
 //!   `metadata.resourceVersion` is a 409), [`patch`](Api::patch) (merge, JSON or strategic),
 //!   [`delete`](Api::delete) (answers [`DeleteResponse`]: the object if it lingers, a Status if
-//!   it is gone), and the `status` subresource.
+//!   it is gone), [`delete_collection`](Api::delete_collection), the `status` subresource and
+//!   other subresources written whole ([`replace_subresource`](Api::replace_subresource)).
 //! - An Api with no namespace on a namespaced resource lists and watches all namespaces; a
 //!   request naming one object needs a namespace and uses the handle's, so reach single objects
 //!   through [`Api::namespaced`] or [`Api::within`].
@@ -281,6 +282,19 @@ impl<K: DeserializeOwned> Api<K> {
         read_list(response.bytes_stream()).await
     }
 
+    /// LIST exactly one page, metadata only. With `limit=1` and no `resourceVersion` it is the
+    /// cheapest proof, read from etcd, of whether anything matches (exchange 151).
+    pub async fn list_metadata_page(
+        &self,
+        params: &ListParams,
+    ) -> Result<List<PartialObjectMetadata>, Error> {
+        let request = ApiRequest::get(self.collection_url())
+            .with_query(&params.query())
+            .with_accept(ACCEPT_PARTIAL_OBJECT_METADATA_LIST);
+        let response = self.client.send(&request).await?;
+        read_list(response.bytes_stream()).await
+    }
+
     /// A pager reading the list one page at a time.
     pub fn pager(&self, params: ListParams) -> Pager<K> {
         Pager::new(
@@ -374,6 +388,25 @@ impl<K: DeserializeOwned> Api<K> {
             .await
     }
 
+    /// DELETE a collection (`deletecollection`): every object the selectors of `params` match
+    /// (in the handle's namespace, or all), each deleted as a DELETE with `options` would be.
+    /// The answer lists them as metadata, as they were before their deletion, at the list's
+    /// resourceVersion (exchanges 147, 149): those that had finalizers other than the one
+    /// `options` removes are still there, marked. Preconditions in `options` would apply to
+    /// every object: use none.
+    pub async fn delete_collection(
+        &self,
+        params: &ListParams,
+        options: &DeleteOptions,
+    ) -> Result<List<PartialObjectMetadata>, Error> {
+        let request = ApiRequest::new(Method::DELETE, self.collection_url())
+            .with_query(&params.query())
+            .with_accept(ACCEPT_PARTIAL_OBJECT_METADATA_LIST)
+            .with_json(CONTENT_TYPE_JSON, options, "delete options")?;
+        let response = self.client.send(&request).await?;
+        read_list(response.bytes_stream()).await
+    }
+
     async fn delete_as(
         &self,
         name: &str,
@@ -411,6 +444,17 @@ impl<K: Serialize + DeserializeOwned> Api<K> {
         object: &K,
     ) -> Result<K, Error> {
         self.put_at(name, STATUS, params, object).await
+    }
+
+    /// PUT another subresource whose writes take the whole object (a namespace's `finalize`).
+    pub async fn replace_subresource(
+        &self,
+        name: &str,
+        subresource: &str,
+        params: &PostParams,
+        object: &K,
+    ) -> Result<K, Error> {
+        self.put_at(name, Some(subresource), params, object).await
     }
 
     async fn put_at(

@@ -14,6 +14,7 @@
 
 pub mod deleted;
 pub mod garbagecollector;
+pub mod namespace;
 pub mod pending;
 pub mod podgc;
 pub mod protection;

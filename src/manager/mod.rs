@@ -11,10 +11,10 @@
 //!   [`Readiness`] (every cache synced) from a health endpoint or anywhere else.
 //! - Controllers are plugged in by name with [`Manager::with_controller`]; [`Manager::new`]
 //!   registers the two TTL controllers, the ownerReference garbage collector
-//!   ([`GARBAGE_COLLECTOR`], always possible: it only needs discovery), the retention
-//!   controller ([`RETENTION`], when the `kube-gc.io` CRDs are installed), the pod garbage
-//!   collector ([`PODGC`]) and the PVC and PV protection controllers ([`PVC_PROTECTION`],
-//!   [`PV_PROTECTION`]). Leader election wraps
+//!   ([`GARBAGE_COLLECTOR`], always possible: it only needs discovery), the namespace
+//!   controller ([`NAMESPACE`]), the retention controller ([`RETENTION`], when the
+//!   `kube-gc.io` CRDs are installed), the pod garbage collector ([`PODGC`]) and the PVC and
+//!   PV protection controllers ([`PVC_PROTECTION`], [`PV_PROTECTION`]). Leader election wraps
 //!   [`ControllerSet::run`] without the manager knowing.
 //! - Every controller tells the process's deletion feed what it deletes and registers where
 //!   what it will delete is read ([`PendingCollector`]); unless it is a dry run, a
@@ -28,13 +28,15 @@
 //!
 //! ```text
 //! Manager::new(client, options)            ttl-after-finished, volcano-job-ttl, garbagecollector,
-//!                                          retention, podgc, pvc-protection, pv-protection
+//!                                          namespace, retention, podgc, pvc-protection,
+//!                                          pv-protection
 //!   .publish_to(&endpoints)                metrics, queues, debug pages
 //!   .start().await?                        discovery → enabled + served → ControllerSet
 //!   .run(shutdown).await?                  all controllers until cancelled, then drained
 //! ```
 
 mod garbage_collector;
+mod namespace;
 mod podgc;
 mod protection;
 mod retention;
@@ -50,7 +52,8 @@ pub use crate::controllers::podgc::DEFAULT_TERMINATED_POD_THRESHOLD;
 pub use crate::controllers::{Progress, ProgressProbe};
 pub use selection::{
     ControllerSelection, SelectionError, UnknownController, GARBAGE_COLLECTOR, KNOWN_CONTROLLERS,
-    PODGC, PVC_PROTECTION, PV_PROTECTION, RETENTION, TTL_AFTER_FINISHED, VOLCANO_JOB_TTL,
+    NAMESPACE, PODGC, PVC_PROTECTION, PV_PROTECTION, RETENTION, TTL_AFTER_FINISHED,
+    VOLCANO_JOB_TTL,
 };
 pub use set::{BoxError, ControllerFailed, ControllerSet, ManagedController, Readiness};
 
@@ -110,6 +113,14 @@ pub struct ManagerOptions {
     pub gc_initial_sync_timeout: Duration,
     /// `--concurrent-retention-syncs`: workers of the retention controller.
     pub retention_workers: usize,
+    /// `--concurrent-namespace-syncs`: namespaces deleted at once.
+    pub namespace_workers: usize,
+    /// `--namespace-sync-period`: how often every namespace being deleted is looked at again
+    /// whatever happened (zero: never).
+    pub namespace_sync_period: Duration,
+    /// `--namespace-deletion-grace-period`: the least time between a namespace's deletion and
+    /// its finalize.
+    pub namespace_deletion_grace_period: Duration,
     /// How often the retention controller recounts its policies' statuses (the demo, on a
     /// timescale of seconds, wants them sooner than a cluster does).
     pub retention_status_interval: Duration,
@@ -134,6 +145,9 @@ impl Default for ManagerOptions {
             gc_discovery_period: DEFAULT_GC_DISCOVERY_PERIOD,
             gc_initial_sync_timeout: DEFAULT_GC_INITIAL_SYNC_TIMEOUT,
             retention_workers: DEFAULT_RETENTION_WORKERS,
+            namespace_workers: crate::controllers::namespace::DEFAULT_WORKERS,
+            namespace_sync_period: crate::controllers::namespace::DEFAULT_SYNC_PERIOD,
+            namespace_deletion_grace_period: crate::controllers::namespace::DEFAULT_FINALIZE_DELAY,
             retention_status_interval: RetentionOptions::default().status_interval,
             terminated_pod_gc_threshold: DEFAULT_TERMINATED_POD_THRESHOLD,
             notify: NotifyOptions::default(),
@@ -244,6 +258,7 @@ impl Manager {
         .with_controller(TTL_AFTER_FINISHED, Box::new(init_ttl::<BatchJob>))
         .with_controller(VOLCANO_JOB_TTL, Box::new(init_ttl::<VolcanoJobs>))
         .with_controller(GARBAGE_COLLECTOR, Box::new(garbage_collector::init))
+        .with_controller(NAMESPACE, Box::new(namespace::init))
         .with_controller(RETENTION, Box::new(retention::init))
         .with_controller(PODGC, Box::new(podgc::init))
         .with_controller(PVC_PROTECTION, Box::new(protection::init_pvc))

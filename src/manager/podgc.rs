@@ -7,7 +7,8 @@
 //!   controller is skipped with the reason.
 //! - It reads and deletes through a client of its own (`pod-garbage-collector`, as
 //!   kube-controller-manager's), lists and watches through the shared informers, and publishes
-//!   its metrics (`pod_gc_collector_*`), its queue and its informers' reflector counters.
+//!   its metrics (`pod_gc_collector_*`), its queue and its informers' reflector counters, and
+//!   its caches for `/debug/explain`.
 
 use std::sync::Arc;
 
@@ -15,6 +16,7 @@ use super::{BoxError, ControllerContext, Init, ManagedController, PODGC};
 use crate::controllers::podgc::{
     node_resource, pod_resource, PodGcController, PodGcMetrics, PodGcOptions, COMPONENT,
 };
+use crate::explain::live::PodGcView;
 
 /// Builds the pod garbage collector, or says why it is skipped.
 pub(super) fn init(context: &ControllerContext<'_>) -> Result<Init, BoxError> {
@@ -47,6 +49,15 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<Init, BoxError> {
         .queue_metrics(context.queue_metrics.cloned())
         .feed(Arc::clone(context.feed))
         .build();
+    if let Some(explainer) = context.explainer {
+        explainer.register(Arc::new(PodGcView::new(
+            Arc::clone(controller.pods()),
+            Arc::clone(controller.nodes()),
+            Arc::clone(controller.quarantines()),
+            options.terminated_pod_gc_threshold,
+            controller.synced(),
+        )));
+    }
     if let Some(endpoints) = context.endpoints {
         endpoints
             .metrics

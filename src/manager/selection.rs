@@ -4,10 +4,11 @@
 //! Contract: the flag is a list of names. `*` enables every controller that is on by default
 //! (all of kube-gc's are); `name` enables one; `-name` disables one, and wins over `*` and over
 //! `name`. An empty list means `*`. Upstream's newer names (`ttl-after-finished-controller`,
-//! `garbage-collector-controller`) are accepted as aliases. An unknown name is an error, so a
-//! typo cannot silently disable a controller; so is a list that enables nothing (`-retention`
-//! alone, which in kcm's syntax runs nothing), with the list that was probably meant
-//! (`*,-retention`): a process that runs no controller would look healthy and do nothing.
+//! `garbage-collector-controller`, `namespace-controller`, …) are accepted as aliases. An
+//! unknown name is an error, so a typo cannot silently disable a controller; so is a list that
+//! enables nothing (`-retention` alone, which in kcm's syntax runs nothing), with the list that
+//! was probably meant (`*,-retention`): a process that runs no controller would look healthy
+//! and do nothing.
 
 use std::collections::BTreeSet;
 
@@ -19,6 +20,9 @@ pub const VOLCANO_JOB_TTL: &str = "volcano-job-ttl";
 pub const GARBAGE_COLLECTOR: &str = crate::controllers::garbagecollector::CONTROLLER;
 /// `retention`: retention policies (`RetentionPolicy`, `ClusterRetentionPolicy`).
 pub const RETENTION: &str = crate::controllers::retention::engine::CONTROLLER;
+/// `namespace`: namespace deletion (the content of deleted namespaces, then their finalizer).
+pub const NAMESPACE: &str = crate::controllers::namespace::CONTROLLER;
+
 /// `podgc`: the pod garbage collector.
 pub const PODGC: &str = crate::controllers::podgc::CONTROLLER;
 /// `pvc-protection`: releases PersistentVolumeClaims being deleted that no Pod uses.
@@ -27,10 +31,11 @@ pub const PVC_PROTECTION: &str = crate::controllers::protection::PVC_CONTROLLER;
 pub const PV_PROTECTION: &str = crate::controllers::protection::PV_CONTROLLER;
 
 /// Every controller kube-gc knows, in start order.
-pub const KNOWN_CONTROLLERS: [&str; 7] = [
+pub const KNOWN_CONTROLLERS: [&str; 8] = [
     TTL_AFTER_FINISHED,
     VOLCANO_JOB_TTL,
     GARBAGE_COLLECTOR,
+    NAMESPACE,
     RETENTION,
     PODGC,
     PVC_PROTECTION,
@@ -39,9 +44,10 @@ pub const KNOWN_CONTROLLERS: [&str; 7] = [
 
 /// Upstream's newer names (v1.28 registers these and keeps the short ones as aliases), and the
 /// name each stands for.
-const ALIASES: [(&str, &str); 5] = [
+const ALIASES: [(&str, &str); 6] = [
     ("ttl-after-finished-controller", TTL_AFTER_FINISHED),
     ("garbage-collector-controller", GARBAGE_COLLECTOR),
+    ("namespace-controller", NAMESPACE),
     ("pod-garbage-collector-controller", PODGC),
     (
         "persistentvolumeclaim-protection-controller",
@@ -209,6 +215,7 @@ mod tests {
             [
                 TTL_AFTER_FINISHED,
                 VOLCANO_JOB_TTL,
+                NAMESPACE,
                 RETENTION,
                 PV_PROTECTION
             ]
@@ -249,6 +256,7 @@ mod tests {
             [
                 TTL_AFTER_FINISHED,
                 VOLCANO_JOB_TTL,
+                NAMESPACE,
                 RETENTION,
                 PVC_PROTECTION,
                 PV_PROTECTION
@@ -261,6 +269,8 @@ mod tests {
             ]),
             [PVC_PROTECTION, PV_PROTECTION]
         );
+        assert_eq!(enabled(&["namespace-controller"]), [NAMESPACE]);
+        assert_eq!(enabled(&["namespace-controller"]), [NAMESPACE]);
     }
 
     #[test]

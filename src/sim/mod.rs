@@ -56,11 +56,11 @@
 //!   `{phase: Pending}` without the `qosClass` a real server computes; no schema validation
 //!   beyond names, ownerReferences, finalizers and kube-gc's own retention policies (checked
 //!   against their CRDs: [`validation::crd`]). Of the admission plugins, TaintNodesByCondition
-//!   (new Nodes are tainted `not-ready`) and StorageObjectInUseProtection (the
-//!   `kubernetes.io/pvc-protection` and `pv-protection` finalizers) are modelled
-//!   (`store::built_in`), no other.
-//! - No `deletecollection`, no server-side apply (`application/apply-patch+yaml` → 415), no
-//!   YAML (JSON instead); `as=Table` only for kube-gc's retention policies ([`table`]; other
+//!   (new Nodes are tainted `not-ready`), StorageObjectInUseProtection (the
+//!   `kubernetes.io/pvc-protection` and `pv-protection` finalizers) and NamespaceLifecycle
+//!   are modelled (`store::built_in`, `store::namespace`), no other.
+//! - No server-side apply (`application/apply-patch+yaml` → 415), no
+//!   YAML (JSON instead); `as=Table` only for kube-gc's retention policies and namespaces ([`table`]; other
 //!   resources answer the JSON clients offer as a fallback); `/openapi/v2` is an empty document
 //!   (enough for `kubectl create/apply -f`, which then skips its client-side validation) and
 //!   `/openapi/v3` a 404.
@@ -73,12 +73,17 @@
 //!   JSON whatever is asked (their errors are negotiated). Aggregated
 //!   discovery is served (`apidiscovery.k8s.io/v2beta1`, as v1.28; `v2` too, or alone, or
 //!   neither, as other releases: `SimConfig::aggregated_discovery`), but no group is ever
-//!   `Stale`: no aggregated API servers.
+//!   `Stale` unless a test makes it so ([`SimServer::set_stale`]): no aggregated API servers.
 //! - Pods are deleted gracefully as on a real server (a bound, running Pod is kept marked for
 //!   its grace period: exchanges 170–183), but no kubelet ever finishes that deletion: a Pod
 //!   stays marked until someone deletes it with `gracePeriodSeconds: 0`, as on an API server
-//!   whose nodes are gone. Namespaces are removed at once without deleting their contents, and
-//!   core/v1 and events.k8s.io/v1 Events are two separate stores.
+//!   whose nodes are gone. Core/v1 and events.k8s.io/v1 Events are two separate stores (a
+//!   `deletecollection` of one leaves the other's). Namespaces follow the real lifecycle
+//!   (`store::namespace`: a DELETE marks them `Terminating`, `/finalize` and the last finalizer
+//!   remove them, creates in them are refused), but nothing in the sim deletes their content or
+//!   finalizes them: as on a server without kube-controller-manager, that is kube-gc's
+//!   namespace controller's job.
+//! - `deletecollection` ignores `limit` and `continue` and honours preconditions per object.
 //! - Like the real server, watches are served from a watch cache per resource (sized by the
 //!   real rule, rebuilt by [`SimServer::restart`]) and exact reads and continue tokens from etcd's
 //!   history (compacted every 5 minutes by default); the LIST table is the real one
@@ -93,8 +98,8 @@
 //!   would serve it, and a changed definition is stored without changing how its resource is
 //!   served or validated ([`crds`]).
 //! - Authentication is the server's bearer token, a known user's token or any client certificate
-//!   signed by the server's CA; authorization only refuses the verbs a configuration denies a
-//!   user on a resource (`SimConfig::forbidding`), with the real server's 403.
+//!   signed by the server's CA; authorization only refuses the verbs a test denies a user on a
+//!   resource (`SimConfig::forbidding`, [`SimServer::deny`]), with the real server's 403.
 
 pub mod clock;
 pub mod config;

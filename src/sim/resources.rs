@@ -67,9 +67,16 @@ pub struct ResourceDef {
     pub graceful_deletion: bool,
 }
 
-/// Every verb the simulated server implements (it has no `deletecollection`).
-const ALL_VERBS: [&str; 7] = [
-    "create", "delete", "get", "list", "patch", "update", "watch",
+/// Every verb the simulated server implements.
+const ALL_VERBS: [&str; 8] = [
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
 ];
 
 impl ResourceDef {
@@ -105,6 +112,18 @@ impl ResourceDef {
     pub fn deleted_gracefully(mut self) -> Self {
         self.graceful_deletion = true;
         self
+    }
+
+    /// Discovery advertises these verbs instead of all of them; the server refuses a
+    /// `deletecollection` of a resource that does not list it.
+    pub fn with_verbs(mut self, verbs: &[&str]) -> Self {
+        self.verbs = verbs.iter().map(|v| v.to_string()).collect();
+        self
+    }
+
+    /// Whether discovery advertises `verb`.
+    pub fn supports(&self, verb: &str) -> bool {
+        self.verbs.iter().any(|v| v == verb)
     }
 
     /// Marks the resource cluster-scoped.
@@ -289,10 +308,14 @@ impl Default for Resources {
 /// only, and the CustomResourceDefinitions of the custom resources ([`crate::sim::crds`]).
 pub fn default_resources() -> Vec<ResourceDef> {
     vec![
+        // No `deletecollection` of namespaces on a real server (exchange 94).
         ResourceDef::new("", "v1", "namespaces", "Namespace")
             .returning_deleted_object()
             .cluster_scoped()
             .with_status()
+            .with_verbs(&[
+                "create", "delete", "get", "list", "patch", "update", "watch",
+            ])
             .with_short_names(&["ns"]),
         ResourceDef::new("", "v1", "pods", "Pod")
             .with_status()

@@ -3,7 +3,8 @@
 //! retention policies, whose columns are read from the CRDs in `deploy/crds/` — the ones a
 //! cluster installs — so `kubectl get crp` against `kube-gc sim` prints what it prints against a
 //! real cluster (exchange 231 of `fixtures/real-apiserver/`; 207 before the `Mode` and
-//! `WouldDelete` columns, 22 of `fixtures/retention/crd-validation/` before `Unknown`).
+//! `WouldDelete` columns, 22 of `fixtures/retention/crd-validation/` before `Unknown`); and
+//! namespaces, whose `Status` column says `Terminating` while one is deleted (exchange 129).
 //!
 //! Contract:
 //! - [`columns`] is `Some` only for those resources; every other resource is answered as before
@@ -42,6 +43,10 @@ pub struct PrinterColumn {
     pub description: Option<String>,
     /// Where the cell's value is.
     pub json_path: String,
+    /// A built-in `Age` column: typed `string`, its cell the age of the time at `json_path`
+    /// (a CRD's `date` column is typed `date`, its cell the same age).
+    #[serde(skip)]
+    pub age: bool,
 }
 
 #[derive(Deserialize)]
@@ -64,6 +69,9 @@ struct CrdVersion {
 
 /// The printer columns of `def`'s version, if this server serves `Table` for it.
 pub fn columns(def: &ResourceDef) -> Option<Vec<PrinterColumn>> {
+    if def.group.is_empty() && def.resource == "namespaces" {
+        return Some(namespace_columns());
+    }
     // The CRDs are part of this repository; one that does not parse fails the tests that read
     // it (`the_policies_columns_are_the_crds`), and the server then answers JSON.
     let crd: Crd = serde_saphyr::from_str(crate::sim::crds::shipped_definition(def)?).ok()?;
@@ -73,6 +81,29 @@ pub fn columns(def: &ResourceDef) -> Option<Vec<PrinterColumn>> {
         .find(|v| v.name == def.version)
         .map(|v| v.additional_printer_columns)
 }
+
+/// The built-in columns of a namespace (exchange 129).
+fn namespace_columns() -> Vec<PrinterColumn> {
+    vec![
+        PrinterColumn {
+            name: "Status".into(),
+            kind: "string".into(),
+            description: Some("The status of the namespace".into()),
+            json_path: ".status.phase".into(),
+            age: false,
+        },
+        PrinterColumn {
+            name: "Age".into(),
+            kind: "string".into(),
+            description: Some(CREATION_TIMESTAMP_DESCRIPTION.into()),
+            json_path: ".metadata.creationTimestamp".into(),
+            age: true,
+        },
+    ]
+}
+
+/// The `Age` column's definition, as the server writes it for built-in kinds.
+const CREATION_TIMESTAMP_DESCRIPTION: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
 
 /// Whether the client asks for a `Table` first (what `kubectl get` sends).
 pub fn asked_first(accept: Option<&str>) -> bool {
@@ -123,7 +154,12 @@ fn row(columns: &[PrinterColumn], object: &Value, now: DateTime<Utc>) -> Value {
         let value = at_path(object, &column.json_path)
             .cloned()
             .unwrap_or(Value::Null);
-        cells.push(match (column.kind.as_str(), &value) {
+        let kind = if column.age {
+            "date"
+        } else {
+            column.kind.as_str()
+        };
+        cells.push(match (kind, &value) {
             ("date", Value::String(text)) => match DateTime::parse_from_rfc3339(text) {
                 Ok(at) => Value::from(human_duration(now - at.with_timezone(&Utc))),
                 Err(_) => Value::Null,
@@ -224,6 +260,30 @@ pub fn human_duration(age: chrono::Duration) -> String {
 mod tests {
     use super::*;
     use chrono::Duration;
+
+    #[test]
+    fn a_namespace_table_has_the_real_servers_columns_and_cells() {
+        let real = crate::test_fixtures::exchange("129-")["response"]["body"].clone();
+        let namespaces = ResourceDef::new("", "v1", "namespaces", "Namespace").cluster_scoped();
+        let columns = columns(&namespaces).unwrap();
+        let object = real["rows"][0]["object"].clone();
+        let created = DateTime::parse_from_rfc3339("2026-11-26T17:38:37Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let mut namespace = json!({"metadata": object["metadata"], "status": {"phase": "Active"}});
+        namespace["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("managedFields");
+        let answer = table(
+            &columns,
+            &[namespace],
+            real["metadata"].clone(),
+            created + Duration::minutes(364),
+        );
+        assert_eq!(answer["columnDefinitions"], real["columnDefinitions"]);
+        assert_eq!(answer["rows"][0]["cells"], real["rows"][0]["cells"]);
+    }
 
     #[test]
     fn ages_read_as_kubectl_prints_them() {

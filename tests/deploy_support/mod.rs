@@ -175,9 +175,14 @@ impl Request {
         };
         let (group, mut parts) = (rest.0, rest.1);
         let mut namespace = None;
-        if parts.len() >= 3 && parts[0] == "namespaces" {
+        // `namespaces/{name}/status` and `/finalize` are a namespace's own subresources, the
+        // authorizer's only exceptions to `namespaces/{namespace}/{resource}` (upstream's
+        // `namespaceSubresources`).
+        if parts.len() >= 2 && parts[0] == "namespaces" {
             namespace = Some(parts[1].to_owned());
-            parts = &parts[2..];
+            if parts.len() >= 3 && !["status", "finalize"].contains(&parts[2]) {
+                parts = &parts[2..];
+            }
         }
         let resource = match parts {
             [resource, _, sub] => format!("{resource}/{sub}"),

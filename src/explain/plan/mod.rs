@@ -1,6 +1,9 @@
 //! `kube-gc plan`: what kube-gc would delete, and when, from one read of the cluster — every
-//! TTL (the two TTL controllers, every retention policy), every history limit, and every object
-//! whose owners are all gone (the garbage collector) — as a table sorted by time, with totals
+//! TTL (the two TTL controllers, every retention policy), every history limit, every object
+//! whose owners are all gone (the garbage collector), the namespaces finalized and the content
+//! of those being deleted (the namespace controller), the Pods force-deleted (the pod garbage
+//! collector) and the claims and volumes released (the protection controllers) — as a table
+//! sorted by time, with totals
 //! per namespace and kind and a chart of the deletions to come (a screenful of buckets, the
 //! bucket scaled to the window). Each object is listed once, at its earliest deletion.
 //!
@@ -18,7 +21,9 @@
 
 mod chart;
 mod earliest;
+mod namespaces;
 mod rows;
+mod storage;
 mod text;
 
 use std::collections::BTreeMap;
@@ -34,11 +39,14 @@ use crate::sim::selectors::LabelSelector;
 use super::controllers::{Assumed, COVERED};
 use super::decide::rfc3339;
 use super::gather::{every_version, GatherError};
+use super::Settings;
 
 pub use self::chart::Chart;
 pub use self::earliest::Also;
 use self::earliest::{earliest_per_object, Earliest};
+pub(crate) use self::namespaces::namespace_rows;
 pub(crate) use self::rows::{orphan_rows, retention_rows, ttl_rows, Findings, PlanContext};
+pub(crate) use self::storage::{claim_rows, pod_rows, volume_rows};
 
 pub use self::text::text;
 
@@ -53,6 +61,8 @@ pub struct PlanOptions {
     pub selector: Option<String>,
     /// The controllers kube-gc runs (`run`'s `--controllers`): only theirs are planned.
     pub controllers: ControllerSelection,
+    /// What `run`'s flags set that the decisions read.
+    pub settings: Settings,
 }
 
 /// One object's deletion to come: the earliest any controller would make.

@@ -1,13 +1,16 @@
 //! Authorization of resource requests, reduced to what tests of a refused controller need: a
-//! user known by a bearer token ([`SimConfig::with_user`]) may be denied verbs on a resource
-//! ([`SimConfig::forbidding`]); everything else is allowed.
+//! user may be denied verbs on a resource ([`SimConfig::forbidding`], or at run time
+//! [`SimServer::deny`](crate::sim::SimServer::deny)); everything else is allowed.
 //!
 //! Contract:
 //! - Who asks: the [`SimUser`] whose token the request carries; the server's own token, a
-//!   client certificate, or no token on a server that requires none is `admin` of
-//!   `system:masters`, which a real server never refuses, and nothing here refuses either.
+//!   client certificate, or no token on a server that requires none is [`ADMIN`] of
+//!   `system:masters`, which a real server never refuses; here it is refused only what a test
+//!   denies it with [`SimServer::deny`](crate::sim::SimServer::deny), standing for a kube-gc
+//!   whose role lacks a rule.
 //! - What is asked: the request's verb as RBAC names it (`get`, `list`, `watch`, `create`,
-//!   `update`, `patch`, `delete`) on the resource, `<plural>/<subresource>` for a subresource.
+//!   `update`, `patch`, `delete`, `deletecollection`) on the resource,
+//!   `<plural>/<subresource>` for a subresource.
 //! - [`SimServer::grant`](crate::sim::SimServer::grant) lifts a user's denials on a resource
 //!   while the server runs, as binding a role that grants them would.
 //! - A denied request is answered before it reaches the store, with the 403 `Forbidden`
@@ -28,6 +31,9 @@ use super::route::Target;
 use super::{Context, Incoming};
 use crate::sim::faults::Verb;
 use crate::sim::status;
+
+/// The user of the server's own token and of client certificates (exchange 86).
+pub const ADMIN: &str = "admin";
 
 /// Verbs on one resource that one user is not granted.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,15 +63,15 @@ pub fn refusal(
     target: &Target,
     verb: Verb,
 ) -> Option<Response<Body>> {
-    let user = user_of(ctx, incoming)?;
-    let verb = rbac_verb(verb)?;
+    let user = user_of(ctx, incoming).map_or(ADMIN, |user| user.username.as_str());
+    let verb = rbac_verb(verb, target.name.is_some())?;
     let def = ctx.store.resources().def(target.resource);
     let resource = match &target.subresource {
         Some(sub) => format!("{}/{sub}", def.resource),
         None => def.resource.clone(),
     };
     let denied = ctx.denials.read().iter().any(|d| {
-        d.user == user.username
+        d.user == user
             && d.group == def.group
             && d.resource == resource
             && d.verbs.iter().any(|v| v == verb)
@@ -77,15 +83,16 @@ pub fn refusal(
         &def.group_resource(),
         target.subresource.as_deref(),
         target.name.as_deref().unwrap_or_default(),
-        &user.username,
+        user,
         verb,
         target.namespace.as_deref(),
     );
     Some(response::status(refused))
 }
 
-/// RBAC's name of a request's verb; `None` for discovery, which RBAC grants by path.
-fn rbac_verb(verb: Verb) -> Option<&'static str> {
+/// RBAC's name of a request's verb (a DELETE without a name is a `deletecollection`); `None`
+/// for discovery, which RBAC grants by path.
+fn rbac_verb(verb: Verb, named: bool) -> Option<&'static str> {
     Some(match verb {
         Verb::Get => "get",
         Verb::List => "list",
@@ -93,7 +100,8 @@ fn rbac_verb(verb: Verb) -> Option<&'static str> {
         Verb::Create => "create",
         Verb::Update => "update",
         Verb::Patch => "patch",
-        Verb::Delete => "delete",
+        Verb::Delete if named => "delete",
+        Verb::Delete => "deletecollection",
         Verb::Discovery => return None,
     })
 }

@@ -125,6 +125,7 @@ pub fn respond(
     server_address: &str,
     accept: Option<&str>,
     served: AggregatedDiscovery,
+    stale: &super::stale::StaleGroups,
 ) -> Response<Body> {
     let root = matches!(which, Discovery::CoreVersions | Discovery::Groups);
     let form = if root {
@@ -139,7 +140,9 @@ pub fn respond(
         RootForm::NotAcceptable => response::status(status::not_acceptable()),
         RootForm::Aggregated(version) => {
             let core = matches!(which, Discovery::CoreVersions);
-            let mut answer = response::json(StatusCode::OK, &aggregated(resources, core, version));
+            let mut document = aggregated(resources, core, version);
+            stale.mark_stale(&mut document);
+            let mut answer = response::json(StatusCode::OK, &document);
             let headers = answer.headers_mut();
             headers.insert(
                 CONTENT_TYPE,
@@ -212,12 +215,21 @@ fn aggregated_resource(def: &ResourceDef) -> Value {
     if !def.categories.is_empty() {
         entry.insert("categories".into(), json!(def.categories));
     }
-    if def.has_status {
-        entry.insert(
-            "subresources".into(),
-            json!([{"subresource": "status", "responseKind": response_kind,
-                "verbs": ["get", "patch", "update"]}]),
+    let mut subresources = Vec::new();
+    if is_namespaces(def) {
+        subresources.push(
+            json!({"subresource": "finalize", "responseKind": response_kind,
+            "verbs": ["update"]}),
         );
+    }
+    if def.has_status {
+        subresources.push(
+            json!({"subresource": "status", "responseKind": response_kind,
+            "verbs": ["get", "patch", "update"]}),
+        );
+    }
+    if !subresources.is_empty() {
+        entry.insert("subresources".into(), Value::Array(subresources));
     }
     Value::Object(entry)
 }
@@ -306,10 +318,24 @@ fn defs_of<'r>(resources: &'r Resources, group: &str, version: &str) -> Vec<&'r 
     defs
 }
 
+/// Namespaces have a `finalize` subresource (exchanges 03, 94).
+fn is_namespaces(def: &ResourceDef) -> bool {
+    crate::sim::store::namespace::is_namespaces(def)
+}
+
 fn resource_list(resources: &Resources, group: &str, version: &str) -> Vec<Value> {
     let mut entries = Vec::new();
     for def in defs_of(resources, group, version) {
         entries.push(resource_entry(def));
+        if is_namespaces(def) {
+            entries.push(json!({
+                "name": format!("{}/finalize", def.resource),
+                "singularName": "",
+                "namespaced": def.namespaced,
+                "kind": def.kind,
+                "verbs": ["update"],
+            }));
+        }
         if def.has_status {
             entries.push(json!({
                 "name": format!("{}/status", def.resource),
@@ -489,8 +515,6 @@ mod tests {
                 .cloned()
                 .unwrap();
             let mut verbs: Vec<String> = serde_json::from_value(jobs["verbs"].take()).unwrap();
-            // The simulated server has no `deletecollection`, and does not list what it lacks.
-            verbs.retain(|v| v != "deletecollection");
             verbs.sort();
             jobs["verbs"] = json!(verbs);
             (jobs, batch["versions"][0]["freshness"].clone())

@@ -91,6 +91,15 @@ pub fn store_error_status(error: &StoreError, resources: &Resources) -> (StatusC
             let gk = GroupKind::new(def.group.clone(), def.kind.clone());
             status::invalid(&gk, name, errors)
         }
+        StoreError::NamespaceTerminating {
+            resource,
+            name,
+            namespace,
+        } => status::namespace_terminating(
+            &resources.def(*resource).group_resource(),
+            name,
+            namespace,
+        ),
         StoreError::BadRequest(message) => status::bad_request(message),
         StoreError::FutureRevision => status::etcd_future_revision(),
         StoreError::ListTooOld => {

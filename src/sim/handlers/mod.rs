@@ -22,6 +22,7 @@ pub mod read;
 pub mod response;
 pub mod reviews;
 pub mod route;
+pub mod stale;
 pub mod watch;
 mod watch_line;
 pub mod write;
@@ -83,6 +84,8 @@ pub struct Context {
     /// Verbs on resources users are not granted ([`authorize`]); granted at run time by
     /// [`SimServer::grant`](crate::sim::SimServer::grant).
     pub denials: parking_lot::RwLock<Vec<authorize::ResourceDenial>>,
+    /// Aggregated group versions whose server does not answer ([`stale`]).
+    pub stale: stale::StaleGroups,
 }
 
 impl Context {
@@ -303,15 +306,24 @@ async fn respond(
             if incoming.method != Method::GET {
                 return response::status(status::not_found_path());
             }
+            if let route::Discovery::GroupResources(group, version) = which {
+                if ctx.stale.is_stale(group, version) {
+                    return stale::service_unavailable();
+                }
+            }
             discovery::respond(
                 which,
                 &served_resources(ctx),
                 &ctx.server_address,
                 incoming.header(ACCEPT),
                 ctx.aggregated_discovery,
+                &ctx.stale,
             )
         }
         Route::Resource(target) => {
+            if let Some(unavailable) = ctx.stale.refusal(ctx.store.resources(), target) {
+                return unavailable;
+            }
             if let Some(refused) = authorize::refusal(ctx, incoming, target, verb) {
                 return refused;
             }
@@ -336,6 +348,10 @@ async fn dispatch(
             action,
         )))
     };
+    // A namespace's `finalize` subresource is written with PUT only.
+    if target.subresource.as_deref() == Some("finalize") && incoming.method != Method::PUT {
+        return unsupported(incoming.method.as_str());
+    }
     match (&incoming.method, &target.name) {
         (&Method::GET, Some(_)) => read::get(ctx, incoming, target),
         (&Method::GET, None) if incoming.is_watch() => watch::watch(ctx, incoming, target),
@@ -348,6 +364,9 @@ async fn dispatch(
         (&Method::PUT, Some(_)) => write::update(ctx, incoming, target),
         (&Method::PATCH, Some(_)) => write::patch(ctx, incoming, target),
         (&Method::DELETE, Some(_)) => write::delete(ctx, incoming, target),
+        (&Method::DELETE, None) if def.supports("deletecollection") => {
+            write::delete_collection(ctx, incoming, target)
+        }
         (&Method::DELETE, None) => unsupported("deletecollection"),
         (&Method::POST, Some(_)) => unsupported("create"),
         _ => unsupported(incoming.method.as_str()),

@@ -140,8 +140,13 @@ fn target(
     let (name, subresource) = match tail {
         [] => (None, None),
         [name] => (Some(*name), None),
-        // `status` is the only subresource served, and only where the resource has one.
+        // `status` where the resource has one, and a namespace's `finalize`.
         [name, "status"] if resources.def(resource).has_status => (Some(*name), Some("status")),
+        [name, "finalize"]
+            if crate::sim::store::namespace::is_namespaces(resources.def(resource)) =>
+        {
+            (Some(*name), Some("finalize"))
+        }
         _ => return Route::NotFound,
     };
     Route::Resource(Target {

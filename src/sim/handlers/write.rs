@@ -4,7 +4,8 @@
 //! supported media types, DeleteOptions from the body and/or query) and hands it to the store,
 //! answering as the real server does: 201 with the object on create, 200 with the object on
 //! update/patch, and on delete either a `Status` Success (the object is gone, exchange 29) or the
-//! object still marked for deletion (exchanges 25, 30, 32). Strategic merge patch is refused for
+//! object still marked for deletion (exchanges 25, 30, 32); a DELETE of a collection
+//! (`deletecollection`) deletes each object it matches and answers them as a list. Strategic merge patch is refused for
 //! custom resources (415, exchange 49) and server-side apply (`application/apply-patch+yaml`) is
 //! not implemented (415). Every handler honours `dryRun=All`. Creating and deleting a
 //! CustomResourceDefinition also serves and unserves its resource ([`crds`]).
@@ -144,9 +145,45 @@ pub fn delete(
     Ok(response)
 }
 
+/// DELETE of a collection (`deletecollection`): every object the namespace and the label and
+/// field selectors match, deleted as its own DELETE would be; the answer is the list of them
+/// as they were before, at the list's resourceVersion, `items: null` when there were none
+/// (exchanges 147, 149, 150).
+pub fn delete_collection(
+    ctx: &Context,
+    incoming: &Incoming,
+    target: &Target,
+) -> Result<Response<Body>, HandlerError> {
+    let def = ctx.store.resources().def(target.resource);
+    let options = delete_options(incoming)?;
+    let filter = super::read::request_filter(incoming, target, def)?;
+    let deleted = ctx
+        .store
+        .delete_collection(target.resource, &filter, &options)?;
+    let representation = Representation::from_accept(incoming.header(ACCEPT));
+    let page = crate::sim::store::ListPage {
+        items: deleted.items,
+        resource_version: deleted.resource_version,
+        continue_token: None,
+        remaining_item_count: None,
+    };
+    let mut document = serde_json::to_value(response::ListDocument {
+        def,
+        page: &page,
+        representation,
+    })
+    .map_err(|e| HandlerError::Status(status::internal_error(&e.to_string())))?;
+    if page.items.is_empty() {
+        // Upstream builds the answer by appending to a nil slice.
+        document["items"] = Value::Null;
+    }
+    Ok(response::json(StatusCode::OK, &document))
+}
+
 fn update_target(target: &Target) -> UpdateTarget {
     match target.subresource.as_deref() {
         Some("status") => UpdateTarget::Status,
+        Some("finalize") => UpdateTarget::Finalize,
         _ => UpdateTarget::Main,
     }
 }

@@ -12,6 +12,7 @@ use serde_json::Value;
 use super::{SimError, SimServer};
 use crate::sim::crds;
 use crate::sim::filter::ObjectFilter;
+use crate::sim::handlers::authorize::{ResourceDenial, ADMIN};
 use crate::sim::history::Change;
 use crate::sim::object;
 use crate::sim::resources::{Gvr, ResourceId};
@@ -61,6 +62,17 @@ impl SimServer {
         self.write(gvr, obj, UpdateTarget::Status)
     }
 
+    /// Replaces a namespace's `spec.finalizers` and metadata (like `PUT …/finalize`, conditional
+    /// on `metadata.resourceVersion` and `metadata.uid` when set): the namespace leaves when it
+    /// was being deleted and no finalizer of either kind is left.
+    pub fn finalize_namespace(&self, obj: Value) -> Result<Value, SimError> {
+        self.write(
+            &Gvr::new("", "v1", "namespaces"),
+            obj,
+            UpdateTarget::Finalize,
+        )
+    }
+
     fn write(&self, gvr: &Gvr, obj: Value, target: UpdateTarget) -> Result<Value, SimError> {
         let resource = self.resource(gvr)?;
         let name = object::name(&obj).ok_or(SimError::MissingName)?.to_string();
@@ -82,6 +94,24 @@ impl SimServer {
     ) -> Result<DeleteOutcome, SimError> {
         let resource = self.resource(gvr)?;
         Ok(self.ctx.store.delete(resource, namespace, name, options)?)
+    }
+
+    /// Deletes every object of a resource in `namespace` (all of them with `None`), each as a
+    /// DELETE with `options` would, as a `deletecollection` request does; returns them as they
+    /// were before.
+    pub fn delete_collection(
+        &self,
+        gvr: &Gvr,
+        namespace: Option<&str>,
+        options: &DeleteOptions,
+    ) -> Result<Vec<Value>, SimError> {
+        let resource = self.resource(gvr)?;
+        let filter = ObjectFilter::namespace(namespace);
+        let deleted = self
+            .ctx
+            .store
+            .delete_collection(resource, &filter, options)?;
+        Ok(deleted.items.iter().map(|o| (**o).clone()).collect())
     }
 
     /// Stops serving a declared resource, as before its CustomResourceDefinition exists: it
@@ -123,6 +153,43 @@ impl SimServer {
             .denials
             .write()
             .retain(|d| !(d.user == user && d.group == group && d.resource == resource));
+    }
+
+    /// Refuses the server's own user ([`ADMIN`](crate::sim::handlers::authorize::ADMIN)) `verb`
+    /// (RBAC's: `list`, `delete`, `deletecollection`…) on a resource with the authorization
+    /// filter's 403, as a role lacking the rule would, until [`SimServer::allow`].
+    pub fn deny(&self, verb: &str, gvr: &Gvr) -> Result<(), SimError> {
+        let resource = self.resource(gvr)?;
+        let def = self.ctx.store.resources().def(resource);
+        self.ctx.denials.write().push(ResourceDenial {
+            user: ADMIN.to_owned(),
+            group: def.group.clone(),
+            resource: def.resource.clone(),
+            verbs: vec![verb.to_owned()],
+        });
+        Ok(())
+    }
+
+    /// Allows what [`SimServer::deny`] refused.
+    pub fn allow(&self, verb: &str, gvr: &Gvr) -> Result<(), SimError> {
+        let resource = self.resource(gvr)?;
+        let def = self.ctx.store.resources().def(resource);
+        let mut denials = self.ctx.denials.write();
+        for denial in denials.iter_mut() {
+            if denial.user == ADMIN && denial.group == def.group && denial.resource == def.resource
+            {
+                denial.verbs.retain(|v| v != verb);
+            }
+        }
+        denials.retain(|d| !d.verbs.is_empty());
+        Ok(())
+    }
+
+    /// Makes `group/version` stale, as an aggregated API whose server does not answer
+    /// (exchanges 98, 99): aggregated discovery lists it `Stale` with no resources, its own
+    /// document and its resources answer 503. `false` makes it answer again.
+    pub fn set_stale(&self, group: &str, version: &str, stale: bool) {
+        self.ctx.stale.set_stale(group, version, stale);
     }
 
     /// The current resourceVersion.

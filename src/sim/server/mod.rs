@@ -129,6 +129,7 @@ impl SimServer {
             aggregated_discovery: config.aggregated_discovery,
             server_address: addr.to_string(),
             unserved: Default::default(),
+            stale: Default::default(),
             etcd: Default::default(),
             request_timeout: config.request_timeout,
             users: config.users.clone(),

@@ -150,6 +150,33 @@ pub fn forbidden(
     (code, body)
 }
 
+/// 403 `Forbidden` as the `NamespaceLifecycle` admission plugin refuses a create in a namespace
+/// being deleted: `configmaps "x" is forbidden: unable to create new content in namespace ns
+/// because it is being terminated`, with one cause `NamespaceTerminating` on
+/// `metadata.namespace` (exchange 143).
+pub fn namespace_terminating(
+    gr: &GroupResource,
+    name: &str,
+    namespace: &str,
+) -> (StatusCode, Value) {
+    let code = StatusCode::FORBIDDEN;
+    let message = format!(
+        "{gr} {} is forbidden: unable to create new content in namespace {namespace} because it is being terminated",
+        quote(name)
+    );
+    let mut details = details(&gr.group, &gr.resource, name);
+    details.insert(
+        "causes".to_owned(),
+        json!([{
+            "reason": "NamespaceTerminating",
+            "message": format!("namespace {namespace} is being terminated"),
+            "field": "metadata.namespace",
+        }]),
+    );
+    let body = failure(code, "Forbidden", &message, Some(Value::Object(details)));
+    (code, body)
+}
+
 /// 409 `AlreadyExists`: `jobs.batch "pi" already exists` (exchange 10).
 pub fn already_exists(gr: &GroupResource, name: &str) -> (StatusCode, Value) {
     let code = StatusCode::CONFLICT;

@@ -21,12 +21,17 @@
 //!   is already being deleted returns it, switching orphan ↔ foreground finalizers when the
 //!   new request asks for that.
 //! - The simulated server never deletes dependents itself: that is kube-gc's job.
+//! - A `deletecollection` ([`Store::delete_collection`]) lists what its filter matches, then
+//!   deletes each object as one DELETE with the same options would; it answers the objects as
+//!   they were listed — before their deletion — at the list's resourceVersion (exchanges 147,
+//!   149, 150). Objects a finalizer holds stay, marked; an object gone meanwhile is skipped.
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use super::graceful::{self, Grace};
+use super::namespace;
 use super::{Removal, Store, StoreError, Write};
 use crate::sim::clock::format_time;
 use crate::sim::object;
@@ -180,10 +185,51 @@ impl Store {
     }
 }
 
+/// What a `deletecollection` answers: the objects it deleted (or marked), as they were listed.
+#[derive(Debug, Clone)]
+pub struct DeletedCollection {
+    /// The resourceVersion the objects were listed at.
+    pub resource_version: u64,
+    /// The objects, in key order, as listed (before their deletion).
+    pub items: Vec<Arc<Value>>,
+}
+
+impl Store {
+    /// Deletes every object of `resource` that `filter` matches, each as [`Store::delete`]
+    /// would with `options` (see the module documentation).
+    pub fn delete_collection(
+        &self,
+        resource: ResourceId,
+        filter: &crate::sim::filter::ObjectFilter,
+        options: &DeleteOptions,
+    ) -> Result<DeletedCollection, StoreError> {
+        let (resource_version, items): (u64, Vec<Arc<Value>>) = {
+            let state = self.state.lock();
+            let items = state.objects[resource.0]
+                .values()
+                .filter(|obj| filter.matches(obj))
+                .cloned()
+                .collect();
+            (state.rv, items)
+        };
+        for item in &items {
+            let name = object::name(item).unwrap_or_default();
+            match self.delete(resource, object::namespace(item), name, options) {
+                Ok(_) | Err(StoreError::NotFound { .. }) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(DeletedCollection {
+            resource_version,
+            items,
+        })
+    }
+}
+
 /// What a delete request writes, decided outside the store's lock: the copies some make of a
 /// large object take tens of microseconds, and every request would wait for them.
 #[derive(Debug)]
-enum Deletion {
+pub(super) enum Deletion {
     /// Nothing to write: the object is already marked exactly so, or its graceful deletion is
     /// pending and the request does not shorten it.
     Unchanged,
@@ -200,13 +246,17 @@ enum Deletion {
     WriteThenRemove(Value),
 }
 
-/// What deleting `existing` writes (see the module documentation and [`Deletion`]).
+/// What deleting `existing` writes (see the module documentation and [`Deletion`]); a
+/// namespace has rules of its own ([`namespace`]).
 fn deletion(
     def: &ResourceDef,
     existing: &Value,
     options: &DeleteOptions,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Deletion {
+    if namespace::is_namespaces(def) {
+        return namespace::deletion(def, existing, options, now);
+    }
     if def.graceful_deletion {
         match graceful::plan(existing, options.grace_period_seconds, now) {
             // The real server changes nothing, finalizers included, while a grace period runs.
@@ -313,7 +363,7 @@ fn check_delete_preconditions(
 
 /// The object's finalizers once the delete request's propagation policy is applied: other
 /// finalizers are kept in order, then `orphan` or `foregroundDeletion` is appended if wanted.
-fn finalizers_after_delete(
+pub(super) fn finalizers_after_delete(
     def: &ResourceDef,
     existing: &Value,
     options: &DeleteOptions,

@@ -62,6 +62,17 @@ pub enum StoreError {
         /// The stored value.
         actual: String,
     },
+    /// A create in a namespace being deleted, which the `NamespaceLifecycle` admission plugin
+    /// refuses (403, exchange 143).
+    #[error("{name} cannot be created: namespace {namespace} is being terminated")]
+    NamespaceTerminating {
+        /// The object's resource.
+        resource: ResourceId,
+        /// The object's name.
+        name: String,
+        /// The namespace being deleted.
+        namespace: String,
+    },
     /// The object failed validation (422).
     #[error("{name} is invalid")]
     Invalid {

@@ -13,14 +13,16 @@
 //! resourceVersion, generation, finalizers, deletion).
 //!
 //! The write paths live in `write.rs` (create/update/patch, with the rules on server-owned
-//! fields in `server_fields.rs` and those of a few built-in types in `built_in.rs`) and
-//! `delete.rs` (with Pods' grace periods in `graceful.rs`); reads in `list.rs`.
+//! fields in `server_fields.rs` and those of a few built-in types in `built_in.rs`),
+//! `delete.rs` (one object, or a collection; Pods' grace periods in `graceful.rs`) and
+//! `namespace.rs` (a namespace's own lifecycle); reads in `list.rs`.
 
 mod built_in;
 mod delete;
 mod error;
 mod graceful;
 mod list;
+pub mod namespace;
 mod server_fields;
 pub mod watch_cache;
 mod watchers;
@@ -34,7 +36,7 @@ use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 
-pub use delete::{DeleteOptions, DeleteOutcome, Propagation};
+pub use delete::{DeleteOptions, DeleteOutcome, DeletedCollection, Propagation};
 pub use error::StoreError;
 pub use list::{ListOptions, ListPage, ListSource};
 pub use watch_cache::{Sizing as WatchCacheSizing, WatchCache};

@@ -37,7 +37,6 @@ pub fn prepare_new_object(
     }
     obj["kind"] = Value::from(def.kind.clone());
     obj["apiVersion"] = Value::from(def.api_version());
-    drop_empty_metadata(obj);
     let metadata = object::meta_mut(obj);
     for field in [
         "uid",
@@ -68,26 +67,11 @@ pub fn prepare_new_object(
             obj["status"] = Value::Object(Map::new());
         }
     }
-    if def.group.is_empty() && def.resource == "namespaces" {
+    if is_namespaces(def) {
         prepare_namespace(obj);
     }
     super::built_in::prepare_created(def, obj);
-}
-
-/// Metadata lists and maps the real server omits when empty (Go's `omitempty`): a patch that
-/// removes the last finalizer leaves no `finalizers: []` behind (exchanges 182, 190).
-fn drop_empty_metadata(obj: &mut Value) {
-    let metadata = object::meta_mut(obj);
-    for field in ["finalizers", "ownerReferences", "labels", "annotations"] {
-        let empty = match metadata.get(field) {
-            Some(Value::Array(items)) => items.is_empty(),
-            Some(Value::Object(map)) => map.is_empty(),
-            _ => false,
-        };
-        if empty {
-            metadata.remove(field);
-        }
-    }
+    drop_empty_lists(obj, def);
 }
 
 /// Namespaces get the name label, the `kubernetes` finalizer in spec and phase Active.
@@ -104,6 +88,60 @@ fn prepare_namespace(obj: &mut Value) {
         obj["spec"] = serde_json::json!({"finalizers": ["kubernetes"]});
     }
     obj["status"] = serde_json::json!({"phase": "Active"});
+}
+
+/// Lists and maps the real server omits when empty (Go's `omitempty`), whether a client sent
+/// them empty or null or a write emptied them: `metadata`'s `finalizers`, `ownerReferences`,
+/// `labels` and `annotations` (a patch removing the last finalizer leaves no `finalizers: []`
+/// behind, exchanges 182, 190), and a namespace's `spec.finalizers` (exchanges 155, 162).
+fn drop_empty_lists(obj: &mut Value, def: &ResourceDef) {
+    fn drop_if_empty(map: &mut Map<String, Value>, field: &str) {
+        let empty = match map.get(field) {
+            Some(Value::Null) => true,
+            Some(Value::Array(items)) => items.is_empty(),
+            Some(Value::Object(entries)) => entries.is_empty(),
+            _ => false,
+        };
+        if empty {
+            map.remove(field);
+        }
+    }
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        for field in ["finalizers", "ownerReferences", "labels", "annotations"] {
+            drop_if_empty(meta, field);
+        }
+    }
+    if is_namespaces(def) {
+        if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+            drop_if_empty(spec, "finalizers");
+        }
+    }
+}
+
+fn is_namespaces(def: &ResourceDef) -> bool {
+    super::namespace::is_namespaces(def)
+}
+
+/// Puts the stored `spec.finalizers` of a namespace back on `updated`.
+fn keep_spec_finalizers(updated: &mut Value, existing: &Value) {
+    let stored = existing.pointer("/spec/finalizers").cloned();
+    match (
+        updated.get_mut("spec").and_then(Value::as_object_mut),
+        stored,
+    ) {
+        (Some(spec), Some(finalizers)) => {
+            spec.insert("finalizers".into(), finalizers);
+        }
+        (Some(spec), None) => {
+            spec.remove("finalizers");
+        }
+        (None, Some(finalizers)) => {
+            if let Some(map) = updated.as_object_mut() {
+                map.insert("spec".into(), serde_json::json!({"finalizers": finalizers}));
+            }
+        }
+        (None, None) => {}
+    }
 }
 
 /// Builds the object to store from the stored one and the requested one.
@@ -126,7 +164,16 @@ pub fn merge_update(
             set_top_level(&mut updated, "status", requested.get("status").cloned());
             updated
         }
+        UpdateTarget::Finalize => {
+            let mut updated = requested;
+            set_top_level(&mut updated, "status", existing.get("status").cloned());
+            updated
+        }
     };
+    if target == UpdateTarget::Main && is_namespaces(def) {
+        // Only `/finalize` writes a namespace's `spec.finalizers` (exchange 145).
+        keep_spec_finalizers(&mut updated, existing);
+    }
     if !updated.is_object() {
         updated = Value::Object(Map::new());
     }
@@ -139,7 +186,7 @@ pub fn merge_update(
         let value = object::meta(existing).and_then(|m| m.get(*field)).cloned();
         object::set_meta(&mut updated, field, value);
     }
-    drop_empty_metadata(&mut updated);
+    drop_empty_lists(&mut updated, def);
     if def.tracks_generation && content_changed(existing, &updated) {
         let next = object::generation(existing) + 1;
         object::set_meta(&mut updated, "generation", Some(Value::from(next)));

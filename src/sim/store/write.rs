@@ -12,12 +12,17 @@
 //!   metadata and status changes.
 //! - a write that changes nothing is not committed: no new resourceVersion, no watch event.
 //! - an object being deleted with no grace period left whose last finalizer is removed leaves
-//!   storage at once.
+//!   storage at once (a namespace: its last finalizer of either kind, `namespace.rs`): the
+//!   write answers the object as written at the resourceVersion it had, and the watch's DELETED
+//!   event carries the last stored state at the deletion's (exchanges 159–162, 27, 181, 189).
+//! - nothing is created in a namespace that is missing (404) or being deleted (403); nothing is
+//!   updated in one that is missing (404, exchange 164).
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::namespace;
 use super::server_fields::{merge_update, prepare_new_object};
 use super::{Removal, State, Store, StoreError, Write};
 use crate::sim::object;
@@ -42,6 +47,9 @@ pub enum UpdateTarget {
     Main,
     /// The `status` subresource: only `.status`.
     Status,
+    /// A namespace's `finalize` subresource: everything but `.status`, `spec.finalizers`
+    /// included (exchange 154).
+    Finalize,
 }
 
 impl Store {
@@ -66,6 +74,7 @@ impl Store {
         let mut state = self.state.lock();
         if let Some(ns) = &namespace {
             self.require_namespace(&state, ns)?;
+            self.refuse_if_terminating(&state, resource, ns, &obj)?;
         }
         let name = self.resolve_name(&state, resource, namespace.as_deref(), &mut obj);
         let mut errors = validation::validate_create(def, &obj);
@@ -159,6 +168,12 @@ impl Store {
         let now = self.clock.now();
         let mut state = self.state.lock();
         let existing = state.existing(resource, &key, name)?;
+        if def.namespaced {
+            // The `NamespaceLifecycle` admission plugin: an object whose namespace is gone
+            // cannot be written (exchange 164), only read and deleted.
+            let namespace = object::namespace(&existing).unwrap_or_default();
+            self.require_namespace(&state, namespace)?;
+        }
         let requested = incoming(&existing)?;
         validation::check_metadata_types(def, &requested).map_err(StoreError::BadRequest)?;
         check_preconditions(resource, name, &existing, &requested, uid_rule)?;
@@ -225,6 +240,32 @@ impl Store {
         }
     }
 
+    /// The `NamespaceLifecycle` admission plugin's refusal of a create in a namespace being
+    /// deleted (exchange 143). It runs before a `generateName` is resolved: such an object is
+    /// refused with an empty name.
+    fn refuse_if_terminating(
+        &self,
+        state: &State,
+        resource: ResourceId,
+        namespace: &str,
+        obj: &Value,
+    ) -> Result<(), StoreError> {
+        let Some(namespaces) = self.resources.namespaces() else {
+            return Ok(());
+        };
+        let terminating = state.objects[namespaces.0]
+            .get(namespace)
+            .is_some_and(|ns| namespace::is_terminating(ns));
+        if !terminating {
+            return Ok(());
+        }
+        Err(StoreError::NamespaceTerminating {
+            resource,
+            name: object::name(obj).unwrap_or_default().to_string(),
+            namespace: namespace.to_string(),
+        })
+    }
+
     /// Resolves `generateName` (retrying a few suffixes on collision) and returns the name.
     fn resolve_name(
         &self,
@@ -281,33 +322,40 @@ fn namespace_mismatch() -> StoreError {
 }
 
 /// Commits an update — or, when it removed the last finalizer of an object being deleted, the
-/// deletion. The answer is the object's last state at the stored resourceVersion; a deletion's
-/// DELETED event carries the deletion's own resourceVersion instead (exchanges 27 and 20).
+/// deletion. The answer is then the object as written, at the resourceVersion it had (the update
+/// was never stored); the DELETED event carries the last stored state, at the deletion's own
+/// resourceVersion, as etcd's delete does (exchanges 159–162).
 fn commit_update(
     state: &mut State,
     def: &ResourceDef,
     write: Write,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Arc<Value> {
-    let previous = match &write.previous {
-        Some(previous) if finishes_deletion(previous, &write.object) => Arc::clone(previous),
+    let finished_deleting = match &write.previous {
+        Some(_) if namespace::is_namespaces(def) => namespace::is_finished(&write.object),
+        Some(previous) => finishes_deletion(previous, &write.object),
+        None => false,
+    };
+    let previous = match (&write.previous, finished_deleting) {
+        (Some(previous), true) => Arc::clone(previous),
         _ => return state.commit(write, now),
     };
     let Write {
         resource,
         key,
-        object: mut last,
+        object: mut answer,
         ..
     } = write;
     let stored_rv = object::resource_version(&previous).map(Value::from);
-    object::set_meta(&mut last, "resourceVersion", stored_rv);
+    object::set_meta(&mut answer, "resourceVersion", stored_rv);
     let removal = Removal {
         resource,
         key,
-        last: Stamped::stored(Arc::new(last)),
+        last: Stamped::stored(Arc::clone(&previous)),
         previous: Stamped::stored(previous),
     };
-    Arc::clone(state.commit_deletion(def, removal, now).object())
+    state.commit_deletion(def, removal, now);
+    Arc::new(answer)
 }
 
 /// Whether an update of `previous` to `updated` ends its deletion (upstream's
