@@ -7,7 +7,7 @@
 //! | layer | crate | re-exported here as |
 //! |---|---|---|
 //! | the commands | this package: [`cli`], [`demo`] | — |
-//! | what runs the controllers | `kube-gc-manager` | [`manager`], [`explain`], [`server`], [`metrics`], [`shutdown`] |
+//! | what runs the controllers | `kube-gc-manager` | [`manager`], [`explain`], [`server`], [`metrics`], [`notify`], [`shutdown`] |
 //! | the controllers | `kube-gc-controllers` | [`controllers`] |
 //! | the controller runtime | `kube-gc-runtime` | [`runtime`], [`events`], [`leaderelection`] |
 //! | the API client | `kube-gc-client` | [`client`] (with the protobuf decoders, [`client::protobuf`]) |
@@ -36,7 +36,7 @@ pub use kube_gc_api as api;
 pub use kube_gc_client as client;
 pub use kube_gc_controllers as controllers;
 pub use kube_gc_core::{clock, duration, error_chain, field_errors, labels};
-pub use kube_gc_manager::{explain, manager, metrics, server, shutdown};
+pub use kube_gc_manager::{explain, manager, metrics, notify, server, shutdown};
 pub use kube_gc_runtime as runtime;
 pub use kube_gc_runtime::{events, leaderelection};
 pub use kube_gc_workqueue::token_bucket;

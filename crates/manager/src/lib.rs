@@ -7,6 +7,8 @@
 //! - [`server`]: the health, readiness, metrics and debug endpoints.
 //! - [`metrics`]: Prometheus metrics under client-go's and kube-controller-manager's names.
 //! - [`shutdown`]: signals and the bounded drain.
+//! - [`notify`]: webhooks told what was deleted and what comes, in batches (`--notify-webhook-url`,
+//!   a retention policy's own receiver).
 //!
 //! It stands on the controllers (`kube-gc-controllers`) and the runtime, never on the simulated
 //! API server; the `kube-gc` binary puts it behind the command line.
@@ -14,5 +16,6 @@
 pub mod explain;
 pub mod manager;
 pub mod metrics;
+pub mod notify;
 pub mod server;
 pub mod shutdown;

@@ -22,6 +22,7 @@ use serde_json::{json, Value};
 use super::errors::WorkError;
 use super::identity::{ObjectIdentity, OwnerLink, Uid};
 use super::Shared;
+use crate::deleted::DeletionRecord;
 use kube_gc_api::{DeleteOptions, OwnerReference, PartialObjectMetadata, PropagationPolicy};
 use kube_gc_client::{Api, Patch, PostParams, ResourceRef};
 
@@ -90,6 +91,17 @@ pub(super) async fn delete(
 /// Counts and logs an accepted DELETE.
 fn deleted(shared: &Shared, item: &ObjectIdentity, policy: PropagationPolicy, reason: &str) {
     shared.metrics.deleted(policy);
+    shared.feed.record(DeletionRecord {
+        controller: super::CONTROLLER,
+        policy: None,
+        audit: false,
+        kind: item.gvk.kind.to_string(),
+        namespace: item.namespace.as_deref().map(str::to_owned),
+        name: item.name.to_string(),
+        uid: item.uid.to_string(),
+        reason: super::pending::OWNERS_GONE,
+        at: shared.clock.now(),
+    });
     tracing::info!(
         controller = "garbagecollector",
         kind = %item.gvk.kind,

@@ -22,6 +22,7 @@ use parking_lot::Mutex;
 use super::decide::{self, NodeView, Verdict};
 use super::facts::{NodeFacts, PodFacts};
 use super::{PodGcKey, BY_NODE};
+use crate::deleted::SharedFeed;
 use crate::settled::Settled;
 use kube_gc_core::clock::SharedClock;
 use kube_gc_runtime::cache::{Deleted, ObjectKey, Store};
@@ -62,6 +63,8 @@ pub(super) struct Watching {
     pub(super) threshold: usize,
     /// The Pods force-deleted whose deletion the cache has not seen yet.
     pub(super) forced: Settled,
+    /// Where each force deletion is told (notifications).
+    pub(super) feed: SharedFeed,
 }
 
 impl Watching {

@@ -30,6 +30,7 @@ use super::force::{force_delete, Forced};
 use super::handlers::Watching;
 use super::metrics::PodGcMetrics;
 use super::{PodGcKey, CONTROLLER};
+use crate::deleted::DeletionRecord;
 use kube_gc_api::{ObjectReference, PartialObjectMetadata};
 use kube_gc_client::{Api, Error};
 use kube_gc_runtime::cache::ObjectKey;
@@ -248,6 +249,17 @@ impl PodGcReconciler {
             Ok(Forced::Deleted) => {
                 self.watching.forced.insert(&pod.uid);
                 tracing::debug!(controller = CONTROLLER, pod = %pod.key, "force-deleted");
+                self.watching.feed.record(DeletionRecord {
+                    controller: CONTROLLER,
+                    policy: None,
+                    audit: false,
+                    kind: "Pod".to_owned(),
+                    namespace: pod.key.namespace().map(str::to_owned),
+                    name: pod.key.name().to_owned(),
+                    uid: pod.uid.clone(),
+                    reason: reason.label(),
+                    at: self.watching.clock.now(),
+                });
                 Ok(())
             }
             Ok(forced) => {

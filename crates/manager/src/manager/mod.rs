@@ -16,8 +16,12 @@
 //!   `kube-gc.io` CRDs are installed), the pod garbage collector ([`PODGC`]) and the PVC and
 //!   PV protection controllers ([`PVC_PROTECTION`], [`PV_PROTECTION`]). Leader election wraps
 //!   [`ControllerSet::run`] without the manager knowing.
+//! - Every controller tells the process's deletion feed what it deletes and registers where
+//!   what it will delete is read ([`PendingCollector`]); unless it is a dry run, a
+//!   [`Notifier`] (a service of the set, run while the controllers run) sends both to
+//!   `--notify-webhook-url` and to each retention policy's own destination.
 //! - With [`Manager::publish_to`], controllers publish on the HTTP server's [`Endpoints`]: their
-//!   metrics (TTL, garbage collector, workqueues, reflectors), their queues for
+//!   metrics (TTL, garbage collector, workqueues, reflectors, deletions to come), their queues for
 //!   `/debug/workqueue`, the garbage collector's graph, and their caches for `/debug/explain`
 //!   ([`LiveExplainer`]: each running controller registers its cache, and the manager records
 //!   why each other one does not run).
@@ -54,9 +58,12 @@ pub use selection::{
 pub use set::{BoxError, ControllerFailed, ControllerSet, ManagedController, Readiness};
 
 use crate::explain::live::{LiveExplainer, TtlView};
+use crate::metrics::PendingCollector;
+use crate::notify::{Notifier, NotifyMetrics, NotifyOptions, WebhookClientError};
 use crate::server::Endpoints;
 use kube_gc_client::outage::watch_outages;
 use kube_gc_client::{Client, Discovery, ResourceRef};
+use kube_gc_controllers::deleted::{NoFeed, SharedFeed};
 use kube_gc_controllers::retention::engine::RetentionOptions;
 use kube_gc_controllers::ttl::{
     BatchJob, FreshRead, TtlController, TtlKind, TtlMetrics, TtlOptions, VolcanoJobs,
@@ -119,6 +126,8 @@ pub struct ManagerOptions {
     pub retention_status_interval: Duration,
     /// `--terminated-pod-gc-threshold`: terminated Pods the pod garbage collector keeps.
     pub terminated_pod_gc_threshold: usize,
+    /// `--notify-webhook-url`, `--notify-interval`: where and how often notifications go.
+    pub notify: NotifyOptions,
     /// How informers list and watch.
     pub reflector: ReflectorConfig,
 }
@@ -141,6 +150,7 @@ impl Default for ManagerOptions {
             namespace_deletion_grace_period: kube_gc_controllers::namespace::DEFAULT_FINALIZE_DELAY,
             retention_status_interval: RetentionOptions::default().status_interval,
             terminated_pod_gc_threshold: DEFAULT_TERMINATED_POD_THRESHOLD,
+            notify: NotifyOptions::default(),
             reflector: ReflectorConfig::default(),
         }
     }
@@ -171,6 +181,10 @@ pub struct ControllerContext<'a> {
     pub endpoints: Option<&'a Endpoints>,
     /// Where controllers register their caches for `/debug/explain` (with `endpoints`).
     pub explainer: Option<&'a LiveExplainer>,
+    /// Where controllers tell each deletion (and those an `Audit` policy would make).
+    pub feed: &'a SharedFeed,
+    /// Where controllers register what they will delete (`/metrics`, notifications).
+    pub pending: &'a PendingCollector,
 }
 
 impl ControllerContext<'_> {
@@ -211,6 +225,9 @@ pub enum ManagerError {
     /// A controller failed while running.
     #[error(transparent)]
     Failed(#[from] ControllerFailed),
+    /// `--notify-webhook-url` is given, but no HTTPS client can be built to send to it.
+    #[error("cannot send notifications: {0}")]
+    Notifier(#[source] WebhookClientError),
 }
 
 /// The controller manager.
@@ -311,6 +328,16 @@ impl Manager {
             self.client.for_component(METADATA_INFORMERS, 1.0),
             self.options.reflector.clone(),
         );
+        // The same collector `/metrics` reads, so that notifications and gauges agree.
+        let pending = self
+            .endpoints
+            .as_ref()
+            .map(|e| e.metrics.pending().clone())
+            .unwrap_or_default();
+        let notifier = self.notifier(&pending)?;
+        let feed = notifier
+            .as_ref()
+            .map_or_else(|| Arc::new(NoFeed) as SharedFeed, Notifier::feed);
         let context = ControllerContext {
             client: &self.client,
             sources: &sources,
@@ -322,6 +349,8 @@ impl Manager {
             ttl_metrics: &self.ttl_metrics,
             endpoints: self.endpoints.as_ref(),
             explainer: explainer.as_ref(),
+            feed: &feed,
+            pending: &pending,
         };
         for known in KNOWN_CONTROLLERS {
             let registered = self.inits.iter().any(|(name, _)| *name == known);
@@ -358,7 +387,47 @@ impl Manager {
         set.add_service("api-server-availability", move |stop| {
             watch_outages(client, stop)
         });
+        if let Some(notifier) = notifier {
+            set.add_service("notifier", move |stop| notifier.run(stop));
+        }
         Ok(set)
+    }
+
+    /// The notifier, unless this is a dry run (which sends nothing anywhere, as it writes
+    /// nothing). Without `--notify-webhook-url` it only serves the policies that name a
+    /// destination of their own, and one that cannot be built (no trust roots) is a warning;
+    /// with the flag, an error.
+    fn notifier(&self, pending: &PendingCollector) -> Result<Option<Notifier>, ManagerError> {
+        if self.options.dry_run {
+            if self.options.notify.webhook.is_some() {
+                tracing::info!("dry run: no notification is sent");
+            }
+            return Ok(None);
+        }
+        let metrics = Arc::new(NotifyMetrics::default());
+        let client = self.client.for_component("notifier", 1.0);
+        let built = Notifier::new(
+            self.options.notify.clone(),
+            Some(client),
+            pending.clone(),
+            Arc::clone(&self.clock),
+            Arc::clone(&metrics),
+        );
+        match built {
+            Ok(notifier) => {
+                if let Some(endpoints) = &self.endpoints {
+                    endpoints.metrics.register_with(|r| metrics.register(r));
+                }
+                Ok(Some(notifier))
+            }
+            Err(error) if self.options.notify.webhook.is_some() => {
+                Err(ManagerError::Notifier(error))
+            }
+            Err(error) => {
+                tracing::warn!(%error, "retention policies' notifications cannot be sent");
+                Ok(None)
+            }
+        }
     }
 
     /// [`start`](Self::start), then runs the controllers until `shutdown` is cancelled.
@@ -484,7 +553,11 @@ fn init_ttl<K: TtlKind>(context: &ControllerContext<'_>) -> Result<Init, BoxErro
         .metrics(Arc::clone(context.ttl_metrics))
         .queue_metrics(context.queue_metrics.cloned())
         .recorder(Arc::clone(context.recorder))
+        .feed(Arc::clone(context.feed))
         .build();
+    context
+        .pending
+        .add(controller.pending_source(), Arc::clone(context.clock));
     if let Some(endpoints) = context.endpoints {
         endpoints
             .queues

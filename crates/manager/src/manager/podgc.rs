@@ -47,6 +47,7 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<Init, BoxError> {
         .metrics(Arc::clone(&metrics))
         .recorder(Arc::clone(context.recorder))
         .queue_metrics(context.queue_metrics.cloned())
+        .feed(Arc::clone(context.feed))
         .build();
     if let Some(explainer) = context.explainer {
         explainer.register(Arc::new(PodGcView::new(
@@ -76,6 +77,9 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<Init, BoxError> {
                 .add(PODGC, &resource.path_name(), Arc::clone(reflector));
         }
     }
+    context
+        .pending
+        .add(controller.pending_source(), Arc::clone(context.clock));
     let caches = controller.synced();
     Ok(Init::Run(ManagedController::new(
         PODGC,
