@@ -4,10 +4,16 @@
 //! - [`garbagecollector`]: the ownerReference garbage collector: a dependency graph fed
 //!   by metadata-only monitors, Background / Foreground / Orphan cascades.
 //! - [`retention`]: retention policies for anything that finishes.
+//! - [`namespace`]: namespace deletion (kube-controller-manager's): a deleted namespace's
+//!   content removed, Pods first, then its `kubernetes` finalizer once a LIST of every resource
+//!   proves it empty.
 //! - [`podgc`]: the pod garbage collector (kube-controller-manager's), for API servers where
 //!   nothing else removes Pods whose node is gone.
 //! - [`protection`]: PVC and PV protection, releasing claims and volumes being deleted once
 //!   nothing uses them.
+//!
+//! [`settled`] remembers the UIDs of objects a controller has finished with (force-deleted,
+//! released) until its cache sees them go, so their last events are not judged again.
 //!
 //! What they all report on: [`deleted`], a feed of what each deleted (or would have, under an
 //! `Audit` policy), and [`pending`], what each will delete and when, read from its caches.
