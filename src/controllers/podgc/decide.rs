@@ -29,7 +29,7 @@ use chrono::{DateTime, Utc};
 use super::facts::{NodeFacts, PodFacts};
 
 /// How long a node missing from the cache is given to show up before it is read (upstream's
-/// `quarantineTime`).
+/// `quarantineTime`; [`PodGcOptions::quarantine`](super::PodGcOptions::quarantine)'s default).
 pub const QUARANTINE: Duration = Duration::from_secs(40);
 
 /// `--terminated-pod-gc-threshold`'s default.
@@ -88,7 +88,7 @@ pub enum Keep {
 pub enum Verdict {
     /// Left alone.
     Keep(Keep),
-    /// Bound to a node absent from the cache: wait [`QUARANTINE`], then read the node.
+    /// Bound to a node absent from the cache: wait out the quarantine, then read the node.
     Quarantine {
         /// The missing node.
         node: String,
@@ -120,10 +120,14 @@ pub fn judge(pod: &PodFacts, node: NodeView<'_>) -> Verdict {
     }
 }
 
-/// How much longer a node missing since `since` stays in quarantine at `now`; `None` once it
-/// is over.
-pub fn quarantine_left(since: DateTime<Utc>, now: DateTime<Utc>) -> Option<Duration> {
-    let over = since + QUARANTINE;
+/// How much longer a node missing since `since` stays in a `quarantine` that long at `now`;
+/// `None` once it is over.
+pub fn quarantine_left(
+    since: DateTime<Utc>,
+    now: DateTime<Utc>,
+    quarantine: Duration,
+) -> Option<Duration> {
+    let over = since + quarantine;
     (over - now).to_std().ok().filter(|left| !left.is_zero())
 }
 
@@ -283,10 +287,20 @@ mod tests {
 
     #[test]
     fn the_quarantine_lasts_forty_seconds_from_when_the_node_went_missing() {
-        assert_eq!(quarantine_left(at(0), at(0)), Some(QUARANTINE));
-        assert_eq!(quarantine_left(at(0), at(39)), Some(Duration::from_secs(1)));
-        assert_eq!(quarantine_left(at(0), at(40)), None);
-        assert_eq!(quarantine_left(at(0), at(400)), None);
+        assert_eq!(quarantine_left(at(0), at(0), QUARANTINE), Some(QUARANTINE));
+        assert_eq!(
+            quarantine_left(at(0), at(39), QUARANTINE),
+            Some(Duration::from_secs(1))
+        );
+        assert_eq!(quarantine_left(at(0), at(40), QUARANTINE), None);
+        assert_eq!(quarantine_left(at(0), at(400), QUARANTINE), None);
+        // A shorter one (the demo's) ends sooner, counted the same way.
+        let short = Duration::from_secs(2);
+        assert_eq!(
+            quarantine_left(at(0), at(1), short),
+            Some(Duration::from_secs(1))
+        );
+        assert_eq!(quarantine_left(at(0), at(2), short), None);
     }
 
     #[test]

@@ -15,6 +15,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use parking_lot::Mutex;
@@ -58,6 +59,8 @@ pub(super) struct Watching {
     pub(super) queue: WorkQueue<PodGcKey>,
     pub(super) clock: SharedClock,
     pub(super) quarantines: Arc<Quarantines>,
+    /// How long a missing node is waited for before it is read.
+    pub(super) quarantine: Duration,
     pub(super) terminated: Arc<AtomicUsize>,
     pub(super) threshold: usize,
     /// The Pods force-deleted whose deletion the cache has not seen yet.
@@ -88,7 +91,7 @@ impl Watching {
     pub(super) fn quarantine(&self, node: &str) {
         let now = self.clock.now();
         let since = self.quarantines.begin(node, now);
-        let left = decide::quarantine_left(since, now).unwrap_or_default();
+        let left = decide::quarantine_left(since, now, self.quarantine).unwrap_or_default();
         self.queue.add_after(PodGcKey::Node(node.to_owned()), left);
     }
 

@@ -163,7 +163,8 @@ impl PodGcReconciler {
             return Ok(Action::Done);
         }
         let now = self.watching.clock.now();
-        if let Some(left) = quarantine_left(quarantines.begin(name, now), now) {
+        let since = quarantines.begin(name, now);
+        if let Some(left) = quarantine_left(since, now, self.watching.quarantine) {
             return Ok(Action::RequeueAfter(left));
         }
         match self.nodes.get_opt(name).await {
