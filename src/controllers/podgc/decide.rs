@@ -32,6 +32,12 @@ use super::facts::{NodeFacts, PodFacts};
 /// `quarantineTime`; [`PodGcOptions::quarantine`](super::PodGcOptions::quarantine)'s default).
 pub const QUARANTINE: Duration = Duration::from_secs(40);
 
+/// How long a Pod the server is removing by itself ([`PodFacts::removed_by_server`]) is left
+/// to it: counted from its `deletionTimestamp` (whole seconds), far longer than the one
+/// revision between the two events of its removal; a Pod still there after it was not removed
+/// (the server failed between its two writes) and is judged as any other.
+pub const SERVER_REMOVAL: Duration = Duration::from_secs(5);
+
 /// `--terminated-pod-gc-threshold`'s default.
 pub const DEFAULT_TERMINATED_POD_THRESHOLD: usize = 12_500;
 
@@ -131,6 +137,14 @@ pub fn quarantine_left(
     (over - now).to_std().ok().filter(|left| !left.is_zero())
 }
 
+/// How much longer `pod` is left to the server that is removing it at `now` (see
+/// [`SERVER_REMOVAL`]); `None` when it is not being removed so, or no longer is.
+pub fn left_to_server(pod: &PodFacts, now: DateTime<Utc>) -> Option<Duration> {
+    let marked = pod.removed_by_server?;
+    let over = marked + SERVER_REMOVAL;
+    (over - now).to_std().ok().filter(|left| !left.is_zero())
+}
+
 /// The terminated Pods above `threshold`, in the order they go (module documentation); none
 /// when `threshold` is 0 (the rule is off).
 pub fn excess_terminated<'a>(
@@ -201,6 +215,7 @@ mod tests {
             resource_version: "1".into(),
             created: Some(at(0)),
             deleting: false,
+            removed_by_server: None,
             node_name: node.into(),
             phase,
             evicted: false,
@@ -281,6 +296,32 @@ mod tests {
         );
         assert_eq!(
             judge(&deleting(waiting), NodeView::Missing),
+            Verdict::ForceDelete(Reason::Unscheduled)
+        );
+    }
+
+    #[test]
+    fn a_pod_the_server_removes_by_itself_is_left_to_it_for_five_seconds_from_its_mark() {
+        let mut leaving = deleting(pod("p", "", PodPhase::Pending));
+        assert_eq!(
+            left_to_server(&leaving, at(0)),
+            None,
+            "not leaving by itself"
+        );
+        leaving.removed_by_server = Some(at(10));
+        assert_eq!(left_to_server(&leaving, at(10)), Some(SERVER_REMOVAL));
+        assert_eq!(
+            left_to_server(&leaving, at(13)),
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(
+            left_to_server(&leaving, at(15)),
+            None,
+            "stuck: judged again"
+        );
+        // The rules alone would force-delete it (terminating, never scheduled).
+        assert_eq!(
+            judge(&leaving, NodeView::Missing),
             Verdict::ForceDelete(Reason::Unscheduled)
         );
     }

@@ -82,7 +82,12 @@ impl Watching {
         let view = node.as_deref().map_or(NodeView::Missing, NodeView::Present);
         match decide::judge(pod, view) {
             Verdict::Keep(_) => {}
-            Verdict::ForceDelete(_) => self.queue.add(PodGcKey::Pod(pod.key.clone())),
+            // Being removed by the server (its DELETED is on the way): looked at again once it
+            // should be gone, when the cache will say so — no request for it.
+            Verdict::ForceDelete(_) => match decide::left_to_server(pod, self.clock.now()) {
+                Some(left) => self.queue.add_after(PodGcKey::Pod(pod.key.clone()), left),
+                None => self.queue.add(PodGcKey::Pod(pod.key.clone())),
+            },
             Verdict::Quarantine { node } => self.quarantine(&node),
         }
     }
