@@ -587,11 +587,12 @@ async fn one_namespace_costs_a_counted_number_of_requests() {
     // Per namespace: a GET of the namespace before each pass that deletes (3), deletecollection
     // of pods, a LIST proving them gone, deletecollection of each other resource holding
     // content (configmaps, secrets, jobs, leases), then after the safety delay one LIST page of
-    // each watched namespaced resource (9 in the sim) and one deletecollection of each resource
+    // each watched namespaced resource (10 in the sim, kube-gc's own RetentionPolicies among
+    // them) and one deletecollection of each resource
     // nothing watches (Events of both groups: its answer is the proof), and the finalize, which
     // gets no 409. No status write: nothing was held, nothing went wrong. And a discovery (2,
     // not counted here) after the delay.
-    assert_eq!(requests.len(), 21, "{requests:#?}");
+    assert_eq!(requests.len(), 22, "{requests:#?}");
     let deletes = requests.iter().filter(|r| r.starts_with("DELETE")).count();
     assert_eq!(deletes, 7, "{requests:#?}");
     let finalizes = requests.iter().filter(|r| r.ends_with("/finalize")).count();
