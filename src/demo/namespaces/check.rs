@@ -194,7 +194,7 @@ fn deleted_problems(
         e.method == "DELETE"
             && e.sent_by(NAMESPACE_CONTROLLER)
             && in_namespace(&e.path, name)
-            && !e.path.contains("/pods")
+            && resource_in(&e.path, name) != Some("pods")
             && pods_gone.is_none_or(|gone| e.at < gone)
     });
     if let Some(early) = early {
@@ -311,6 +311,13 @@ fn controllers_problems(scene: &Scene, journal: &[JournalEntry], report: &mut Re
     }
 }
 
+/// The resource a path in `namespace` names (`pods` in `/api/v1/namespaces/x/pods/y`).
+fn resource_in<'a>(path: &'a str, namespace: &str) -> Option<&'a str> {
+    let needle = format!("/namespaces/{namespace}/");
+    let at = path.find(&needle)?;
+    path[at + needle.len()..].split('/').next()
+}
+
 /// The requests of `method` the server accepted.
 fn accepted<'a>(
     journal: &'a [JournalEntry],
@@ -378,5 +385,24 @@ impl fmt::Display for Report {
             "the pod garbage collector force-deleted {} Pods of the lost node, PVC protection released {} claim(s), the live node's kubelet stopped {} Pods.",
             self.forced, self.claims_released, self.stopped
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_resource_of_a_path_is_its_segment_after_the_namespace() {
+        let pods = "/api/v1/namespaces/demo-shop/pods";
+        assert_eq!(resource_in(pods, "demo-shop"), Some("pods"));
+        let cm = "/api/v1/namespaces/demo-shop/configmaps/web-config";
+        assert_eq!(resource_in(cm, "demo-shop"), Some("configmaps"));
+        let templates = "/api/v1/namespaces/demo-shop/podtemplates";
+        assert_eq!(resource_in(templates, "demo-shop"), Some("podtemplates"));
+        assert_eq!(
+            resource_in("/api/v1/namespaces/demo-shop", "demo-shop"),
+            None
+        );
     }
 }
