@@ -6,11 +6,11 @@ kube-controller-manager on the same scenes, each run from a freshly restarted AP
   namespace_bench.py analyze LABEL...          results/LABEL.json again, from the audit log
   namespace_bench.py table LABEL...            medians and ranges over runs, as markdown
 
-Environment: KUBE_GC_KIT (the kit's directory, default /work/kit; its kit.env gives the port),
-KUBE_GC_BIN (default target/release/kube-gc), KUBE_GC_BENCH_RESULTS (default results/ here),
-KUBE_GC_COST (apiserver_cost.py; default ../../../shared/real-apiserver/apiserver_cost.py).
-The kit must be one of your own: a run restarts its kube-apiserver and etcd (down.sh, up.sh)
-and starts kube-controller-manager on it.
+Environment: KUBE_GC_KIT (the kit's directory, required by run and analyze; its kit.env gives
+the port), KUBE_GC_BIN (default target/release/kube-gc), KUBE_GC_BENCH_RESULTS (default results/
+here), KUBE_GC_COST (the kit's apiserver_cost.py, required by run). The kit must be one of your
+own: a run restarts its kube-apiserver and etcd (down.sh, up.sh) and starts
+kube-controller-manager on it, so there is no default.
 
 The controllers, as the comparison asks:
   kube-gc  run --controllers=namespace,podgc,garbagecollector,ttl-after-finished
@@ -57,10 +57,10 @@ import http.client
 from datetime import datetime, timezone
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-KIT = os.environ.get("KUBE_GC_KIT", "/work/kit")
+KIT = os.environ.get("KUBE_GC_KIT", "")
 RES = os.environ.get("KUBE_GC_BENCH_RESULTS", os.path.join(HERE, "results"))
 KUBE_GC = os.environ.get("KUBE_GC_BIN", "target/release/kube-gc")
-COST = os.environ.get("KUBE_GC_COST", os.path.join(HERE, "../../../shared/real-apiserver/apiserver_cost.py"))
+COST = os.environ.get("KUBE_GC_COST", "")
 UA = "nsbench/1"
 HOLD = "nsbench.kube-gc.io/hold"
 THRESHOLD = 5
@@ -84,9 +84,18 @@ def kit_port():
     return port
 
 
-PORT = kit_port()
-TOKEN = open(os.path.join(KIT, "pki/admin.token")).read().strip()
-CTX = ssl.create_default_context(cafile=os.path.join(KIT, "pki/ca.crt"))
+_SERVER = []
+
+
+def server():
+    """(port, token, TLS context) of the kit, read once."""
+    if not _SERVER:
+        if not KIT:
+            raise SystemExit("set KUBE_GC_KIT to a kit of your own (build_kit.sh): a run restarts its "
+                             "API server and starts kube-controller-manager on it")
+        _SERVER.extend([kit_port(), open(os.path.join(KIT, "pki/admin.token")).read().strip(),
+                        ssl.create_default_context(cafile=os.path.join(KIT, "pki/ca.crt"))])
+    return _SERVER
 
 
 def log(*a):
@@ -95,8 +104,9 @@ def log(*a):
 
 def request(method, path, body=None, content_type="application/json"):
     """-> (status, parsed body); raises on a transport error (the server must be up)."""
-    c = http.client.HTTPSConnection("127.0.0.1", PORT, context=CTX, timeout=30)
-    headers = {"Accept": "application/json", "User-Agent": UA, "Authorization": f"Bearer {TOKEN}"}
+    port, token, context = server()
+    c = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=30)
+    headers = {"Accept": "application/json", "User-Agent": UA, "Authorization": f"Bearer {token}"}
     if body is not None:
         body = json.dumps(body)
         headers["Content-Type"] = content_type
@@ -548,8 +558,9 @@ def parse_cost(text):
 def run(which, label):
     if which not in ("kube-gc", "kcm"):
         raise SystemExit("CONTROLLER is kube-gc or kcm")
-    if not os.path.exists(COST):
-        raise SystemExit(f"{COST}: no apiserver_cost.py there; set KUBE_GC_COST")
+    server()
+    if not COST or not os.path.exists(COST):
+        raise SystemExit(f"{COST!r}: no apiserver_cost.py there; set KUBE_GC_COST")
     os.makedirs(RES, exist_ok=True)
     n = Names(label)
     log(f"restarting the kit's API server ({KIT})")
@@ -581,6 +592,7 @@ def run(which, label):
 
 def analyze(label):
     """results/LABEL.json from the audit log and what the run recorded (LABEL.drive.json)."""
+    server()   # the kit's audit log is read
     n = Names(label)
     drove = json.load(open(os.path.join(RES, f"{label}.drive.json")))
     since = drove["since"]
