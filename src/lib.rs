@@ -18,7 +18,8 @@
 //! - [`demo`]: the `kube-gc demo` workload, run against the simulated API server.
 //! - Running for real: [`leaderelection`] (one active replica, on a Lease), [`metrics`]
 //!   (Prometheus, client-go's names), [`server`] (health, readiness, metrics and debug
-//!   endpoints), [`shutdown`] (signals and the bounded drain).
+//!   endpoints), [`shutdown`] (signals and the bounded drain), [`notify`] (webhooks told what
+//!   was deleted and what comes, in batches).
 //! - [`sim`]: an in-process simulated API server that tests, benchmarks and the demo run against.
 //!   It speaks HTTP and JSON like a real kube-apiserver and shares no decoding code with
 //!   [`client`], so a misunderstanding on one side is not silently mirrored on the other.
@@ -45,6 +46,7 @@ pub mod explain;
 pub mod leaderelection;
 pub mod manager;
 pub mod metrics;
+pub mod notify;
 pub mod runtime;
 pub mod server;
 pub mod shutdown;

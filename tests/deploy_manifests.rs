@@ -19,7 +19,8 @@ use deploy_support::{
 use kube_gc::api::{LabelSelector, LabelSelectorRequirement, ObjectReference, Time};
 use kube_gc::controllers::retention::policy::{
     CelFinishedSpec, Condition, ConditionSpec, FieldSpec, FinishTimeSpec, FinishedSpec,
-    GroupBySpec, ResourceSpec, RetentionPolicySpec, RetentionPolicyStatus,
+    GroupBySpec, NextDeletion, NotificationSpec, ResourceSpec, RetentionPolicySpec,
+    RetentionPolicyStatus, SecretKeyRef,
 };
 use kube_gc::events::{ApiEventRecorder, EventRecord, EventRecorder, EventType, Reporter};
 use kube_gc::manager::{
@@ -564,6 +565,34 @@ fn rbac_is_least_privilege() {
     assert!(!allowed(&events, &r("list", "", "events", None)));
 }
 
+/// The Secrets of retention policies' webhooks: the managed overlay lets kube-gc read none
+/// (the standalone one's garbage collector reads every resource, as kube-controller-manager's
+/// does), and the RoleBinding the role's file (and a policy's `SecretForbidden` condition)
+/// tells an operator to create lets it `get` the Secrets of that one namespace, nothing more.
+#[test]
+fn notification_secrets_are_readable_only_where_a_namespace_binds_the_role() {
+    let r = Request::resource;
+    let get = |namespace: &str| r("get", "", "secrets", Some(namespace)).named("slack");
+    assert!(!allowed(&grants_in(overlay("managed")), &get("ci")));
+    let mut documents = overlay("managed");
+    let binding = serde_json::json!({"apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding", "metadata": {"name": "kube-gc-notification-secrets", "namespace": "ci"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+            "name": "kube-gc:retention-notification-secrets"},
+        "subjects": [{"kind": "ServiceAccount", "name": "kube-gc", "namespace": "kube-system"}]});
+    documents.push(("ci-binding.yaml".to_owned(), binding));
+    let grants = grants_in(documents);
+    assert!(allowed(&grants, &get("ci")));
+    for request in [
+        get("ops"),
+        r("list", "", "secrets", Some("ci")),
+        r("watch", "", "secrets", Some("ci")),
+        r("update", "", "secrets", Some("ci")).named("slack"),
+    ] {
+        assert!(!allowed(&grants, &request), "{request:?} should be denied");
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn rbac_allows_what_leader_election_and_events_sent_to_the_simulator() {
     let cluster = Cluster::start().await;
@@ -655,8 +684,16 @@ fn every_field_spec() -> RetentionPolicySpec {
             label: "tekton.dev/pipeline".into(),
         }),
         propagation_policy: Some("Foreground".into()),
+        mode: Some("Audit".into()),
         dry_run: true,
         include_controlled: Some(true),
+        notification: Some(NotificationSpec {
+            webhook_secret_ref: Some(SecretKeyRef {
+                namespace: Some("ops".into()),
+                name: "slack".into(),
+                key: Some("url".into()),
+            }),
+        }),
     }
 }
 
@@ -668,6 +705,17 @@ fn every_field_status() -> RetentionPolicyStatus {
         waiting: 1,
         unknown: 1,
         deleted: 2,
+        mode: Some("Audit".into()),
+        would_delete: 1,
+        deletions_within_hour: 1,
+        deletions_within_day: 1,
+        next_deletions: vec![NextDeletion {
+            kind: "Pod".into(),
+            namespace: Some("ci".into()),
+            name: "build-1".into(),
+            deletes_at: Some(now),
+            reason: "ttl".into(),
+        }],
         next_deletion_time: Some(now),
         conditions: vec![Condition {
             type_: "Ready".into(),
@@ -771,7 +819,16 @@ fn the_crds_are_served_as_kube_gc_reads_them() {
         assert_eq!(
             columns,
             [
-                "Preset", "Resource", "TTL", "Matched", "Waiting", "Unknown", "Deleted", "Ready",
+                "Preset",
+                "Resource",
+                "TTL",
+                "Mode",
+                "Matched",
+                "Waiting",
+                "Unknown",
+                "Deleted",
+                "WouldDelete",
+                "Ready",
                 "Age"
             ]
         );
@@ -788,6 +845,7 @@ fn the_crds_are_served_as_kube_gc_reads_them() {
                 "exactly one of preset and resource must be set",
                 "ttlSecondsAfterFinished and ttlSecondsAfterCreation are mutually exclusive",
                 "finished is required with resource, unless ttlSecondsAfterCreation decides alone (no history limits)",
+                "dryRun: true contradicts mode: Enforce; remove dryRun (mode: Audit is its new name)",
             ]
         );
         let properties = &spec_schema["properties"];

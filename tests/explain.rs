@@ -464,7 +464,8 @@ async fn plan_lists_what_is_kept_for_a_problem_and_broken_policies() {
     assert_eq!(
         kube_gc::explain::plan::text(&empty),
         "Assuming kube-gc runs: ttl-after-finished, volcano-job-ttl, retention, \
-         garbagecollector (--controllers)\n\nNo deletions within 24h.\n"
+         garbagecollector, namespace, podgc, pvc-protection, pv-protection (--controllers)\n\n\
+         No deletions within 24h.\n"
     );
 
     create_job(sim, "due", Some(0), Some(world.now()));

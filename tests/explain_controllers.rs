@@ -77,8 +77,9 @@ async fn plan_lists_only_what_the_controllers_run_here_delete() {
     assert!(
         screen.starts_with(
             "Assuming kube-gc runs: volcano-job-ttl, retention (--controllers)\n\
-             ttl-after-finished, garbagecollector: not run here (kube-controller-manager's job \
-             on this cluster)\n\nNo deletions within 1h.\n"
+             ttl-after-finished, garbagecollector, namespace, podgc, pvc-protection, \
+             pv-protection: not run here (kube-controller-manager's job on this cluster)\n\n\
+             No deletions within 1h.\n"
         ),
         "{screen}"
     );
@@ -95,7 +96,8 @@ async fn plan_lists_only_what_the_controllers_run_here_delete() {
     assert_eq!(
         json["controllers"]["notRunHere"][0],
         json!({"controller": "ttl-after-finished",
-            "why": "not run here (kube-controller-manager's job on this cluster)"})
+            "why": "not run here (kube-controller-manager's job on this cluster)",
+            "instead": "kube-controller-manager's ttl-after-finished-controller"})
     );
 }
 

@@ -378,3 +378,109 @@ async fn a_controller_that_does_not_run_says_why_and_governs_nothing() {
     assert_eq!(said["verdict"], "delete-at", "{said:#}");
     running.stop().await;
 }
+
+/// The namespace controller's, the PVC protection controller's and the pod garbage collector's
+/// caches answer what `kube-gc explain` answers: a namespace held by `kubernetes` and a
+/// ConfigMap's finalizer, a claim held by the Pod that uses it, an orphaned Pod.
+#[tokio::test(start_paused = true)]
+async fn a_namespace_a_claim_and_a_pod_are_explained_from_the_caches_as_the_cli_does() {
+    let world = world().await;
+    let sim = world.sim();
+    let gvr = |resource: &str| Gvr::new("", "v1", resource);
+    sim.create(&gvr("namespaces"), json!({"metadata": {"name": "xn-held"}}))
+        .expect("a namespace");
+    sim.create(
+        &gvr("configmaps"),
+        json!({"metadata": {"name": "cm-a", "namespace": "xn-held",
+            "finalizers": ["example.com/hold"]}}),
+    )
+    .expect("a ConfigMap");
+    sim.delete(
+        &gvr("namespaces"),
+        None,
+        "xn-held",
+        &DeleteOptions::default(),
+    )
+    .expect("delete the namespace");
+    let mut node = sim
+        .create(&gvr("nodes"), json!({"metadata": {"name": "n1"}}))
+        .expect("a node");
+    node["status"] = json!({"conditions": [{"type": "Ready", "status": "True"}]});
+    sim.update_status(&gvr("nodes"), node).expect("ready");
+    sim.create(
+        &gvr("persistentvolumeclaims"),
+        json!({"metadata": {"name": "data", "namespace": "data"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}),
+    )
+    .expect("a claim");
+    let mut web = pod("data", "web", json!({}));
+    web["spec"]["nodeName"] = json!("n1");
+    web["spec"]["volumes"] = json!([{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]);
+    sim.create(&pods(), web).expect("a Pod using it");
+    sim.delete(
+        &gvr("persistentvolumeclaims"),
+        Some("data"),
+        "data",
+        &DeleteOptions::default(),
+    )
+    .expect("delete the claim");
+    let mut orphan = pod("data", "orphan", json!({}));
+    orphan["spec"]["nodeName"] = json!("gone");
+    sim.create(&pods(), orphan).expect("an orphan");
+
+    let running = run(&world, true, &["*"]).await;
+    let endpoints = &running.endpoints;
+    eventually("the caches hold them", || {
+        let governed = |object: &str, ns: &str| {
+            let (status, body) = get(
+                endpoints,
+                &format!("/debug/explain?object={object}&namespace={ns}&output=json"),
+            );
+            status == StatusCode::OK && body.contains("\"governs\": true")
+        };
+        governed("namespaces/xn-held", "")
+            && governed("pvc/data", "data")
+            && governed("pods/orphan", "data")
+    })
+    .await;
+
+    let namespace = agree(&world, &running, "namespaces", "", "xn-held").await;
+    assert_eq!(namespace["verdict"], "blocked", "{namespace:#}");
+    let kubernetes = &namespace["deletion"]["finalizers"][0];
+    assert_eq!(kubernetes["finalizer"], "kubernetes");
+    assert_eq!(kubernetes["field"], "spec.finalizers");
+    assert_eq!(
+        kubernetes["blockers"][0]["object"], "ConfigMap xn-held/cm-a",
+        "{namespace:#}"
+    );
+    let remaining = &namespace["namespace"]["remaining"][0];
+    assert_eq!(remaining["resource"], "configmaps");
+    assert_eq!(remaining["finalizers"][0]["owner"]["kind"], "unknown");
+    assert!(namespace["namespace"]["contentSource"]
+        .as_str()
+        .is_some_and(|s| s.starts_with("kube-gc's caches")));
+
+    let claim = agree(&world, &running, "pvc", "data", "data").await;
+    let protection = decision(&claim, "pvc-protection");
+    assert_eq!(protection["verdict"], "blocked");
+    assert!(protection["summary"]
+        .as_str()
+        .is_some_and(|s| s.starts_with("in use by pod data/web")));
+    assert_eq!(
+        claim["deletion"]["finalizers"][0]["blockers"][0]["object"],
+        "Pod data/web"
+    );
+
+    // The orphan's quarantine: the collector's own clock started when it saw the node missing,
+    // which the CLI cannot know — it says "at the latest".
+    let live = live(endpoints, "pods/orphan", "data");
+    let cli = cli(&world, "pods", "data", "orphan", world.now()).await;
+    assert_eq!(live["verdict"], "delete-at", "{live:#}");
+    assert_eq!(cli.verdict, VerdictKind::DeleteAt);
+    let live_at = live["deleteAt"].as_str().expect("a time").to_owned();
+    assert!(
+        live_at.as_str() <= cli.delete_at.as_deref().unwrap_or(""),
+        "{live_at}"
+    );
+    running.stop().await;
+}

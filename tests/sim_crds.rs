@@ -47,15 +47,16 @@ fn pipelinerun_definition(name: &str) -> Value {
                     "x-kubernetes-preserve-unknown-fields": true}}}]}})
 }
 
-/// Exchange 208 (130 before the `unknown` status field): kube-gc's ClusterRetentionPolicy definition is what `kubectl apply -k
-/// deploy/crds/` leaves on a real server — the same spec, the same last-applied annotation byte
-/// for byte, and the status of an established definition.
+/// Exchange 230 (208 before `mode`, `notification` and the audit status fields, 130 before
+/// the `unknown` status field): kube-gc's ClusterRetentionPolicy definition is what `kubectl
+/// apply -k deploy/crds/` leaves on a real server — the same spec, the same last-applied
+/// annotation byte for byte, and the status of an established definition.
 #[tokio::test]
-async fn kube_gcs_definitions_are_served_as_kubectl_apply_leaves_them_like_208() {
+async fn kube_gcs_definitions_are_served_as_kubectl_apply_leaves_them_like_230() {
     let server = start(SimConfig::default()).await;
     let name = "clusterretentionpolicies.kube-gc.io";
     let (code, served) = send(client().get(url(&server, &format!("{DEFINITIONS}/{name}")))).await;
-    let real = captured_body("208-");
+    let real = captured_body("230-");
     assert_eq!(code, 200);
     assert_eq!(served["spec"], real["spec"]);
     assert_eq!(served["metadata"]["labels"], real["metadata"]["labels"]);

@@ -226,6 +226,37 @@ async fn invalid_policies_are_refused_like_the_real_server() {
     assert_eq!(code, real["response"]["status"], "{body}");
 }
 
+/// Exchanges 232 and 233 of `fixtures/real-apiserver/`: a `mode` neither `Enforce` nor `Audit`
+/// is refused by the enum, `mode: Enforce` with `dryRun: true` by the CEL rule — by the sim with
+/// the real server's status and `Status` body; and 234: the status fields kube-gc writes for an
+/// `Audit` policy are kept as written, as the real server keeps them.
+#[tokio::test]
+async fn a_policys_mode_is_validated_and_its_audit_status_kept_like_the_real_server() {
+    let server = start(SimConfig::default()).await;
+    let http = client();
+    for prefix in ["232-", "233-"] {
+        let real = exchange(prefix);
+        let path = real["request"]["path"].as_str().unwrap();
+        let (code, body) = send(http.post(url(&server, path)).json(&real["request"]["body"])).await;
+        assert_eq!(code, real["response"]["status"], "{prefix}: {body}");
+        assert_eq!(body, real["response"]["body"], "{prefix}");
+    }
+    let real = exchange("234-")["response"]["body"].clone();
+    let cluster = format!("{GROUP_VERSION}/clusterretentionpolicies");
+    let mut policy = json!({"apiVersion": "kube-gc.io/v1alpha1", "kind": "ClusterRetentionPolicy",
+        "metadata": {"name": "au-audit-pods"}, "spec": real["spec"].clone()});
+    let (code, created) = send(http.post(url(&server, &cluster)).json(&policy)).await;
+    assert_eq!(code, 201, "{created}");
+    policy = created;
+    policy["status"] = real["status"].clone();
+    let status = format!("{cluster}/au-audit-pods/status");
+    let (code, written) = send(http.put(url(&server, &status)).json(&policy)).await;
+    assert_eq!(code, 200, "{written}");
+    let (_, read) = send(http.get(url(&server, &format!("{cluster}/au-audit-pods")))).await;
+    assert_eq!(read["status"], real["status"]);
+    assert_eq!(read["spec"], real["spec"]);
+}
+
 /// The same rules guard updates: a PUT or a merge patch of the main resource that would make
 /// the policy of exchange 06 one of the refused ones is refused with the same causes.
 #[tokio::test]

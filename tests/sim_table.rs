@@ -1,6 +1,6 @@
 //! `kubectl get crp` against the simulated server: the `Table` it answers is the real server's
-//! with the CRDs of `deploy/crds/` applied (exchange 207 of `fixtures/real-apiserver/`), columns
-//! read from the CRD.
+//! with the CRDs of `deploy/crds/` applied (exchange 231 of `fixtures/real-apiserver/`; 207
+//! before the `Mode` and `WouldDelete` columns), columns read from the CRD.
 
 mod sim_support;
 
@@ -12,27 +12,30 @@ const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
 const KUBECTL: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
 
 fn captured_table() -> Value {
-    let exchange = exchange("207-");
+    let exchange = exchange("231-");
     assert_eq!(exchange["request"]["headers"]["Accept"], TABLE);
     exchange["response"]["body"].clone()
 }
 
 #[tokio::test]
-async fn kubectl_get_crp_prints_the_crds_columns_like_exchange_207() {
+async fn kubectl_get_crp_prints_the_crds_columns_like_exchange_231() {
     let server = start(SimConfig::default()).await;
     let policies = Gvr::new("kube-gc.io", "v1alpha1", "clusterretentionpolicies");
     let created = server
         .create(
             &policies,
             json!({"apiVersion": "kube-gc.io/v1alpha1", "kind": "ClusterRetentionPolicy",
-                "metadata": {"name": "rd-finished-pods"},
-                "spec": {"preset": "pods", "ttlSecondsAfterFinished": 7200, "dryRun": true}}),
+                "metadata": {"name": "au-audit-pods"},
+                "spec": {"preset": "pods", "mode": "Audit", "ttlSecondsAfterFinished": 7200,
+                    "namespaceSelector": {"matchLabels": {"au-capture": "no-namespace-has-this"}}}}),
         )
         .unwrap();
     let mut with_status = created.clone();
-    with_status["status"] = json!({"matched": 5, "waiting": 1, "unknown": 1, "deleted": 2,
-        "conditions": [{"type": "Ready", "status": "True", "reason": "Watching",
-                        "message": "", "lastTransitionTime": created["metadata"]["creationTimestamp"]}]});
+    // The status 231's policy was given (234 reads it back).
+    let mut status = exchange("234-")["response"]["body"]["status"].clone();
+    status["conditions"][0]["lastTransitionTime"] =
+        created["metadata"]["creationTimestamp"].clone();
+    with_status["status"] = status;
     server.update_status(&policies, with_status).unwrap();
 
     let real = captured_table();
@@ -55,14 +58,14 @@ async fn kubectl_get_crp_prints_the_crds_columns_like_exchange_207() {
         assert_eq!(table["rows"][0]["cells"], real["rows"][0]["cells"]);
         let object = &table["rows"][0]["object"];
         assert_eq!(object["kind"], "PartialObjectMetadata");
-        assert_eq!(object["metadata"]["name"], "rd-finished-pods");
+        assert_eq!(object["metadata"]["name"], "au-audit-pods");
         assert!(table["metadata"]["resourceVersion"].is_string());
     }
-    // One object, as `kubectl get crp finished-pods` asks.
+    // One object, as `kubectl get crp au-audit-pods` asks (231 itself).
     let (_, one) = send(
         http.get(url(
             &server,
-            "/apis/kube-gc.io/v1alpha1/clusterretentionpolicies/rd-finished-pods",
+            "/apis/kube-gc.io/v1alpha1/clusterretentionpolicies/au-audit-pods",
         ))
         .header("Accept", KUBECTL),
     )

@@ -16,7 +16,8 @@ use crate::client::{Api, BuildError, Client, ClientOptions, Discovery, ListParam
 
 use crate::explain::plan::{plan, text as plan_text, PlanOptions};
 use crate::explain::{
-    decide_assuming, gather, render, resolve, Assumed, ExplainTarget, Explanation, GatherError,
+    decide_assuming, gather_with, render, resolve, Assumed, ExplainTarget, Explanation,
+    GatherError, Settings,
 };
 use crate::manager::{ControllerSelection, SelectionError};
 
@@ -55,6 +56,8 @@ pub struct ExplainArgs {
     #[arg(long, value_name = "NAMES", value_delimiter = ',', default_value = "*")]
     pub controllers: Vec<String>,
     #[command(flatten)]
+    pub settings: SettingsArgs,
+    #[command(flatten)]
     pub connection: ConnectionArgs,
 }
 
@@ -78,7 +81,32 @@ pub struct PlanArgs {
     #[arg(long, value_name = "NAMES", value_delimiter = ',', default_value = "*")]
     pub controllers: Vec<String>,
     #[command(flatten)]
+    pub settings: SettingsArgs,
+    #[command(flatten)]
     pub connection: ConnectionArgs,
+}
+
+/// The flags of `kube-gc run` that some decisions read, so that `explain` and `plan` assume
+/// what the install runs with.
+#[derive(Debug, Clone, Args)]
+pub struct SettingsArgs {
+    /// As `kube-gc run --namespace-deletion-grace-period`: the least time between a namespace's
+    /// deletion and its finalize.
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse_duration, default_value = "5s")]
+    pub namespace_deletion_grace_period: Duration,
+    /// As `kube-gc run --terminated-pod-gc-threshold`: terminated Pods kept before the pod
+    /// garbage collector deletes the oldest; 0 keeps them all.
+    #[arg(long, value_name = "N", default_value_t = crate::controllers::podgc::DEFAULT_TERMINATED_POD_THRESHOLD)]
+    pub terminated_pod_gc_threshold: usize,
+}
+
+impl SettingsArgs {
+    fn settings(&self) -> Settings {
+        Settings {
+            namespace_deletion_grace_period: self.namespace_deletion_grace_period,
+            terminated_pod_gc_threshold: self.terminated_pod_gc_threshold,
+        }
+    }
 }
 
 /// Why `explain` or `plan` failed.
@@ -144,7 +172,7 @@ pub async fn run_explain(args: ExplainArgs) -> Result<(), ExplainError> {
     let assumed = Assumed::of(&running).lines("explain");
     let mut explanations = Vec::new();
     for target in &targets {
-        let gathered = gather(&client, &discovery, target).await?;
+        let gathered = gather_with(&client, &discovery, target, args.settings.settings()).await?;
         let mut explained = decide_assuming(&gathered, &running, now);
         explained.notes.extend(assumed.iter().cloned());
         explanations.push(explained);
@@ -333,6 +361,7 @@ pub async fn run_plan(args: PlanArgs) -> Result<(), ExplainError> {
         namespace: args.namespace.clone(),
         selector: args.selector.clone(),
         controllers,
+        settings: args.settings.settings(),
     };
     let report = plan(&client, &discovery, &options, chrono::Utc::now()).await?;
     let text = match args.output {

@@ -9,6 +9,7 @@ mod demo;
 
 mod explain;
 mod logging;
+mod notify;
 mod output;
 mod record;
 mod run;

@@ -34,6 +34,7 @@ use url::Url;
 
 use super::config::ConnectionArgs;
 use super::logging::LogSink;
+use super::notify::{NotifyArgs, NotifyFlagError};
 use crate::client::config::{
     Auth, ClientConfig, ConfigError, Environment, LoadOptions, Origin, SystemRoots, TlsSettings,
 };
@@ -148,6 +149,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5s")]
     pub namespace_deletion_grace_period: Duration,
 
+    #[command(flatten, next_help_heading = "Notifications")]
+    pub notify: NotifyArgs,
+
     #[command(flatten, next_help_heading = "Leader election")]
     pub leader_election: LeaderElectionArgs,
 
@@ -164,6 +168,9 @@ pub enum RunError {
     /// `--controllers` names something unknown, or enables nothing.
     #[error(transparent)]
     Controllers(#[from] SelectionError),
+    /// A notification flag cannot be used.
+    #[error(transparent)]
+    Notify(#[from] NotifyFlagError),
     /// No usable connection configuration.
     #[error(transparent)]
     Config(#[from] ConfigError),
@@ -211,7 +218,11 @@ pub enum RunError {
 
 impl RunArgs {
     /// The manager's options from the flags.
-    pub fn manager_options(&self) -> Result<ManagerOptions, SelectionError> {
+    ///
+    /// # Errors
+    ///
+    /// [`RunError::Controllers`] or [`RunError::Notify`] naming the flag at fault.
+    pub fn manager_options(&self) -> Result<ManagerOptions, RunError> {
         Ok(ManagerOptions {
             controllers: ControllerSelection::parse(&self.controllers)?,
             namespace: self.namespace.clone(),
@@ -224,6 +235,7 @@ impl RunArgs {
             gc_discovery_period: self.gc_discovery_period,
             gc_initial_sync_timeout: self.gc_initial_sync_timeout,
             terminated_pod_gc_threshold: self.terminated_pod_gc_threshold,
+            notify: self.notify.options()?,
             namespace_workers: self.concurrent_namespace_syncs,
             namespace_sync_period: self.namespace_sync_period,
             namespace_deletion_grace_period: self.namespace_deletion_grace_period,
@@ -659,11 +671,18 @@ mod tests {
             "--concurrent-gc-syncs=4",
             "--gc-discovery-period=1m",
             "--gc-initial-sync-timeout=5s",
+            "--notify-webhook-url=https://hooks.slack.com/services/T/B/x",
+            "--notify-interval=5m",
             "--concurrent-namespace-syncs=3",
             "--namespace-sync-period=0s",
             "--namespace-deletion-grace-period=2s",
         ]);
         let options = args.manager_options().unwrap();
+        assert_eq!(
+            options.notify.webhook.map(|u| u.to_string()),
+            Some("https://hooks.slack.com/…".to_owned())
+        );
+        assert_eq!(options.notify.interval, Duration::from_secs(300));
         assert!(!options.controllers.is_enabled("volcano-job-ttl"));
         assert!(options.controllers.is_enabled("ttl-after-finished"));
         assert_eq!(

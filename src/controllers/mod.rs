@@ -8,9 +8,14 @@
 //!   nothing else removes Pods whose node is gone.
 //! - [`protection`]: PVC and PV protection, releasing claims and volumes being deleted once
 //!   nothing uses them.
+//!
+//! What they all report on: [`deleted`], a feed of what each deleted (or would have, under an
+//! `Audit` policy), and [`pending`], what each will delete and when, read from its caches.
 
+pub mod deleted;
 pub mod garbagecollector;
 pub mod namespace;
+pub mod pending;
 pub mod podgc;
 pub mod protection;
 pub mod retention;

@@ -20,13 +20,20 @@ use serde::Serialize;
 use crate::api::ObjectMeta;
 use crate::controllers::ttl::{BatchJob, VolcanoJobs};
 use crate::manager::{
-    ControllerSelection, GARBAGE_COLLECTOR, KNOWN_CONTROLLERS, RETENTION, TTL_AFTER_FINISHED,
-    VOLCANO_JOB_TTL,
+    ControllerSelection, GARBAGE_COLLECTOR, KNOWN_CONTROLLERS, NAMESPACE, PODGC, PVC_PROTECTION,
+    PV_PROTECTION, RETENTION, TTL_AFTER_FINISHED, VOLCANO_JOB_TTL,
 };
 
-use super::decide::{gc_from_gathered, retention_from_gathered, ttl_from_gathered};
+use super::decide::{
+    claim_from_gathered, gc_from_gathered, not_its_kind, podgc_from_gathered,
+    retention_from_gathered, ttl_from_gathered, volume_from_gathered,
+};
 use super::gather::{GatherError, Gathered};
-use super::plan::{orphan_rows, retention_rows, ttl_rows, Findings, PlanContext};
+use super::namespace::namespace_decision;
+use super::plan::{
+    claim_rows, namespace_rows, orphan_rows, pod_rows, retention_rows, ttl_rows, volume_rows,
+    Findings, PlanContext,
+};
 use super::Decision;
 
 /// A controller's decision on the object gathered, at a time.
@@ -42,6 +49,9 @@ pub(crate) struct Covered {
     pub name: &'static str,
     /// Who does its job on a cluster where kube-gc does not run it; `None`: nobody.
     pub elsewhere: Option<&'static str>,
+    /// The name of the controller that does its job there (kube-controller-manager's
+    /// `--controllers` name), when it has one.
+    pub upstream: Option<&'static str>,
     /// Its decision on one object.
     pub decide: Decide,
     /// Its deletions to come.
@@ -54,26 +64,61 @@ pub(crate) const COVERED: &[Covered] = &[
     Covered {
         name: TTL_AFTER_FINISHED,
         elsewhere: Some("kube-controller-manager"),
+        upstream: Some("ttl-after-finished-controller"),
         decide: |gathered, _meta, now| ttl_from_gathered::<BatchJob>(gathered, now),
         plan: |cx, found| Box::pin(ttl_rows::<BatchJob>(cx, found)),
     },
     Covered {
         name: VOLCANO_JOB_TTL,
         elsewhere: Some("Volcano's controller manager"),
+        upstream: Some("garbagecollector"),
         decide: |gathered, _meta, now| ttl_from_gathered::<VolcanoJobs>(gathered, now),
         plan: |cx, found| Box::pin(ttl_rows::<VolcanoJobs>(cx, found)),
     },
     Covered {
         name: RETENTION,
         elsewhere: None,
+        upstream: None,
         decide: retention_from_gathered,
         plan: |cx, found| Box::pin(retention_rows(cx, found)),
     },
     Covered {
         name: GARBAGE_COLLECTOR,
         elsewhere: Some("kube-controller-manager"),
+        upstream: Some("garbage-collector-controller"),
         decide: |gathered, meta, _now| gc_from_gathered(gathered, meta),
         plan: |cx, found| Box::pin(orphan_rows(cx, found)),
+    },
+    Covered {
+        name: NAMESPACE,
+        elsewhere: Some("kube-controller-manager"),
+        upstream: Some("namespace-controller"),
+        decide: |gathered, _meta, now| match &gathered.namespace {
+            Some(facts) => namespace_decision(facts, &gathered.settings, now),
+            None => not_its_kind(NAMESPACE, "Namespace"),
+        },
+        plan: |cx, found| Box::pin(namespace_rows(cx, found)),
+    },
+    Covered {
+        name: PODGC,
+        elsewhere: Some("kube-controller-manager"),
+        upstream: Some("pod-garbage-collector-controller"),
+        decide: |gathered, _meta, now| podgc_from_gathered(gathered, now),
+        plan: |cx, found| Box::pin(pod_rows(cx, found)),
+    },
+    Covered {
+        name: PVC_PROTECTION,
+        elsewhere: Some("kube-controller-manager"),
+        upstream: Some("pvc-protection"),
+        decide: |gathered, _meta, _now| claim_from_gathered(gathered),
+        plan: |cx, found| Box::pin(claim_rows(cx, found)),
+    },
+    Covered {
+        name: PV_PROTECTION,
+        elsewhere: Some("kube-controller-manager"),
+        upstream: Some("pv-protection"),
+        decide: |gathered, _meta, _now| volume_from_gathered(gathered),
+        plan: |cx, found| Box::pin(volume_rows(cx, found)),
     },
 ];
 
@@ -83,6 +128,16 @@ pub(crate) fn covered_names() -> impl Iterator<Item = &'static str> {
 }
 
 impl Covered {
+    /// What does its job where kube-gc does not run it: `kube-controller-manager's
+    /// namespace-controller`.
+    pub(crate) fn instead(&self) -> Option<String> {
+        match (self.elsewhere, self.upstream) {
+            (Some(who), Some(name)) => Some(format!("{who}'s {name}")),
+            (Some(who), None) => Some(who.to_owned()),
+            (None, _) => None,
+        }
+    }
+
     /// "not run here (kube-controller-manager's job on this cluster)".
     pub(crate) fn not_run_here(&self) -> String {
         match self.elsewhere {
@@ -100,6 +155,9 @@ pub struct NotRunHere {
     pub controller: String,
     /// "not run here (…)".
     pub why: String,
+    /// What does its job there: `kube-controller-manager's namespace-controller`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instead: Option<String>,
 }
 
 /// What `explain` and `plan` assumed of the controllers kube-gc runs.
@@ -128,6 +186,7 @@ impl Assumed {
                 .map(|c| NotRunHere {
                     controller: c.name.to_owned(),
                     why: c.not_run_here(),
+                    instead: c.instead(),
                 })
                 .collect(),
             unforeseen: KNOWN_CONTROLLERS
@@ -191,9 +250,14 @@ mod tests {
             assumed.lines("plan"),
             [
                 "Assuming kube-gc runs: volcano-job-ttl, retention (--controllers)",
-                "ttl-after-finished, garbagecollector: not run here \
-                 (kube-controller-manager's job on this cluster)",
+                "ttl-after-finished, garbagecollector, namespace, podgc, pvc-protection, \
+                 pv-protection: not run here (kube-controller-manager's job on this cluster)",
             ]
+        );
+        let namespace = &assumed.not_run_here[2];
+        assert_eq!(
+            namespace.instead.as_deref(),
+            Some("kube-controller-manager's namespace-controller")
         );
         let everything = Assumed::of(&ControllerSelection::default());
         assert!(everything.not_run_here.is_empty() && everything.unforeseen.is_empty());

@@ -4,9 +4,11 @@
 //! | file | what it holds |
 //! |---|---|
 //! | `resolve.rs` | `TYPE` → resource, as kubectl resolves it |
-//! | `gather.rs` | the read-only requests: the object, its owners, policies, dependents, Events |
+//! | `gather/` | the read-only requests: the object, its owners, policies, dependents, Events; a Pod's node, a claim's Pods, a volume's claims; a namespace's content |
 //! | `controllers.rs` | the controllers both commands speak for, one entry each, and what `--controllers` assumes |
-//! | `decide/` | the verdict of every controller, pure: the TTL controllers' `judge`, the retention engine's `assess` / `decide` / `rank`, the garbage collector's `action` |
+//! | `decide/` | the verdict of every controller, pure: the TTL controllers' `judge`, the retention engine's `assess` / `decide` / `rank`, the garbage collector's `action`, the pod garbage collector's `judge`, the protection controllers' `claim_release` / `volume_release` |
+//! | `namespace/` | why a namespace is still `Terminating`: the namespace controller's `assess`, every blocker to its root cause, who finishes it |
+//! | `finalizers.rs` | who removes a finalizer: kube-gc, Kubernetes, a known operator, or nobody known |
 //! | `render.rs` | the screen an operator reads |
 //! | `live/` | `/debug/explain` on a running kube-gc: the same decisions, from its caches |
 //! | `plan.rs` | `kube-gc plan`: every deletion to come, sorted, totalled, charted |
@@ -18,18 +20,46 @@
 
 pub mod controllers;
 pub mod decide;
+pub mod finalizers;
 pub mod gather;
 pub mod live;
+pub mod namespace;
 pub mod plan;
 pub mod render;
 pub mod resolve;
+
+use std::time::Duration;
 
 use serde::Serialize;
 
 pub use controllers::{Assumed, NotRunHere};
 pub use decide::{decide, decide_assuming, explanation, overall};
-pub use gather::{gather, GatherError, Gathered, OwnerState, Target as ExplainTarget};
+pub use finalizers::FinalizerOwner;
+pub use gather::{gather, gather_with, GatherError, Gathered, OwnerState, Target as ExplainTarget};
+pub use namespace::NamespaceReport;
 pub use resolve::{resolve, UnknownType};
+
+/// What `run`'s flags set that some decisions read; `explain` and `plan` take the same flags, so
+/// that they assume what the install runs with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// `--namespace-deletion-grace-period`: the least time between a namespace's deletion and
+    /// its finalize.
+    pub namespace_deletion_grace_period: Duration,
+    /// `--terminated-pod-gc-threshold`: terminated Pods kept before the oldest go (0: all).
+    pub terminated_pod_gc_threshold: usize,
+}
+
+impl Default for Settings {
+    /// kube-controller-manager's defaults, as `run`'s.
+    fn default() -> Self {
+        Settings {
+            namespace_deletion_grace_period: crate::controllers::namespace::DEFAULT_FINALIZE_DELAY,
+            terminated_pod_gc_threshold:
+                crate::controllers::podgc::DEFAULT_TERMINATED_POD_THRESHOLD,
+        }
+    }
+}
 
 /// The answer in one word.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -116,6 +146,11 @@ pub struct Blocker {
 pub struct FinalizerWait {
     /// The finalizer.
     pub finalizer: String,
+    /// Where it is, when not `metadata.finalizers` (a namespace's `spec.finalizers`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<&'static str>,
+    /// Whose it is.
+    pub owner: FinalizerOwner,
     /// What it waits for, in a sentence.
     pub waits_for: String,
     /// The objects it waits on.
@@ -137,6 +172,22 @@ pub struct DeletionInProgress {
     /// finalizers); absent when every finalizer is listed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unknown: Option<String>,
+    /// For a Pod deleted gracefully: its grace period, and what removes it then.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grace: Option<GracePeriod>,
+}
+
+/// The grace period of a Pod being deleted: the server removes it only once its kubelet — or a
+/// force deletion — says it has stopped.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GracePeriod {
+    /// `deletionGracePeriodSeconds`.
+    pub seconds: i64,
+    /// When it ends (`deletionTimestamp`, RFC 3339).
+    pub ends_at: String,
+    /// What removes the Pod then, in a sentence.
+    pub removed_by: String,
 }
 
 /// An Event about the object.
@@ -177,6 +228,9 @@ pub struct Explanation {
     /// The Events about it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<EventLine>,
+    /// For a namespace: what its deletion waits for, and who finishes it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<NamespaceReport>,
     /// Where the answer came from and what that source cannot tell (`/debug/explain`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,

@@ -1,6 +1,7 @@
 //! The screen `kube-gc explain` prints: the verdict first, then each controller's view, the
-//! finalizers of an object being deleted (with the chain of blockers to the root cause), and
-//! the Events. `-o json` / `-o yaml` print the [`Explanation`] itself instead.
+//! finalizers of an object being deleted (who removes each, with the chain of blockers to the
+//! root cause), for a namespace what remains and who finishes it, and the Events. `-o json` /
+//! `-o yaml` print the [`Explanation`] itself instead.
 
 use std::fmt::Write;
 
@@ -46,13 +47,23 @@ pub fn text(explanation: &Explanation) -> String {
     if let Some(deletion) = &explanation.deletion {
         let since = deletion.since.as_deref().unwrap_or("a time not cached");
         let _ = writeln!(out, "\nDeletion in progress (since {since})");
-        if deletion.finalizers.is_empty() && deletion.unknown.is_none() {
+        if let Some(grace) = &deletion.grace {
+            let _ = writeln!(
+                out,
+                "  graceful: its {}s grace period ends {}; {}",
+                grace.seconds, grace.ends_at, grace.removed_by
+            );
+        } else if deletion.finalizers.is_empty() && deletion.unknown.is_none() {
             let _ = writeln!(out, "  no finalizers: it should be gone shortly");
         }
         for finalizer in &deletion.finalizers {
+            let field = finalizer
+                .field
+                .map(|f| format!(" ({f})"))
+                .unwrap_or_default();
             let _ = writeln!(
                 out,
-                "  {}: waits for {}",
+                "  {}{field}: waits for {}",
                 finalizer.finalizer, finalizer.waits_for
             );
             blockers(&mut out, &finalizer.blockers, 2);
@@ -60,6 +71,9 @@ pub fn text(explanation: &Explanation) -> String {
         if let Some(unknown) = &deletion.unknown {
             let _ = writeln!(out, "  {unknown}");
         }
+    }
+    if let Some(namespace) = &explanation.namespace {
+        crate::explain::namespace::render_lines(namespace, &mut out);
     }
     if !explanation.events.is_empty() {
         let _ = writeln!(out, "\nEvents");

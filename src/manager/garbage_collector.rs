@@ -41,6 +41,8 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<Init, BoxError> {
         queue_metrics: context.queue_metrics.cloned(),
         reflector: options.reflector.clone(),
         sources: Some(context.sources.clone()),
+        feed: Arc::clone(context.feed),
+        clock: Arc::clone(context.clock),
         ..GcOptions::default()
     };
     // Twice the rate, as upstream's: each deletion takes two calls.
@@ -52,6 +54,9 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<Init, BoxError> {
     if let Some(endpoints) = context.endpoints {
         publish(&handle, endpoints);
     }
+    context
+        .pending
+        .add(handle.pending_source(), Arc::clone(context.clock));
     if let Some(explainer) = context.explainer {
         explainer.register(Arc::new(GcView::new(handle.clone())));
     }

@@ -16,8 +16,12 @@
 //!   `kube-gc.io` CRDs are installed), the pod garbage collector ([`PODGC`]) and the PVC and
 //!   PV protection controllers ([`PVC_PROTECTION`], [`PV_PROTECTION`]). Leader election wraps
 //!   [`ControllerSet::run`] without the manager knowing.
+//! - Every controller tells the process's deletion feed what it deletes and registers where
+//!   what it will delete is read ([`PendingCollector`]); unless it is a dry run, a
+//!   [`Notifier`] (a service of the set, run while the controllers run) sends both to
+//!   `--notify-webhook-url` and to each retention policy's own destination.
 //! - With [`Manager::publish_to`], controllers publish on the HTTP server's [`Endpoints`]: their
-//!   metrics (TTL, garbage collector, workqueues, reflectors), their queues for
+//!   metrics (TTL, garbage collector, workqueues, reflectors, deletions to come), their queues for
 //!   `/debug/workqueue`, the garbage collector's graph, and their caches for `/debug/explain`
 //!   ([`LiveExplainer`]: each running controller registers its cache, and the manager records
 //!   why each other one does not run).
@@ -56,6 +60,7 @@ pub use set::{BoxError, ControllerFailed, ControllerSet, ManagedController, Read
 use crate::client::outage::watch_outages;
 use crate::client::{Client, Discovery, ResourceRef};
 use crate::clock::{SharedClock, SystemClock};
+use crate::controllers::deleted::{NoFeed, SharedFeed};
 use crate::controllers::retention::engine::RetentionOptions;
 use crate::controllers::ttl::{
     BatchJob, FreshRead, TtlController, TtlKind, TtlMetrics, TtlOptions, VolcanoJobs,
@@ -63,6 +68,8 @@ use crate::controllers::ttl::{
 };
 use crate::events::{NoopRecorder, SharedRecorder};
 use crate::explain::live::{LiveExplainer, TtlView};
+use crate::metrics::PendingCollector;
+use crate::notify::{Notifier, NotifyMetrics, NotifyOptions, WebhookClientError};
 use crate::runtime::reflector::ReflectorConfig;
 use crate::runtime::sources::Sources;
 use crate::runtime::workqueue::MetricsProvider;
@@ -122,6 +129,8 @@ pub struct ManagerOptions {
     /// How long the pod garbage collector waits for a missing node before its Pods go
     /// (upstream's fixed 40 s; no flag: the demo, on a timescale of seconds, shortens it).
     pub pod_gc_quarantine: Duration,
+    /// `--notify-webhook-url`, `--notify-interval`: where and how often notifications go.
+    pub notify: NotifyOptions,
     /// How informers list and watch.
     pub reflector: ReflectorConfig,
 }
@@ -145,6 +154,7 @@ impl Default for ManagerOptions {
             retention_status_interval: RetentionOptions::default().status_interval,
             terminated_pod_gc_threshold: DEFAULT_TERMINATED_POD_THRESHOLD,
             pod_gc_quarantine: crate::controllers::podgc::QUARANTINE,
+            notify: NotifyOptions::default(),
             reflector: ReflectorConfig::default(),
         }
     }
@@ -175,6 +185,10 @@ pub struct ControllerContext<'a> {
     pub endpoints: Option<&'a Endpoints>,
     /// Where controllers register their caches for `/debug/explain` (with `endpoints`).
     pub explainer: Option<&'a LiveExplainer>,
+    /// Where controllers tell each deletion (and those an `Audit` policy would make).
+    pub feed: &'a SharedFeed,
+    /// Where controllers register what they will delete (`/metrics`, notifications).
+    pub pending: &'a PendingCollector,
 }
 
 impl ControllerContext<'_> {
@@ -215,6 +229,9 @@ pub enum ManagerError {
     /// A controller failed while running.
     #[error(transparent)]
     Failed(#[from] ControllerFailed),
+    /// `--notify-webhook-url` is given, but no HTTPS client can be built to send to it.
+    #[error("cannot send notifications: {0}")]
+    Notifier(#[source] WebhookClientError),
 }
 
 /// The controller manager.
@@ -315,6 +332,16 @@ impl Manager {
             self.client.for_component(METADATA_INFORMERS, 1.0),
             self.options.reflector.clone(),
         );
+        // The same collector `/metrics` reads, so that notifications and gauges agree.
+        let pending = self
+            .endpoints
+            .as_ref()
+            .map(|e| e.metrics.pending().clone())
+            .unwrap_or_default();
+        let notifier = self.notifier(&pending)?;
+        let feed = notifier
+            .as_ref()
+            .map_or_else(|| Arc::new(NoFeed) as SharedFeed, Notifier::feed);
         let context = ControllerContext {
             client: &self.client,
             sources: &sources,
@@ -326,6 +353,8 @@ impl Manager {
             ttl_metrics: &self.ttl_metrics,
             endpoints: self.endpoints.as_ref(),
             explainer: explainer.as_ref(),
+            feed: &feed,
+            pending: &pending,
         };
         for known in KNOWN_CONTROLLERS {
             let registered = self.inits.iter().any(|(name, _)| *name == known);
@@ -362,7 +391,47 @@ impl Manager {
         set.add_service("api-server-availability", move |stop| {
             watch_outages(client, stop)
         });
+        if let Some(notifier) = notifier {
+            set.add_service("notifier", move |stop| notifier.run(stop));
+        }
         Ok(set)
+    }
+
+    /// The notifier, unless this is a dry run (which sends nothing anywhere, as it writes
+    /// nothing). Without `--notify-webhook-url` it only serves the policies that name a
+    /// destination of their own, and one that cannot be built (no trust roots) is a warning;
+    /// with the flag, an error.
+    fn notifier(&self, pending: &PendingCollector) -> Result<Option<Notifier>, ManagerError> {
+        if self.options.dry_run {
+            if self.options.notify.webhook.is_some() {
+                tracing::info!("dry run: no notification is sent");
+            }
+            return Ok(None);
+        }
+        let metrics = Arc::new(NotifyMetrics::default());
+        let client = self.client.for_component("notifier", 1.0);
+        let built = Notifier::new(
+            self.options.notify.clone(),
+            Some(client),
+            pending.clone(),
+            Arc::clone(&self.clock),
+            Arc::clone(&metrics),
+        );
+        match built {
+            Ok(notifier) => {
+                if let Some(endpoints) = &self.endpoints {
+                    endpoints.metrics.register_with(|r| metrics.register(r));
+                }
+                Ok(Some(notifier))
+            }
+            Err(error) if self.options.notify.webhook.is_some() => {
+                Err(ManagerError::Notifier(error))
+            }
+            Err(error) => {
+                tracing::warn!(%error, "retention policies' notifications cannot be sent");
+                Ok(None)
+            }
+        }
     }
 
     /// [`start`](Self::start), then runs the controllers until `shutdown` is cancelled.
@@ -488,7 +557,11 @@ fn init_ttl<K: TtlKind>(context: &ControllerContext<'_>) -> Result<Init, BoxErro
         .metrics(Arc::clone(context.ttl_metrics))
         .queue_metrics(context.queue_metrics.cloned())
         .recorder(Arc::clone(context.recorder))
+        .feed(Arc::clone(context.feed))
         .build();
+    context
+        .pending
+        .add(controller.pending_source(), Arc::clone(context.clock));
     if let Some(endpoints) = context.endpoints {
         endpoints
             .queues

@@ -6,7 +6,8 @@
 //! bucket at 20 times the configured rate, as kube-controller-manager gives its namespace
 //! controller (a deletion is a burst of lists and deletes); its User-Agent ends in
 //! `namespace-controller`, as upstream's. It is ready once the namespaces' cache synced. With
-//! [`Endpoints`](crate::server::Endpoints) it publishes its metrics and its queue.
+//! [`Endpoints`](crate::server::Endpoints) it publishes its metrics and its queue, and its
+//! caches for `/debug/explain`.
 
 use std::sync::Arc;
 
@@ -14,6 +15,8 @@ use super::{BoxError, ControllerContext, Init, ManagedController, NAMESPACE};
 use crate::controllers::namespace::{
     NamespaceController, NamespaceOptions, COMPONENT as USER_AGENT, QUEUE,
 };
+use crate::explain::live::NamespaceView;
+
 /// kube-controller-manager runs its namespace controller's client at 20 times the QPS.
 const RATE_FACTOR: f64 = 20.0;
 
@@ -42,6 +45,9 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<Init, BoxError> {
     let controller =
         NamespaceController::new(client, namespace_options).holding(context.sources.hold());
     let handle = controller.handle();
+    if let Some(explainer) = context.explainer {
+        explainer.register(Arc::new(NamespaceView::new(handle.clone())));
+    }
     if let Some(endpoints) = context.endpoints {
         endpoints
             .metrics

@@ -7,7 +7,8 @@
 //!   controller is skipped with the reason.
 //! - It reads and deletes through a client of its own (`pod-garbage-collector`, as
 //!   kube-controller-manager's), lists and watches through the shared informers, and publishes
-//!   its metrics (`pod_gc_collector_*`), its queue and its informers' reflector counters.
+//!   its metrics (`pod_gc_collector_*`), its queue and its informers' reflector counters, and
+//!   its caches for `/debug/explain`.
 
 use std::sync::Arc;
 
@@ -15,6 +16,7 @@ use super::{BoxError, ControllerContext, Init, ManagedController, PODGC};
 use crate::controllers::podgc::{
     node_resource, pod_resource, PodGcController, PodGcMetrics, PodGcOptions, COMPONENT,
 };
+use crate::explain::live::PodGcView;
 
 /// Builds the pod garbage collector, or says why it is skipped.
 pub(super) fn init(context: &ControllerContext<'_>) -> Result<Init, BoxError> {
@@ -46,7 +48,17 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<Init, BoxError> {
         .metrics(Arc::clone(&metrics))
         .recorder(Arc::clone(context.recorder))
         .queue_metrics(context.queue_metrics.cloned())
+        .feed(Arc::clone(context.feed))
         .build();
+    if let Some(explainer) = context.explainer {
+        explainer.register(Arc::new(PodGcView::new(
+            Arc::clone(controller.pods()),
+            Arc::clone(controller.nodes()),
+            Arc::clone(controller.quarantines()),
+            options.terminated_pod_gc_threshold,
+            controller.synced(),
+        )));
+    }
     if let Some(endpoints) = context.endpoints {
         endpoints
             .metrics
@@ -66,6 +78,9 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<Init, BoxError> {
                 .add(PODGC, &resource.path_name(), Arc::clone(reflector));
         }
     }
+    context
+        .pending
+        .add(controller.pending_source(), Arc::clone(context.clock));
     let caches = controller.synced();
     Ok(Init::Run(ManagedController::new(
         PODGC,

@@ -7,8 +7,8 @@
 //! - A server that does not serve claims or volumes (or Pods) skips them, with the reason.
 //! - Each reads and writes through a client of its own named as kube-controller-manager's
 //!   (`pvc-protection-controller`, `pv-protection-controller`), lists and watches through the
-//!   shared informers, and publishes its queue (`pvcprotection`, `pvprotection`) and its
-//!   informers' reflector counters.
+//!   shared informers, and publishes its queue (`pvcprotection`, `pvprotection`), its
+//!   informers' reflector counters and its caches for `/debug/explain`.
 
 use std::sync::Arc;
 
@@ -20,6 +20,7 @@ use crate::controllers::protection::pvc::{ProtectionOptions, COMPONENT as PVC_CO
 use crate::controllers::protection::{
     claim_resource, volume_resource, PvProtection, PvcProtection,
 };
+use crate::explain::live::{PvView, PvcView};
 use crate::runtime::controller::ServerWait;
 use crate::runtime::reflector::ReflectorMetrics;
 use crate::runtime::workqueue::WorkQueue;
@@ -42,6 +43,13 @@ pub(super) fn init_pvc(context: &ControllerContext<'_>) -> Result<Init, BoxError
     );
     publish(context, controller.queue(), controller.server_wait());
     publish_reflectors(context, PVC_PROTECTION, controller.reflector_metrics());
+    if let Some(explainer) = context.explainer {
+        explainer.register(Arc::new(PvcView::new(
+            Arc::clone(controller.claims()),
+            Arc::clone(controller.pods()),
+            controller.synced(),
+        )));
+    }
     let caches = controller.synced();
     Ok(Init::Run(ManagedController::new(
         PVC_PROTECTION,
@@ -69,6 +77,13 @@ pub(super) fn init_pv(context: &ControllerContext<'_>) -> Result<Init, BoxError>
     );
     publish(context, controller.queue(), controller.server_wait());
     publish_reflectors(context, PV_PROTECTION, controller.reflector_metrics());
+    if let Some(explainer) = context.explainer {
+        explainer.register(Arc::new(PvView::new(
+            Arc::clone(controller.volumes()),
+            Arc::clone(controller.claims()),
+            controller.synced(),
+        )));
+    }
     let caches = controller.synced();
     Ok(Init::Run(ManagedController::new(
         PV_PROTECTION,

@@ -67,6 +67,7 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<Init, BoxError> {
         .metrics(Arc::clone(&metrics))
         .recorder(Arc::clone(context.recorder))
         .queue_metrics(context.queue_metrics.cloned())
+        .feed(Arc::clone(context.feed))
         .build();
     if let Some(endpoints) = context.endpoints {
         endpoints
@@ -86,6 +87,9 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<Init, BoxError> {
         }
         reflectors.add_source(RETENTION, Arc::new(controller.watch_reflectors()));
     }
+    context
+        .pending
+        .add(controller.pending_source(), Arc::clone(context.clock));
     let view = Arc::new(RetentionView::new(controller.watches()));
     if served {
         if let Some(explainer) = context.explainer {

@@ -17,7 +17,7 @@ pub const TTL_AFTER_FINISHED: &str = "ttl-after-finished";
 /// `volcano-job-ttl`: Volcano Jobs.
 pub const VOLCANO_JOB_TTL: &str = "volcano-job-ttl";
 /// `garbagecollector`: the ownerReference garbage collector.
-pub const GARBAGE_COLLECTOR: &str = "garbagecollector";
+pub const GARBAGE_COLLECTOR: &str = crate::controllers::garbagecollector::CONTROLLER;
 /// `retention`: retention policies (`RetentionPolicy`, `ClusterRetentionPolicy`).
 pub const RETENTION: &str = crate::controllers::retention::engine::CONTROLLER;
 /// `namespace`: namespace deletion (the content of deleted namespaces, then their finalizer).

@@ -13,6 +13,8 @@
 //! - [`availability`]: [`AvailabilityCollector`], whether the API server answers and the keys
 //!   waiting for it, read at scrape time, publishing `kube_gc_apiserver_*` and
 //!   `kube_gc_workqueue_waiting_for_apiserver`.
+//! - [`pending`]: [`PendingCollector`], what each controller will delete within the hour and
+//!   the day, read from the controllers at scrape time, publishing `kube_gc_pending_deletions`.
 //! - [`text_format`]: the Prometheus text format 0.0.4, for scrapers that ask for `text/plain`
 //!   and not OpenMetrics.
 //! - [`process`]: [`ProcessCollector`], `process_*` (CPU, memory, start time, file
@@ -24,6 +26,7 @@
 //! atomics shared between the registry and the collectors).
 
 pub mod availability;
+pub mod pending;
 pub mod process;
 pub mod reflector;
 pub mod rest_client;
@@ -36,6 +39,7 @@ use parking_lot::Mutex;
 use prometheus_client::registry::Registry;
 
 pub use availability::AvailabilityCollector;
+pub use pending::PendingCollector;
 pub use process::ProcessCollector;
 pub use reflector::ReflectorCollector;
 pub use rest_client::RestClientMetrics;
@@ -50,20 +54,24 @@ pub struct Metrics {
     registry: Arc<Mutex<Registry>>,
     reflectors: ReflectorCollector,
     availability: AvailabilityCollector,
+    pending: PendingCollector,
 }
 
 impl Default for Metrics {
     fn default() -> Self {
         let reflectors = ReflectorCollector::default();
         let availability = AvailabilityCollector::default();
+        let pending = PendingCollector::default();
         let mut registry = Registry::default();
         registry.register_collector(Box::new(reflectors.clone()));
         registry.register_collector(Box::new(availability.clone()));
+        registry.register_collector(Box::new(pending.clone()));
         registry.register_collector(Box::new(ProcessCollector));
         Metrics {
             registry: Arc::new(Mutex::new(registry)),
             reflectors,
             availability,
+            pending,
         }
     }
 }
@@ -103,6 +111,11 @@ impl Metrics {
     /// Where the API server's availability and the keys waiting for it are published.
     pub fn availability(&self) -> &AvailabilityCollector {
         &self.availability
+    }
+
+    /// Where the controllers publish what they will delete.
+    pub fn pending(&self) -> &PendingCollector {
+        &self.pending
     }
 
     /// Everything registered, in the OpenMetrics text format ([`CONTENT_TYPE`]).

@@ -2,9 +2,9 @@
 //! asks first, for the resources whose printer columns this server knows: kube-gc's own
 //! retention policies, whose columns are read from the CRDs in `deploy/crds/` — the ones a
 //! cluster installs — so `kubectl get crp` against `kube-gc sim` prints what it prints against a
-//! real cluster (exchange 207 of `fixtures/real-apiserver/`; 22 of
-//! `fixtures/retention/crd-validation/` before the `Unknown` column); and namespaces, whose
-//! `Status` column says `Terminating` while one is deleted (exchange 129).
+//! real cluster (exchange 231 of `fixtures/real-apiserver/`; 207 before the `Mode` and
+//! `WouldDelete` columns, 22 of `fixtures/retention/crd-validation/` before `Unknown`); and
+//! namespaces, whose `Status` column says `Terminating` while one is deleted (exchange 129).
 //!
 //! Contract:
 //! - [`columns`] is `Some` only for those resources; every other resource is answered as before

@@ -72,6 +72,7 @@ pub mod identity;
 pub mod metrics;
 pub mod monitors;
 mod owners;
+pub mod pending;
 pub mod requests;
 
 use std::sync::Arc;
@@ -84,6 +85,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::availability::warn_unless_unavailable;
 use crate::client::{Client, Discovery, ResourceRef};
+use crate::clock::{SharedClock, SystemClock};
+use crate::controllers::deleted::{NoFeed, SharedFeed};
 use crate::events::{NoopRecorder, SharedRecorder};
 use crate::runtime::controller::server_wait::{Park, ServerWait};
 use crate::runtime::reflector::{ReflectorConfig, ReflectorMetrics};
@@ -99,6 +102,9 @@ use monitors::{MonitorCounters, Monitors, SyncState};
 pub use errors::{GcError, WorkError};
 pub use metrics::GcMetrics;
 pub use owners::{action, Action, INVALID_NAMESPACE_REASON};
+
+/// The controller's name, as `--controllers` selects it.
+pub const CONTROLLER: &str = "garbagecollector";
 
 /// Name of the attempt-to-delete queue (its metrics' `name` label).
 pub const ATTEMPT_TO_DELETE_QUEUE: &str = "garbage_collector_attempt_to_delete";
@@ -136,6 +142,10 @@ pub struct GcOptions {
     /// `metadata-informers`) keeps dozens of monitors starting from delaying a deletion;
     /// `None`: sources of its own over the collector's client.
     pub sources: Option<Sources>,
+    /// Where each deletion is told (notifications).
+    pub feed: SharedFeed,
+    /// Wall time, for what the feed is told.
+    pub clock: SharedClock,
 }
 
 impl Default for GcOptions {
@@ -150,6 +160,8 @@ impl Default for GcOptions {
             queue_metrics: None,
             reflector: ReflectorConfig::default(),
             sources: None,
+            feed: Arc::new(NoFeed),
+            clock: Arc::new(SystemClock),
         }
     }
 }
@@ -182,6 +194,8 @@ pub(crate) struct Shared {
     graph_changes: mpsc::UnboundedSender<GraphEvent>,
     recorder: SharedRecorder,
     metrics: GcMetrics,
+    feed: SharedFeed,
+    clock: SharedClock,
 }
 
 impl Shared {
@@ -278,6 +292,8 @@ impl GarbageCollector {
             graph_changes: tx,
             recorder: Arc::clone(&options.recorder),
             metrics: GcMetrics::new(),
+            feed: Arc::clone(&options.feed),
+            clock: Arc::clone(&options.clock),
         });
         GarbageCollector {
             shared,
@@ -631,6 +647,20 @@ impl GcHandle {
             self.shared.delete_waits.clone(),
             self.shared.orphan_waits.clone(),
         ]
+    }
+
+    /// What the graph proves the collector will delete (`pending.rs`), read when asked. The
+    /// source holds the collector weakly: once the collector is gone, it reads nothing (and
+    /// keeps none of its tasks alive).
+    pub fn pending_source(&self) -> crate::controllers::pending::SharedPendingSource {
+        let shared = Arc::downgrade(&self.shared);
+        Arc::new(move |query: &crate::controllers::pending::PendingQuery| {
+            let Some(shared) = shared.upgrade() else {
+                return Vec::new();
+            };
+            let pending = pending::pending(&shared.graph.read(), query);
+            vec![pending]
+        })
     }
 
     /// Keys queued or in progress on (attempt-to-delete, attempt-to-orphan).

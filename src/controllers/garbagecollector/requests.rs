@@ -24,6 +24,7 @@ use super::identity::{ObjectIdentity, OwnerLink, Uid};
 use super::Shared;
 use crate::api::{DeleteOptions, OwnerReference, PartialObjectMetadata, PropagationPolicy};
 use crate::client::{Api, Patch, PostParams, ResourceRef};
+use crate::controllers::deleted::DeletionRecord;
 
 /// A metadata-only handle on the resource of `identity`, scoped to its namespace.
 pub(super) fn api_for(
@@ -90,6 +91,17 @@ pub(super) async fn delete(
 /// Counts and logs an accepted DELETE.
 fn deleted(shared: &Shared, item: &ObjectIdentity, policy: PropagationPolicy, reason: &str) {
     shared.metrics.deleted(policy);
+    shared.feed.record(DeletionRecord {
+        controller: super::CONTROLLER,
+        policy: None,
+        audit: false,
+        kind: item.gvk.kind.to_string(),
+        namespace: item.namespace.as_deref().map(str::to_owned),
+        name: item.name.to_string(),
+        uid: item.uid.to_string(),
+        reason: super::pending::OWNERS_GONE,
+        at: shared.clock.now(),
+    });
     tracing::info!(
         controller = "garbagecollector",
         kind = %item.gvk.kind,

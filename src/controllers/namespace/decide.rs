@@ -175,8 +175,10 @@ pub fn assess(inputs: &Inputs<'_>) -> Assessment {
     };
     let settle_deadline =
         deleted_at + chrono::Duration::from_std(SETTLE_AFTER).unwrap_or(chrono::Duration::zero());
+    // A page that stopped at its limit counts "at least one": the cache, behind the server,
+    // will say how many — until the deadline, nothing is reported from such a count.
     let settled = delete.is_empty()
-        && (remaining.iter().all(|r| !r.in_flight) || inputs.now >= settle_deadline);
+        && (remaining.iter().all(|r| !r.in_flight && !r.more) || inputs.now >= settle_deadline);
     Assessment {
         remaining,
         delete,

@@ -109,27 +109,9 @@ impl DiscoveryState {
         previous: &Discovery,
         started: DateTime<Utc>,
     ) -> DiscoveryState {
-        let failed: Vec<FailedGroup> = discovery
-            .failures()
-            .iter()
-            .map(|f| FailedGroup {
-                group_version: f.group_version.clone(),
-                message: f.error.to_string(),
-            })
-            .collect();
+        let failed = failed_groups(&discovery);
         let discovery = discovery.keeping_failed_from(previous);
-        let mut types: Vec<ContentType> = discovery
-            .preferred()
-            .filter(|r| r.resource.namespaced && r.supports("list") && r.supports("delete"))
-            .map(|r| ContentType {
-                resource: r.resource.clone(),
-                delete_collection: r.supports("deletecollection"),
-            })
-            .collect();
-        types.sort();
-        types.dedup_by(|a, b| {
-            a.resource.group == b.resource.group && a.resource.plural == b.resource.plural
-        });
+        let types = content_types(&discovery);
         let monitored = discovery
             .preferred()
             .filter(|r| r.resource.namespaced && r.is_deletable())
@@ -157,6 +139,36 @@ impl DiscoveryState {
             raw: Arc::new(discovery),
         }
     }
+}
+
+/// What namespace deletion must empty, by `discovery`: every namespaced resource served with
+/// `list` and `delete`, in its preferred version, sorted, each once.
+pub fn content_types(discovery: &Discovery) -> Vec<ContentType> {
+    let mut types: Vec<ContentType> = discovery
+        .preferred()
+        .filter(|r| r.resource.namespaced && r.supports("list") && r.supports("delete"))
+        .map(|r| ContentType {
+            resource: r.resource.clone(),
+            delete_collection: r.supports("deletecollection"),
+        })
+        .collect();
+    types.sort();
+    types.dedup_by(|a, b| {
+        a.resource.group == b.resource.group && a.resource.plural == b.resource.plural
+    });
+    types
+}
+
+/// The group versions `discovery` could not read.
+pub fn failed_groups(discovery: &Discovery) -> Vec<FailedGroup> {
+    discovery
+        .failures()
+        .iter()
+        .map(|f| FailedGroup {
+            group_version: f.group_version.clone(),
+            message: f.error.to_string(),
+        })
+        .collect()
 }
 
 /// A namespace's progress, and whose it is.
@@ -269,6 +281,15 @@ impl Shared {
             };
         }
         tracked.progress.clone()
+    }
+
+    /// The progress of namespace `name` with `uid`, if a pass has recorded any — read only, for
+    /// `/debug/explain`.
+    pub fn progress_of(&self, name: &str, uid: &str) -> Option<Progress> {
+        let all = self.progress.lock();
+        all.get(name)
+            .filter(|t| t.uid == uid)
+            .map(|t| t.progress.clone())
     }
 
     /// Stores `progress` and the reasons it is blocked for, if the namespace is still `uid`.

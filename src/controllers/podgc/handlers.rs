@@ -24,6 +24,7 @@ use super::decide::{self, NodeView, Verdict};
 use super::facts::{NodeFacts, PodFacts};
 use super::{PodGcKey, BY_NODE};
 use crate::clock::SharedClock;
+use crate::controllers::deleted::SharedFeed;
 use crate::controllers::settled::Settled;
 use crate::runtime::cache::{Deleted, ObjectKey, Store};
 use crate::runtime::informer::EventHandler;
@@ -65,6 +66,8 @@ pub(super) struct Watching {
     pub(super) threshold: usize,
     /// The Pods force-deleted whose deletion the cache has not seen yet.
     pub(super) forced: Settled,
+    /// Where each force deletion is told (notifications).
+    pub(super) feed: SharedFeed,
 }
 
 impl Watching {

@@ -26,6 +26,7 @@ pub mod facts;
 pub mod force;
 mod handlers;
 pub mod metrics;
+pub mod pending;
 mod reconcile;
 
 use std::sync::atomic::AtomicUsize;
@@ -48,6 +49,7 @@ pub use handlers::Quarantines;
 pub use metrics::PodGcMetrics;
 pub use reconcile::{PodGcError, PodGcReconciler};
 
+use crate::controllers::deleted::{NoFeed, SharedFeed};
 use crate::controllers::settled::Settled;
 use handlers::{OnNodes, OnPods, Watching};
 
@@ -126,9 +128,16 @@ pub struct PodGcBuilder {
     metrics: Arc<PodGcMetrics>,
     recorder: SharedRecorder,
     queue_metrics: Option<Arc<dyn MetricsProvider>>,
+    feed: SharedFeed,
 }
 
 impl PodGcBuilder {
+    /// Where each force deletion is told (default: nowhere).
+    pub fn feed(mut self, feed: SharedFeed) -> Self {
+        self.feed = feed;
+        self
+    }
+
     /// The process's shared sources (default: sources of its own over its client).
     pub fn sources(mut self, sources: Sources) -> Self {
         self.sources = Some(sources);
@@ -202,6 +211,7 @@ impl PodGcBuilder {
             terminated: Arc::new(AtomicUsize::new(0)),
             threshold: self.options.terminated_threshold,
             forced: Settled::default(),
+            feed: self.feed,
         });
         pods.add_handler(OnPods(Arc::clone(&watching)));
         nodes.add_handler(OnNodes(Arc::clone(&watching)));
@@ -267,6 +277,7 @@ impl Detached {
             terminated: Arc::new(AtomicUsize::new(0)),
             threshold: options.terminated_threshold,
             forced: Settled::default(),
+            feed: Arc::new(NoFeed),
         });
         Detached {
             pods: Arc::clone(&watching.pods),
@@ -338,6 +349,7 @@ impl PodGcController {
             metrics: Arc::new(PodGcMetrics::default()),
             recorder: Arc::new(NoopRecorder),
             queue_metrics: None,
+            feed: Arc::new(NoFeed),
         }
     }
 
@@ -359,6 +371,27 @@ impl PodGcController {
     /// Since when each missing node has been in quarantine.
     pub fn quarantines(&self) -> &Arc<Quarantines> {
         &self.watching.quarantines
+    }
+
+    /// What it will force-delete, and when, read from its caches when asked
+    /// (`kube_gc_pending_deletions`, the notifier's next window).
+    /// The source holds the caches weakly: once the controller is gone, it reads nothing.
+    pub fn pending_source(&self) -> crate::controllers::pending::SharedPendingSource {
+        let watching = Arc::downgrade(&self.watching);
+        Arc::new(move |query: &crate::controllers::pending::PendingQuery| {
+            let Some(watching) = watching.upgrade() else {
+                return Vec::new();
+            };
+            let pods = watching.pods.list();
+            let quarantines = Arc::clone(&watching.quarantines);
+            vec![pending::pending(
+                &pods,
+                &watching.nodes,
+                |node| quarantines.since(node),
+                watching.threshold,
+                query,
+            )]
+        })
     }
 
     /// The workqueue (for `/debug/workqueue` and its depth).

@@ -38,6 +38,7 @@ use super::metrics::PodGcMetrics;
 use super::{PodGcKey, CONTROLLER};
 use crate::api::{ObjectReference, PartialObjectMetadata};
 use crate::client::{Api, Error};
+use crate::controllers::deleted::DeletionRecord;
 use crate::events::{EventRecord, EventType, SharedRecorder};
 use crate::runtime::cache::ObjectKey;
 use crate::runtime::controller::{Action, Reconciler};
@@ -261,6 +262,17 @@ impl PodGcReconciler {
             Ok(Forced::Deleted) => {
                 self.watching.forced.insert(&pod.uid);
                 tracing::debug!(controller = CONTROLLER, pod = %pod.key, "force-deleted");
+                self.watching.feed.record(DeletionRecord {
+                    controller: CONTROLLER,
+                    policy: None,
+                    audit: false,
+                    kind: "Pod".to_owned(),
+                    namespace: pod.key.namespace().map(str::to_owned),
+                    name: pod.key.name().to_owned(),
+                    uid: pod.uid.clone(),
+                    reason: reason.label(),
+                    at: self.watching.clock.now(),
+                });
                 Ok(())
             }
             Ok(forced) => {

@@ -51,6 +51,7 @@ impl fmt::Display for Volumes {
 pub struct PvProtection {
     controller: Controller<Volumes, PvReconciler>,
     volumes: Arc<Store<VolumeFacts>>,
+    claims: Arc<Store<ClaimFacts>>,
     queue: WorkQueue<Volumes>,
     synced: Vec<InformerSynced>,
     reflectors: Vec<(ResourceRef, Arc<ReflectorMetrics>)>,
@@ -129,6 +130,7 @@ impl PvProtection {
         PvProtection {
             controller,
             volumes: Arc::clone(volumes.store()),
+            claims: Arc::clone(claims.store()),
             queue,
             synced,
             reflectors,
@@ -143,6 +145,11 @@ impl PvProtection {
     /// The cached volumes.
     pub fn volumes(&self) -> &Arc<Store<VolumeFacts>> {
         &self.volumes
+    }
+
+    /// The cached claims.
+    pub fn claims(&self) -> &Arc<Store<ClaimFacts>> {
+        &self.claims
     }
 
     /// The reflector counters of its two informers, for `/metrics` and readiness.

@@ -59,6 +59,7 @@ pub struct ProtectionOptions {
 pub struct PvcProtection {
     controller: Controller<Namespace, PvcReconciler>,
     claims: Arc<Store<ClaimFacts>>,
+    pods: Arc<Store<PodClaims>>,
     queue: WorkQueue<Namespace>,
     synced: Vec<InformerSynced>,
     reflectors: Vec<(ResourceRef, Arc<ReflectorMetrics>)>,
@@ -139,6 +140,7 @@ impl PvcProtection {
         PvcProtection {
             controller,
             claims: Arc::clone(claims.store()),
+            pods: Arc::clone(pods.store()),
             queue,
             synced,
             reflectors,
@@ -153,6 +155,11 @@ impl PvcProtection {
     /// The cached claims.
     pub fn claims(&self) -> &Arc<Store<ClaimFacts>> {
         &self.claims
+    }
+
+    /// The cached Pods, as the claims they use.
+    pub fn pods(&self) -> &Arc<Store<PodClaims>> {
+        &self.pods
     }
 
     /// The reflector counters of its two informers, for `/metrics` and readiness.

@@ -19,6 +19,7 @@ use parking_lot::RwLock;
 
 use crate::client::{Client, ResourceRef};
 use crate::clock::{SharedClock, SystemClock};
+use crate::controllers::deleted::{NoFeed, SharedFeed};
 use crate::controllers::retention::assessment::Assessment;
 use crate::controllers::retention::engine::{
     ReconcileSettings, ResourceWatch, RetentionReconciler, WatchContext, WatchMap, WatchPlan,
@@ -59,10 +60,17 @@ pub struct TtlControllerBuilder<K: TtlKind> {
     metrics: Arc<TtlMetrics>,
     queue_metrics: Option<Arc<dyn MetricsProvider>>,
     recorder: SharedRecorder,
+    feed: SharedFeed,
     _kind: PhantomData<fn() -> K>,
 }
 
 impl<K: TtlKind> TtlControllerBuilder<K> {
+    /// Where each deletion is told (default: nowhere).
+    pub fn feed(mut self, feed: SharedFeed) -> Self {
+        self.feed = feed;
+        self
+    }
+
     /// Where wall time is read from (default: the system clock).
     pub fn clock(mut self, clock: SharedClock) -> Self {
         self.clock = clock;
@@ -131,7 +139,8 @@ impl<K: TtlKind> TtlControllerBuilder<K> {
             self.clock,
             self.metrics,
             self.recorder,
-        );
+        )
+        .with_feed(self.feed);
         let controller = Controller::new(K::CONTROLLER, queue.clone(), reconciler)
             .workers(self.options.workers)
             .wait_for_server(availability)
@@ -224,6 +233,7 @@ impl<K: TtlKind> TtlController<K> {
             metrics: Arc::new(TtlMetrics::new()),
             queue_metrics: None,
             recorder: Arc::new(NoopRecorder),
+            feed: Arc::new(NoFeed),
             _kind: PhantomData,
         }
     }
@@ -290,6 +300,23 @@ impl<K: TtlKind> TtlController<K> {
                 waiting,
                 queued: queue.len(),
             }
+        })
+    }
+
+    /// What it will delete, and when, read from its cache when asked
+    /// (`kube_gc_pending_deletions`, the notifier's next window).
+    /// The source holds the watch weakly: once the controller is gone, it reads nothing.
+    pub fn pending_source(&self) -> crate::controllers::pending::SharedPendingSource {
+        let watch = Arc::downgrade(&self.watch);
+        Arc::new(move |query: &crate::controllers::pending::PendingQuery| {
+            let Some(watch) = watch.upgrade() else {
+                return Vec::new();
+            };
+            crate::controllers::retention::engine::pending(
+                std::slice::from_ref(&watch),
+                query,
+                K::CONTROLLER,
+            )
         })
     }
 

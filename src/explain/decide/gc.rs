@@ -11,8 +11,10 @@
 use crate::api::{ObjectMeta, OwnerReference, PropagationPolicy};
 use crate::controllers::garbagecollector::graph::{FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
 use crate::controllers::garbagecollector::{action, Action};
+use crate::explain::finalizers::{owner_of, FinalizerOwner};
 use crate::explain::gather::{Gathered, OwnerState, Related};
 use crate::explain::{Blocker, Decision, DeletionInProgress, FinalizerWait, VerdictKind};
+use crate::manager::ControllerSelection;
 
 use super::{decision, rfc3339};
 
@@ -249,10 +251,12 @@ pub(crate) struct Deleting {
     pub unknown: Option<String>,
 }
 
-/// For an object with a `deletionTimestamp` in `gathered`: what each finalizer waits for.
+/// For an object with a `deletionTimestamp` in `gathered`: what each finalizer waits for, with
+/// the controllers `running` here.
 pub(super) fn deletion_from_gathered(
     gathered: &Gathered,
     meta: &ObjectMeta,
+    running: &ControllerSelection,
 ) -> Option<DeletionInProgress> {
     let since = meta.deletion_timestamp?;
     let deleting = Deleting {
@@ -261,32 +265,41 @@ pub(super) fn deletion_from_gathered(
         unknown: None,
     };
     let uid = meta.uid.as_deref().unwrap_or_default();
-    Some(deletion(uid, deleting, &gathered.related))
+    Some(deletion(uid, deleting, &gathered.related, running))
 }
 
-/// What each finalizer of the object `uid`, being deleted, waits for.
+/// What each finalizer of the object `uid`, being deleted, waits for, with the controllers
+/// `running` here.
 pub(crate) fn deletion(
     uid: &str,
     deleting: Deleting,
     index: &dyn DependentIndex,
+    running: &ControllerSelection,
 ) -> DeletionInProgress {
     let finalizers = deleting
         .finalizers
         .iter()
-        .map(|finalizer| waits_for(finalizer, uid, index))
+        .map(|finalizer| waits_for(finalizer, uid, index, running))
         .collect();
     DeletionInProgress {
         since: deleting.since,
         finalizers,
         unknown: deleting.unknown,
+        grace: None,
     }
 }
 
-fn waits_for(finalizer: &str, uid: &str, index: &dyn DependentIndex) -> FinalizerWait {
+fn waits_for(
+    finalizer: &str,
+    uid: &str,
+    index: &dyn DependentIndex,
+    running: &ControllerSelection,
+) -> FinalizerWait {
+    let owner = owner_of(finalizer);
     let (waits_for, blockers) = match finalizer {
         FOREGROUND_FINALIZER => (
             "its dependents with blockOwnerDeletion to be deleted (the garbage collector removes it then)".to_owned(),
-            blockers(index, uid, 0),
+            foreground_blockers(index, uid, 0),
         ),
         ORPHAN_FINALIZER => (
             "the garbage collector to remove its dependents' references to it".to_owned(),
@@ -300,23 +313,39 @@ fn waits_for(finalizer: &str, uid: &str, index: &dyn DependentIndex) -> Finalize
                 })
                 .collect(),
         ),
-        other => (
-            format!(
-                "another controller ({}) to finish its clean-up and remove it",
-                other.split('/').next().unwrap_or(other)
-            ),
-            Vec::new(),
-        ),
+        other => (owner_waits_for(other, &owner, running), Vec::new()),
     };
     FinalizerWait {
         finalizer: finalizer.to_owned(),
+        field: None,
+        owner,
         waits_for,
         blockers,
     }
 }
 
+/// What a finalizer the collector does not own waits for: its owner's work.
+fn owner_waits_for(
+    finalizer: &str,
+    owner: &FinalizerOwner,
+    running: &ControllerSelection,
+) -> String {
+    let who = owner.line(running);
+    match owner {
+        FinalizerOwner::Unknown => format!(
+            "the controller behind {} to finish its clean-up and remove it ({who})",
+            finalizer.split('/').next().unwrap_or(finalizer)
+        ),
+        _ => format!("{who} to finish its clean-up and remove it"),
+    }
+}
+
 /// The dependents that block `uid`'s foreground deletion, and what blocks them, three deep.
-fn blockers(index: &dyn DependentIndex, uid: &str, depth: usize) -> Vec<Blocker> {
+pub(crate) fn foreground_blockers(
+    index: &dyn DependentIndex,
+    uid: &str,
+    depth: usize,
+) -> Vec<Blocker> {
     index
         .dependents(uid)
         .into_iter()
@@ -327,7 +356,7 @@ fn blockers(index: &dyn DependentIndex, uid: &str, depth: usize) -> Vec<Blocker>
                 (false, _) => (not_deleted_yet(&d), Vec::new()),
                 (true, true) if foreground => (
                     "being deleted in the foreground itself, waiting for".to_owned(),
-                    blockers(index, &d.uid, depth + 1),
+                    foreground_blockers(index, &d.uid, depth + 1),
                 ),
                 (true, _) => (held_by(&d), Vec::new()),
             };

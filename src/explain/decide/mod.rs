@@ -16,6 +16,8 @@
 //! verdict through the same [`explanation`].
 
 mod gc;
+mod podgc;
+mod protection;
 mod retention;
 mod ttl;
 
@@ -26,11 +28,20 @@ use crate::manager::ControllerSelection;
 
 use super::controllers::{Covered, COVERED};
 use super::gather::Gathered;
+use super::namespace::{explain_namespace, Explained, NamespaceReport};
 use super::{Decision, DeletionInProgress, EventLine, Explanation, ObjectId, VerdictKind};
 
 pub(crate) use gc::{
-    decision_on as gc_decision, deletion, from_gathered as gc_from_gathered, Deleting, Dependent,
-    DependentIndex, GcFacts, CONTROLLER as GARBAGE_COLLECTOR,
+    decision_on as gc_decision, deletion, foreground_blockers, from_gathered as gc_from_gathered,
+    Deleting, Dependent, DependentIndex, GcFacts, CONTROLLER as GARBAGE_COLLECTOR,
+};
+pub(crate) use podgc::{
+    decision_on as podgc_decision, fate, from_gathered as podgc_from_gathered, not_a_pod, standing,
+    PodGcFacts, Standing,
+};
+pub(crate) use protection::{
+    claim_decision, claim_from_gathered, claim_wait, not_its_kind, volume_decision,
+    volume_from_gathered, volume_wait,
 };
 pub(crate) use retention::{
     decision_on as retention_decision, from_gathered as retention_from_gathered, group_members,
@@ -65,7 +76,27 @@ pub fn decide_assuming(
             not_run
         })
         .collect();
-    let deletion = gc::deletion_from_gathered(gathered, &meta);
+    let mut deletion = gc::deletion_from_gathered(gathered, &meta, running);
+    if let Some(deletion) = deletion.as_mut() {
+        protection::specialise(deletion, gathered, running);
+        if let Some(grace) = podgc::grace_period(gathered, running) {
+            // Graceful: the server set the deletionTimestamp to the end of the grace period.
+            let asked = meta
+                .deletion_timestamp
+                .map(|ends| ends.0 - chrono::Duration::seconds(grace.seconds));
+            deletion.since = asked.map(rfc3339);
+            deletion.grace = Some(grace);
+        }
+    }
+    let namespace = gathered
+        .namespace
+        .as_ref()
+        .map(|facts| explain_namespace(facts, &gathered.settings, running, now));
+    if let (Some(namespace), Some(deletion)) = (&namespace, deletion.as_mut()) {
+        let mut spec = namespace.spec.clone();
+        spec.append(&mut deletion.finalizers);
+        deletion.finalizers = spec;
+    }
     let object = ObjectId {
         api_version: gathered.resource.api_version(),
         kind: gathered.resource.kind.clone(),
@@ -83,7 +114,49 @@ pub fn decide_assuming(
     if let Some(invalid) = invalid_policy(gathered) {
         explained.reasons.insert(0, invalid);
     }
+    if let Some(Explained {
+        decision, report, ..
+    }) = namespace
+    {
+        namespace_verdict(&mut explained, &decision, report, running);
+    }
     explained
+}
+
+/// A namespace's verdict: a namespace not being deleted says why nothing deletes it; one the
+/// namespace controller run here finalizes with nothing else holding it goes when it does.
+pub(crate) fn namespace_verdict(
+    explained: &mut Explanation,
+    decision: &Decision,
+    report: NamespaceReport,
+    running: &ControllerSelection,
+) {
+    let Some(deletion) = &explained.deletion else {
+        explained.reasons = vec![format!(
+            "{}: not being deleted; kube-gc never deletes a namespace, it finishes the \
+             deletion of one that was deleted",
+            report.phase
+        )];
+        explained.namespace = Some(report);
+        return;
+    };
+    let only_kubernetes = deletion.finalizers.len() == 1
+        && deletion.finalizers[0].field.is_some()
+        && deletion.finalizers[0].finalizer
+            == crate::controllers::namespace::decide::KUBERNETES_FINALIZER;
+    if decision.governs && running.is_enabled(&decision.controller) {
+        let line = format!("{}: {}", decision.controller, decision.summary);
+        let finalizes = matches!(
+            decision.verdict,
+            VerdictKind::DeleteNow | VerdictKind::DeleteAt
+        );
+        if only_kubernetes && finalizes {
+            explained.verdict = decision.verdict;
+            explained.delete_at = decision.delete_at.clone();
+        }
+        explained.reasons.push(line);
+    }
+    explained.namespace = Some(report);
 }
 
 /// The reason of a `keep` no controller decided.
@@ -149,6 +222,7 @@ pub fn explanation(
         decisions,
         deletion,
         events: Vec::new(),
+        namespace: None,
         notes: Vec::new(),
     }
 }
@@ -207,10 +281,10 @@ pub fn overall(
     decisions: &[Decision],
     deletion: Option<&DeletionInProgress>,
 ) -> (VerdictKind, Option<String>, Vec<String>) {
-    if let Some(deletion) = deletion {
-        return being_deleted(deletion);
-    }
     let governing: Vec<&Decision> = decisions.iter().filter(|d| d.governs).collect();
+    if let Some(deletion) = deletion {
+        return being_deleted(deletion, &governing);
+    }
     if governing.is_empty() {
         return (VerdictKind::Keep, None, vec![NO_GOVERNOR.to_owned()]);
     }
@@ -257,8 +331,12 @@ pub fn overall(
 }
 
 /// The verdict on an object being deleted: blocked while a finalizer holds it (or may: one
-/// its source does not know of), else gone at once.
-fn being_deleted(deletion: &DeletionInProgress) -> (VerdictKind, Option<String>, Vec<String>) {
+/// its source does not know of); a Pod in its grace period goes when a governing controller
+/// force-deletes it, else is blocked until what removes it does; else gone at once.
+fn being_deleted(
+    deletion: &DeletionInProgress,
+    governing: &[&Decision],
+) -> (VerdictKind, Option<String>, Vec<String>) {
     let since = match &deletion.since {
         Some(at) => format!("being deleted since {at}"),
         None => "being deleted".to_owned(),
@@ -269,6 +347,9 @@ fn being_deleted(deletion: &DeletionInProgress) -> (VerdictKind, Option<String>,
         .map(|f| f.finalizer.as_str())
         .collect();
     let waiting = match (names.is_empty(), deletion.unknown.is_some()) {
+        (true, false) if deletion.grace.is_some() => {
+            return in_grace_period(&since, deletion.grace.as_ref(), governing);
+        }
         (true, false) => {
             let reason = format!("{since}; no finalizer holds it");
             return (VerdictKind::DeleteNow, None, vec![reason]);
@@ -282,6 +363,33 @@ fn being_deleted(deletion: &DeletionInProgress) -> (VerdictKind, Option<String>,
     };
     let reason = format!("{since}, waiting for {waiting}");
     (VerdictKind::Blocked, None, vec![reason])
+}
+
+/// A Pod in its grace period, no finalizer holding it: gone when a governing controller
+/// force-deletes it (the pod garbage collector), else when what its grace period says removes it.
+fn in_grace_period(
+    since: &str,
+    grace: Option<&crate::explain::GracePeriod>,
+    governing: &[&Decision],
+) -> (VerdictKind, Option<String>, Vec<String>) {
+    let grace = grace.map_or_else(String::new, |g| {
+        format!(
+            "; its {}s grace period ends {}: {}",
+            g.seconds, g.ends_at, g.removed_by
+        )
+    });
+    let mut reasons = vec![format!("{since}{grace}")];
+    let deleting = governing
+        .iter()
+        .filter(|d| matches!(d.verdict, VerdictKind::DeleteNow | VerdictKind::DeleteAt))
+        .min_by_key(|d| (d.verdict != VerdictKind::DeleteNow, d.delete_at.clone()));
+    match deleting {
+        Some(d) => {
+            reasons.push(format!("{}: {}", d.controller, d.summary));
+            (d.verdict, d.delete_at.clone(), reasons)
+        }
+        None => (VerdictKind::Blocked, None, reasons),
+    }
 }
 
 fn event_line(event: &Value) -> EventLine {
@@ -315,6 +423,8 @@ mod tests {
     fn deleting(finalizers: &[&str], unknown: bool) -> DeletionInProgress {
         let wait = |name: &&str| crate::explain::FinalizerWait {
             finalizer: (*name).to_owned(),
+            field: None,
+            owner: crate::explain::finalizers::owner_of(name),
             waits_for: String::new(),
             blockers: Vec::new(),
         };
@@ -322,6 +432,7 @@ mod tests {
             since: None,
             finalizers: finalizers.iter().map(wait).collect(),
             unknown: unknown.then(|| "not cached".to_owned()),
+            grace: None,
         }
     }
 

@@ -170,6 +170,27 @@ fn governed_decision(
         details.push(line);
     }
     d.details = details;
+    audited(d, policy)
+}
+
+/// Under a policy in `Audit` mode a deletion is only reported: the object is kept, and the
+/// decision says what `Enforce` would do.
+fn audited(mut d: Decision, policy: &CompiledPolicy) -> Decision {
+    if !policy.mode.is_audit() {
+        return d;
+    }
+    if matches!(d.verdict, VerdictKind::DeleteNow | VerdictKind::DeleteAt) {
+        d.summary = format!(
+            "kept: {} is in mode Audit; Enforce would delete it: {}",
+            policy.id, d.summary
+        );
+        d.verdict = VerdictKind::Keep;
+        d.delete_at = None;
+    }
+    d.details.push(format!(
+        "{} is in mode Audit: it reports what it would delete (a WouldDelete Event) and deletes nothing",
+        policy.id
+    ));
     d
 }
 

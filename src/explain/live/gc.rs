@@ -31,6 +31,7 @@ use crate::explain::decide::{
 };
 use crate::explain::gather::OwnerState;
 use crate::explain::VerdictKind;
+use crate::manager::ControllerSelection;
 
 use super::{CacheView, Found, LiveTarget, View};
 
@@ -83,7 +84,7 @@ impl CacheView for GcView {
     fn view(&self, target: &LiveTarget, _now: DateTime<Utc>) -> View {
         let context = Context::of(&self.handle);
         self.handle.read_graph(|graph| match find(graph, target) {
-            Some(node) => node_view(graph, node, &context),
+            Some(node) => node_view(graph, node, &context, &target.running),
             None => {
                 let why = format!("not in its graph: it {}", context.holds(graph.len()));
                 View {
@@ -111,7 +112,7 @@ fn find<'g>(graph: &'g Graph, target: &LiveTarget) -> Option<&'g Node> {
         .or_else(|| graph.nodes().find(|node| is_it(node)))
 }
 
-fn node_view(graph: &Graph, node: &Node, context: &Context) -> View {
+fn node_view(graph: &Graph, node: &Node, context: &Context, running: &ControllerSelection) -> View {
     let owners: Vec<OwnerState> = node
         .owners
         .iter()
@@ -138,13 +139,14 @@ fn node_view(graph: &Graph, node: &Node, context: &Context) -> View {
     let uid = node.identity.uid.to_string();
     let deletion = node
         .being_deleted
-        .then(|| deletion(&uid, deleting(node), &GraphIndex(graph)));
+        .then(|| deletion(&uid, deleting(node), &GraphIndex(graph), running));
     View {
         decision,
         found: Some(Found {
             uid,
             being_deleted: node.being_deleted,
             deletion,
+            namespace: None,
         }),
     }
 }

@@ -13,6 +13,8 @@
 //! | `ttl.rs` | [`TtlView`]: a TTL controller's store of assessments |
 //! | `retention.rs` | [`RetentionView`]: the retention engine's watches and cached assessments |
 //! | `gc.rs` | [`GcView`]: the garbage collector's graph |
+//! | `namespace.rs` | [`NamespaceView`]: the namespace controller's namespaces, content index and progress |
+//! | `storage.rs` | [`PodGcView`], [`PvcView`], [`PvView`]: the pod garbage collector's and the protection controllers' caches |
 //!
 //! Contract:
 //! - No request leaves the process: `TYPE` is resolved with the discovery the manager started
@@ -27,8 +29,10 @@
 //!   the caches hold; a bad query or an unknown type a 400 naming what was wrong.
 
 mod gc;
+mod namespace;
 mod query;
 mod retention;
+mod storage;
 mod ttl;
 
 use std::collections::BTreeMap;
@@ -45,15 +49,19 @@ use crate::runtime::cache::Cacheable;
 use crate::server::{DebugPage, Endpoints};
 
 use super::controllers::covered_names;
-use super::decide::{decision, rfc3339};
+use super::decide::{decision, namespace_verdict, rfc3339};
 use super::resolve::{resolve, UnknownType};
 use super::{
-    explanation, render, Decision, DeletionInProgress, Explanation, ObjectId, VerdictKind,
+    explanation, render, Decision, DeletionInProgress, Explanation, NamespaceReport, ObjectId,
+    VerdictKind,
 };
+use crate::manager::ControllerSelection;
 
 pub use gc::GcView;
+pub use namespace::NamespaceView;
 pub use query::{parse as parse_query, Output, Query, QueryError};
 pub use retention::RetentionView;
+pub use storage::{PodGcView, PvView, PvcView};
 pub use ttl::TtlView;
 
 /// Where the page is served.
@@ -70,6 +78,9 @@ pub struct LiveTarget {
     pub name: String,
     /// Its UID, once a cache has found it (the next caches look it up by UID first).
     pub uid: Option<String>,
+    /// The controllers that run here (those with a cache registered): who removes a finalizer
+    /// is said for them.
+    pub running: ControllerSelection,
 }
 
 impl LiveTarget {
@@ -114,6 +125,7 @@ impl View {
                 uid: assessment.uid().to_owned(),
                 being_deleted,
                 deletion: None,
+                namespace: None,
             }),
         }
     }
@@ -128,6 +140,8 @@ pub struct Found {
     pub being_deleted: bool,
     /// What its finalizers wait for, if this cache can tell.
     pub deletion: Option<DeletionInProgress>,
+    /// For a namespace: what its deletion waits for, if this cache can tell.
+    pub namespace: Option<Box<NamespaceReport>>,
 }
 
 /// A controller's cache, as `/debug/explain` reads it.
@@ -267,6 +281,7 @@ impl LiveExplainer {
             resource,
             name: query.name.clone(),
             uid: None,
+            running: self.running(),
         };
         let (decisions, found) = self.views_of(&mut target, now);
         if found.is_empty() {
@@ -275,7 +290,14 @@ impl LiveExplainer {
                 holds: self.holds(),
             });
         }
-        Ok(assemble(&target, decisions, &found, now))
+        Ok(assemble(&target, decisions, found, now))
+    }
+
+    /// The controllers with a cache registered, as a `--controllers` selection.
+    fn running(&self) -> ControllerSelection {
+        let names: Vec<&str> = self.inner.views.read().keys().copied().collect();
+        // No cache registered: nothing is found, so what it says of finalizers is never read.
+        ControllerSelection::parse(&names).unwrap_or_default()
     }
 
     /// Every controller's view, in order; each found copy of the object.
@@ -327,7 +349,7 @@ impl LiveExplainer {
 fn assemble(
     target: &LiveTarget,
     decisions: Vec<Decision>,
-    found: &[Found],
+    mut found: Vec<Found>,
     now: DateTime<Utc>,
 ) -> Explanation {
     let uid = target.uid.clone().unwrap_or_default();
@@ -338,16 +360,29 @@ fn assemble(
         name: target.name.clone(),
         uid: uid.clone(),
     };
-    let mut explained = explanation(object, decisions, deletion(found));
-    explained.notes = notes(&uid, found, now);
+    let report = found.iter_mut().find_map(|f| f.namespace.take());
+    let namespace_decision = decisions
+        .iter()
+        .find(|d| d.controller == crate::manager::NAMESPACE)
+        .cloned();
+    let mut explained = explanation(object, decisions, deletion(&found));
+    explained.notes = notes(&uid, &found, now);
+    if let (Some(report), Some(decided)) = (report, namespace_decision) {
+        namespace_verdict(&mut explained, &decided, *report, &target.running);
+    }
     explained
 }
 
-/// What the caches say of its deletion: the collector's graph if it told, else what the
-/// others know (that it is being deleted, not what holds it).
+/// What the caches say of its deletion: a cache that keeps every finalizer if one holds it,
+/// else the collector's graph if it told, else what the others know (that it is being deleted,
+/// not what holds it).
 fn deletion(found: &[Found]) -> Option<DeletionInProgress> {
-    if let Some(told) = found.iter().find_map(|f| f.deletion.clone()) {
-        return Some(told);
+    let told = || found.iter().filter_map(|f| f.deletion.as_ref());
+    if let Some(whole) = told().find(|d| d.unknown.is_none()) {
+        return Some(whole.clone());
+    }
+    if let Some(told) = told().next() {
+        return Some(told.clone());
     }
     found
         .iter()
@@ -361,6 +396,7 @@ fn deletion(found: &[Found]) -> Option<DeletionInProgress> {
              which keeps foregroundDeletion and orphan, does not hold it"
                 .to_owned(),
         ),
+        grace: None,
     }
         })
 }

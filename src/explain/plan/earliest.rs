@@ -3,15 +3,16 @@
 //! Contract: pure. An object two controllers would delete (a Job's own TTL and a retention
 //! policy's) is one row, at the earlier time — due now before any time, the first controller
 //! asked on a tie — and the other deletions are kept as [`Also`]s, so the totals count objects
-//! and nothing found is hidden. Objects are told apart by UID (by kind, namespace and name when
-//! a source gave none).
+//! and nothing found is hidden. A deletion a policy in `Audit` mode would make is not one
+//! kube-gc makes: any real deletion of the object comes before it, whatever the times. Objects
+//! are told apart by UID (by kind, namespace and name when a source gave none).
 
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::rows::Found;
+use super::rows::{Found, PolicyNote};
 
 /// Another controller that would delete the object too, later or at the same time.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -26,6 +27,15 @@ pub struct Also {
     /// When (RFC 3339); absent for a due deletion.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deletes_at: Option<String>,
+    /// The retention policy's kind, if a retention policy's (as the metrics' `policy_kind`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy_kind: Option<String>,
+    /// The retention policy, `name` or `namespace/name` (as the metrics' `policy`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
+    /// That policy is in `Audit` mode: it would delete the object, kube-gc will not.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub audit: bool,
 }
 
 /// A deletion found, and the object's other deletions.
@@ -53,6 +63,7 @@ fn identity(found: &Found) -> (String, String, Option<String>, String) {
 pub(crate) fn earliest_per_object(
     deletions: Vec<(Option<DateTime<Utc>>, Found)>,
     rfc3339: impl Fn(DateTime<Utc>) -> String,
+    policy_of: impl Fn(&Found) -> Option<PolicyNote>,
 ) -> Vec<Earliest> {
     let mut index: HashMap<_, usize> = HashMap::new();
     let mut objects: Vec<Vec<(Option<DateTime<Utc>>, Found)>> = Vec::new();
@@ -66,16 +77,24 @@ pub(crate) fn earliest_per_object(
     objects
         .into_iter()
         .filter_map(|mut found| {
-            // Stable: `None` (due now) first, then by time; a tie keeps the order found.
-            found.sort_by_key(|(at, _)| (at.is_some(), *at));
+            // Stable: real deletions before an Audit policy's, `None` (due now) first, then by
+            // time; a tie keeps the order found.
+            let audit = |f: &Found| policy_of(f).is_some_and(|n| n.audit);
+            found.sort_by_key(|(at, f)| (audit(f), at.is_some(), *at));
             let mut found = found.into_iter();
             let (at, first) = found.next()?;
             let also = found
-                .map(|(at, other)| Also {
-                    controller: other.controller,
-                    reason: other.reason,
-                    due: at.is_none(),
-                    deletes_at: at.map(&rfc3339),
+                .map(|(at, other)| {
+                    let note = policy_of(&other);
+                    Also {
+                        controller: other.controller,
+                        reason: other.reason,
+                        due: at.is_none(),
+                        deletes_at: at.map(&rfc3339),
+                        policy_kind: note.as_ref().map(|n| n.policy.kind().to_owned()),
+                        policy: note.as_ref().map(|n| n.policy.path()),
+                        audit: note.is_some_and(|n| n.audit),
+                    }
                 })
                 .collect();
             Some(Earliest {
@@ -114,7 +133,7 @@ mod tests {
             (None, found("a", "retention")),
             (at(10), found("b", "retention")),
         ];
-        let rows = earliest_per_object(deletions, |t| t.to_rfc3339());
+        let rows = earliest_per_object(deletions, |t| t.to_rfc3339(), |_| None);
         assert_eq!(rows.len(), 2, "two objects");
         let a = &rows[0];
         assert_eq!((a.at, a.found.controller.as_str()), (None, "retention"));
@@ -130,12 +149,36 @@ mod tests {
     }
 
     #[test]
+    fn an_audit_policys_deletion_comes_after_any_real_one() {
+        use crate::controllers::retention::policy::PolicyId;
+        let deletions = vec![
+            (None, found("a", "retention")),
+            (at(60), found("a", "ttl-after-finished")),
+        ];
+        let audit = |f: &Found| {
+            (f.controller == "retention").then(|| PolicyNote {
+                policy: PolicyId::cluster("trial"),
+                audit: true,
+            })
+        };
+        let rows = earliest_per_object(deletions, |t| t.to_rfc3339(), audit);
+        assert_eq!(rows[0].found.controller, "ttl-after-finished");
+        assert_eq!(rows[0].at, at(60));
+        let also = &rows[0].also[0];
+        assert!(also.audit && also.due);
+        assert_eq!(
+            (also.policy_kind.as_deref(), also.policy.as_deref()),
+            (Some("ClusterRetentionPolicy"), Some("trial"))
+        );
+    }
+
+    #[test]
     fn a_tie_keeps_the_controller_asked_first_and_no_uid_falls_back_to_the_name() {
         let deletions = vec![
             (None, found("", "ttl-after-finished")),
             (None, found("", "retention")),
         ];
-        let rows = earliest_per_object(deletions, |t| t.to_rfc3339());
+        let rows = earliest_per_object(deletions, |t| t.to_rfc3339(), |_| None);
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].found.controller, "ttl-after-finished");
         assert!(rows[0].also[0].due);

@@ -1,6 +1,9 @@
 //! `kube-gc plan`: what kube-gc would delete, and when, from one read of the cluster — every
-//! TTL (the two TTL controllers, every retention policy), every history limit, and every object
-//! whose owners are all gone (the garbage collector) — as a table sorted by time, with totals
+//! TTL (the two TTL controllers, every retention policy), every history limit, every object
+//! whose owners are all gone (the garbage collector), the namespaces finalized and the content
+//! of those being deleted (the namespace controller), the Pods force-deleted (the pod garbage
+//! collector) and the claims and volumes released (the protection controllers) — as a table
+//! sorted by time, with totals
 //! per namespace and kind and a chart of the deletions to come (a screenful of buckets, the
 //! bucket scaled to the window). Each object is listed once, at its earliest deletion.
 //!
@@ -11,11 +14,16 @@
 //! window. What would stop a deletion is listed too: objects kept because something about them
 //! cannot be read (the controllers keep them and say so in an Event), and retention policies
 //! that are invalid or wait for a resource. Objects simply kept, and deletions beyond the
-//! window, are not listed. `text.rs` prints the report for a terminal.
+//! window, are not listed. A retention deletion names its policy (as the metrics'
+//! `policy_kind` and `policy` labels); one a policy in `Audit` mode would make is listed and
+//! marked `audit` — kube-gc will not make it — and left out of the totals and the chart.
+//! `text.rs` prints the report for a terminal.
 
 mod chart;
 mod earliest;
+mod namespaces;
 mod rows;
+mod storage;
 mod text;
 
 use std::collections::BTreeMap;
@@ -31,11 +39,14 @@ use crate::sim::selectors::LabelSelector;
 use super::controllers::{Assumed, COVERED};
 use super::decide::rfc3339;
 use super::gather::{every_version, GatherError};
+use super::Settings;
 
 pub use self::chart::Chart;
 pub use self::earliest::Also;
 use self::earliest::{earliest_per_object, Earliest};
+pub(crate) use self::namespaces::namespace_rows;
 pub(crate) use self::rows::{orphan_rows, retention_rows, ttl_rows, Findings, PlanContext};
+pub(crate) use self::storage::{claim_rows, pod_rows, volume_rows};
 
 pub use self::text::text;
 
@@ -50,6 +61,8 @@ pub struct PlanOptions {
     pub selector: Option<String>,
     /// The controllers kube-gc runs (`run`'s `--controllers`): only theirs are planned.
     pub controllers: ControllerSelection,
+    /// What `run`'s flags set that the decisions read.
+    pub settings: Settings,
 }
 
 /// One object's deletion to come: the earliest any controller would make.
@@ -76,6 +89,15 @@ pub struct Row {
     /// The other controllers that would delete it too, at the same time or later.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub also: Vec<Also>,
+    /// The retention policy's kind, if a retention policy's (as the metrics' `policy_kind`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy_kind: Option<String>,
+    /// The retention policy, `name` or `namespace/name` (as the metrics' `policy`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
+    /// That policy is in `Audit` mode: it would delete the object, kube-gc will not.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub audit: bool,
 }
 
 /// An object kept because something about it cannot be read.
@@ -124,6 +146,9 @@ pub struct PlanReport {
     pub kept: Vec<KeptRow>,
     /// Retention policies that are invalid or wait for a resource.
     pub policy_problems: Vec<PolicyProblem>,
+    /// Objects retention policies in `Audit` mode would delete (their rows are marked `audit`),
+    /// which the totals and the chart leave out.
+    pub audit_deletions: usize,
     /// Objects to be deleted, per namespace.
     pub by_namespace: BTreeMap<String, usize>,
     /// Objects to be deleted, per kind.
@@ -176,7 +201,8 @@ pub async fn plan(
             .map_err(|e| e.needed_by(covered.name))?;
     }
     // Each object once, at its earliest deletion — whether or not it falls in the window.
-    let mut deletions = earliest_per_object(std::mem::take(&mut found.deletions), rfc3339);
+    let deletions = std::mem::take(&mut found.deletions);
+    let mut deletions = earliest_per_object(deletions, rfc3339, |f| found.policy_of(f).cloned());
     deletions.retain(|d| d.at.is_none_or(|at| at <= horizon));
     deletions.sort_by(|a, b| {
         a.at.cmp(&b.at)
@@ -197,8 +223,13 @@ fn report(
     let mut by_namespace = BTreeMap::new();
     let mut by_kind = BTreeMap::new();
     let mut chart = Chart::new(options.within.as_secs());
+    let mut audit_deletions = 0;
     for deletion in &earliest {
         let row = &deletion.found;
+        if found.policy_of(row).is_some_and(|n| n.audit) {
+            audit_deletions += 1;
+            continue;
+        }
         *by_namespace
             .entry(row.namespace.clone().unwrap_or_else(|| "(cluster)".into()))
             .or_insert(0) += 1;
@@ -208,17 +239,29 @@ fn report(
     let generated_at = rfc3339(now);
     let deletions = earliest
         .into_iter()
-        .map(|Earliest { at, found, also }| Row {
-            uid: found.uid,
-            kind: found.kind,
-            namespace: found.namespace,
-            name: found.name,
-            controller: found.controller,
-            reason: found.reason,
-            due: at.is_none(),
-            deletes_at: at.map_or_else(|| generated_at.clone(), rfc3339),
-            also,
-        })
+        .map(
+            |Earliest {
+                 at,
+                 found: row,
+                 also,
+             }| {
+                let note = found.policy_of(&row).cloned();
+                Row {
+                    uid: row.uid,
+                    kind: row.kind,
+                    namespace: row.namespace,
+                    name: row.name,
+                    controller: row.controller,
+                    reason: row.reason,
+                    due: at.is_none(),
+                    deletes_at: at.map_or_else(|| generated_at.clone(), rfc3339),
+                    also,
+                    policy_kind: note.as_ref().map(|n| n.policy.kind().to_owned()),
+                    policy: note.as_ref().map(|n| n.policy.path()),
+                    audit: note.is_some_and(|n| n.audit),
+                }
+            },
+        )
         .collect();
     PlanReport {
         generated_at,
@@ -227,6 +270,7 @@ fn report(
         deletions,
         kept: found.kept,
         policy_problems: found.policy_problems,
+        audit_deletions,
         by_namespace,
         by_kind,
         chart,

@@ -3,7 +3,7 @@
 //! Each controller's function is its `plan` in `explain::controllers`; all read what they need
 //! from one [`PlanContext`].
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -12,6 +12,7 @@ use crate::client::{Api, Client, Discovery, ListParams, ResourceRef};
 use crate::controllers::retention::assessment::{assess, Standing};
 use crate::controllers::retention::engine::{assessing, plan_served, PolicyState};
 use crate::controllers::retention::history::{over_limit, Member};
+use crate::controllers::retention::policy::{CompiledPolicy, PolicyId};
 use crate::controllers::retention::verdict::{decide, Verdict};
 use crate::controllers::ttl::{
     judge as judge_ttl, rules as ttl_rules, TtlKind, TtlState, Verdict as TtlVerdict,
@@ -58,6 +59,26 @@ pub(crate) struct Findings {
     pub deletions: Vec<(Option<DateTime<Utc>>, Found)>,
     pub kept: Vec<KeptRow>,
     pub policy_problems: Vec<PolicyProblem>,
+    /// The retention policy of each retention deletion, by the object's UID.
+    pub policies: HashMap<String, PolicyNote>,
+}
+
+/// The retention policy a deletion is made under.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PolicyNote {
+    /// Which policy.
+    pub policy: PolicyId,
+    /// It is in `Audit` mode: it would delete the object, kube-gc will not.
+    pub audit: bool,
+}
+
+impl Findings {
+    /// The policy of a deletion found, if it is a retention policy's.
+    pub fn policy_of(&self, found: &Found) -> Option<&PolicyNote> {
+        (found.controller == "retention")
+            .then(|| self.policies.get(&found.uid))
+            .flatten()
+    }
 }
 
 impl Findings {
@@ -68,15 +89,17 @@ impl Findings {
         controller: &str,
         reason: String,
         at: Option<DateTime<Utc>>,
+        policy: Option<PolicyNote>,
     ) {
         let (namespace, name) = identity(object);
+        let uid = object["metadata"]["uid"].as_str().unwrap_or_default();
+        if let Some(policy) = policy {
+            self.policies.insert(uid.to_owned(), policy);
+        }
         self.deletions.push((
             at,
             Found {
-                uid: object["metadata"]["uid"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned(),
+                uid: uid.to_owned(),
                 kind: kind.to_owned(),
                 namespace,
                 name,
@@ -242,13 +265,14 @@ pub(crate) async fn retention_rows(
             };
             let policy = &watch.rules.policies[usize::from(governed.policy)];
             let reason = format!("TTL ({})", policy.id);
+            let note = Some(note(policy));
             match decide(&governed.facts, governed.ttl, now) {
                 Ok(Verdict::Expired { .. }) => {
                     due_by_ttl.insert(i);
-                    found.delete(object, kind, "retention", reason, None);
+                    found.delete(object, kind, "retention", reason, None, note);
                 }
                 Ok(Verdict::Wait { expires_at, .. }) => {
-                    found.delete(object, kind, "retention", reason, Some(expires_at))
+                    found.delete(object, kind, "retention", reason, Some(expires_at), note)
                 }
                 Ok(Verdict::Keep(_)) => {}
                 Err(e) => {
@@ -292,11 +316,19 @@ pub(crate) async fn retention_rows(
                     "retention",
                     reason,
                     None,
+                    Some(note(policy)),
                 );
             }
         }
     }
     Ok(())
+}
+
+fn note(policy: &CompiledPolicy) -> PolicyNote {
+    PolicyNote {
+        policy: policy.id.clone(),
+        audit: policy.mode.is_audit(),
+    }
 }
 
 /// `Kind name` of the owner of `object` whose UID is `uid`, if it names one.

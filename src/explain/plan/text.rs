@@ -37,11 +37,20 @@ pub fn text(report: &PlanReport) -> String {
             "REASON",
         ];
         out.push_str(&table(header, rows));
-        let _ = writeln!(
+        let made = report.deletions.len() - report.audit_deletions;
+        let _ = write!(
             out,
             "\n{} within {within}",
-            counted(report.deletions.len(), "deletion", "deletions")
+            counted(made, "deletion", "deletions")
         );
+        if report.audit_deletions > 0 {
+            let _ = write!(
+                out,
+                ", and {} that policies in Audit mode would make (not made)",
+                report.audit_deletions
+            );
+        }
+        out.push('\n');
         totals("by namespace", &report.by_namespace, &mut out);
         totals("by kind", &report.by_kind, &mut out);
     }
@@ -88,13 +97,19 @@ fn counted(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-/// The row's reason, and the other controllers that would delete the object too.
+/// The row's reason (marked when only a policy in `Audit` mode would make it), and the other
+/// controllers that would delete the object too.
 fn reason(row: &super::Row) -> String {
+    let reason = if row.audit {
+        format!("audit, not deleted: {}", row.reason)
+    } else {
+        row.reason.clone()
+    };
     if row.also.is_empty() {
-        return row.reason.clone();
+        return reason;
     }
     let also: Vec<&str> = row.also.iter().map(|a| a.controller.as_str()).collect();
-    format!("{} (also: {})", row.reason, also.join(", "))
+    format!("{reason} (also: {})", also.join(", "))
 }
 
 /// Rows under a header, each column as wide as its widest cell; the last column is not padded.

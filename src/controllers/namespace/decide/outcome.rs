@@ -135,9 +135,10 @@ pub struct Assessment {
     pub blockers: Vec<Blocker>,
     /// `deletionTimestamp` + the safety delay.
     pub finalize_not_before: Option<DateTime<Utc>>,
-    /// Nothing is about to be deleted and nothing is on its way out, or [`SETTLE_AFTER`] has
-    /// passed since the deletion: what remains is what stays until a finalizer, a grace period
-    /// or an error lets it go. Conditions are written only then, so that objects leaving one by
+    /// Nothing is about to be deleted, nothing is on its way out and every count is exact (not
+    /// a page that stopped at its limit, whose count is only "at least"), or [`SETTLE_AFTER`]
+    /// has passed since the deletion: what remains is what stays until a finalizer, a grace
+    /// period or an error lets it go. Conditions are written only then, so that objects leaving one by
     /// one do not each cost a status write.
     pub settled: bool,
     /// The next step.

@@ -366,3 +366,37 @@ fn content_a_list_found_where_nothing_watches_is_deleted_and_looked_at_again() {
         }
     );
 }
+
+#[test]
+fn a_count_a_page_cut_short_is_not_reported_before_the_settle_deadline() {
+    // At start-up the Pods' cache has not synced: the proof LIST (one object a page) finds a
+    // Pod being deleted, and more. "pods has 1" would be reported were it settled.
+    let mut scene = Scene::new(vec![Content {
+        kind: pods(),
+        known: Known::Listed {
+            objects: vec![object("lost", &[], true)],
+            more: true,
+        },
+        failure: None,
+    }]);
+    let assessment = scene.assess();
+    assert_eq!(
+        assessment.next,
+        Next::Wait {
+            recheck: Some(UNWATCHED_RECHECK)
+        }
+    );
+    assert!(assessment.remaining[0].more);
+    assert!(!assessment.is_settled(), "{assessment:?}");
+    // The cache tells how many: then it is reported.
+    scene.content[0].known =
+        Known::Cached(vec![object("lost", &[], true), object("web", &[], true)]);
+    assert!(scene.assess().is_settled());
+    // Past the deadline, what is known is reported whatever it is.
+    scene.content[0].known = Known::Listed {
+        objects: vec![object("lost", &[], true)],
+        more: true,
+    };
+    scene.now = at(31);
+    assert!(scene.assess().is_settled());
+}

@@ -3,7 +3,8 @@
 //! | name | type | meaning |
 //! |---|---|---|
 //! | `kube_gc_retention_deletions_total` | counter | objects deleted, by `policy_kind`, `policy` and `reason` (`ttl`, `history_limit`) |
-//! | `kube_gc_retention_dry_run_deletions_total` | counter | deletions a `dryRun` policy would have made |
+//! | `kube_gc_retention_dry_run_deletions_total` | counter | deletions `kube-gc run --dry-run` would have made |
+//! | `kube_gc_retention_would_delete_total` | counter | objects a policy in `Audit` mode would have deleted, by `policy_kind` and `policy`: each object once |
 //! | `kube_gc_retention_deletion_delay_seconds` | histogram | expiry to successful delete (TTL deletions), upstream's TTL buckets |
 //! | `kube_gc_retention_object_errors_total` | counter | objects kept because something in them could not be read, by `reason` (`match`, `finish_rule`, `own_ttl`, `annotation`, `finish_time_unknown`, `creation_time_unknown`) |
 //! | `kube_gc_retention_api_errors_total` | counter | failed requests, by `verb` |
@@ -29,6 +30,15 @@ pub struct DeletionLabels {
     pub policy: String,
     /// `ttl` or `history_limit`.
     pub reason: &'static str,
+}
+
+/// Which policy.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PolicyLabels {
+    /// `RetentionPolicy` or `ClusterRetentionPolicy`.
+    pub policy_kind: &'static str,
+    /// `namespace/name` of a `RetentionPolicy`, `name` of a `ClusterRetentionPolicy`.
+    pub policy: String,
 }
 
 /// A label of its own.
@@ -70,6 +80,7 @@ pub struct StateTally {
 pub struct RetentionMetrics {
     deletions: Family<DeletionLabels, Counter>,
     dry_run_deletions: Family<DeletionLabels, Counter>,
+    would_delete: Family<PolicyLabels, Counter>,
     delay: Histogram,
     object_errors: Family<ReasonLabels, Counter>,
     api_errors: Family<VerbLabels, Counter>,
@@ -81,11 +92,19 @@ impl Default for RetentionMetrics {
         RetentionMetrics {
             deletions: Family::default(),
             dry_run_deletions: Family::default(),
+            would_delete: Family::default(),
             delay: delay_histogram(),
             object_errors: Family::default(),
             api_errors: Family::default(),
             policies: Family::default(),
         }
+    }
+}
+
+fn policy_labels(policy: &PolicyId) -> PolicyLabels {
+    PolicyLabels {
+        policy_kind: policy.kind(),
+        policy: policy.path(),
     }
 }
 
@@ -103,8 +122,13 @@ impl RetentionMetrics {
         );
         registry.register(
             "kube_gc_retention_dry_run_deletions",
-            "Deletions a dryRun retention policy would have made",
+            "Deletions kube-gc run --dry-run would have made under a retention policy",
             self.dry_run_deletions.clone(),
+        );
+        registry.register(
+            "kube_gc_retention_would_delete",
+            "Objects a retention policy in Audit mode would have deleted (each object once)",
+            self.would_delete.clone(),
         );
         registry.register(
             "kube_gc_retention_deletion_delay_seconds",
@@ -142,6 +166,20 @@ impl RetentionMetrics {
                 reason,
             })
             .inc();
+    }
+
+    /// An object `policy`, in `Audit` mode, would have deleted.
+    pub fn observe_would_delete(&self, policy: &PolicyId) {
+        self.would_delete
+            .get_or_create(&policy_labels(policy))
+            .inc();
+    }
+
+    /// Objects `policy` would have deleted so far (in `Audit` mode).
+    pub fn would_deletes(&self, policy: &PolicyId) -> u64 {
+        self.would_delete
+            .get_or_create(&policy_labels(policy))
+            .get()
     }
 
     /// A TTL deletion `seconds` after expiry.

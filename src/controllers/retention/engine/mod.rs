@@ -35,6 +35,7 @@ mod reconcile;
 mod refusal;
 mod status;
 mod tally;
+mod upcoming;
 mod watch;
 mod writer;
 
@@ -51,6 +52,8 @@ use tokio_util::sync::CancellationToken;
 use crate::api::PartialObjectMetadata;
 use crate::client::{Client, ResourceRef};
 use crate::clock::{SharedClock, SystemClock};
+use crate::controllers::deleted::{NoFeed, SharedFeed};
+use crate::controllers::pending::{Pending, PendingQuery, PendingSource};
 use crate::events::{NoopRecorder, SharedRecorder};
 use crate::runtime::cache::{ObjectKey, Store};
 use crate::runtime::controller::{Controller, ControllerError, ServerWait};
@@ -68,6 +71,7 @@ pub use reconcile::{ReconcileSettings, RetentionError, RetentionReconciler};
 pub use refusal::{forbid, rule_needed, Refusal, Refusals, Refused};
 pub use status::{count, status_for, Counts};
 pub use tally::Tally;
+pub use upcoming::{pending, upcoming, Upcoming, HISTORY_LIMIT, TTL};
 pub use watch::{assessing, ResourceWatch, TargetErrorHandler, WatchContext};
 
 use super::policy::spec::{CLUSTER_PLURAL, GROUP, NAMESPACED_PLURAL, VERSION};
@@ -130,7 +134,8 @@ pub struct RetentionOptions {
     /// How often discovery is read again while a policy names a resource not served, and a
     /// resource kube-gc was forbidden to read is tried again.
     pub rediscover_interval: Duration,
-    /// Every policy as if it said `dryRun: true` (`kube-gc run --dry-run`).
+    /// Delete nothing, log and count what would be deleted, write no status
+    /// (`kube-gc run --dry-run`).
     pub dry_run: bool,
     /// How informers list and watch.
     pub reflector: ReflectorConfig,
@@ -183,6 +188,8 @@ struct Shared {
     rediscover: AtomicBool,
     /// What the server forbids kube-gc on the policies' resources (403s).
     refusals: Arc<Refusals>,
+    /// Where deletions are told, each policy's destination routed, and its delivery read.
+    feed: SharedFeed,
 }
 
 /// The retention controller, ready to run.
@@ -200,9 +207,16 @@ pub struct RetentionControllerBuilder {
     metrics: Arc<RetentionMetrics>,
     recorder: SharedRecorder,
     queue_metrics: Option<Arc<dyn MetricsProvider>>,
+    feed: SharedFeed,
 }
 
 impl RetentionControllerBuilder {
+    /// Where deletions (and those an `Audit` policy would make) are told (default: nowhere).
+    pub fn feed(mut self, feed: SharedFeed) -> Self {
+        self.feed = feed;
+        self
+    }
+
     /// Where its informers' lists and watches come from: the process's [`Sources`], shared
     /// with every other controller reading a resource (default: sources of its own over the
     /// controller's client).
@@ -291,6 +305,7 @@ impl RetentionControllerBuilder {
             dirty: Notify::new(),
             rediscover: AtomicBool::new(false),
             refusals: Arc::clone(&refusals),
+            feed: Arc::clone(&self.feed),
         });
         for informer in [&shared.namespaced, &shared.cluster] {
             informer.add_handler(replan_on_change(&shared));
@@ -302,7 +317,8 @@ impl RetentionControllerBuilder {
         };
         let reconciler = RetentionReconciler::new(watches, self.clock, self.metrics, self.recorder)
             .with_settings(settings)
-            .with_refusals(refusals);
+            .with_refusals(refusals)
+            .with_feed(self.feed);
         let controller = Controller::new(CONTROLLER, queue, reconciler)
             .workers(self.options.workers)
             .wait_for_server(shared.client.availability().clone())
@@ -372,6 +388,7 @@ impl RetentionController {
             metrics: Arc::new(RetentionMetrics::default()),
             recorder: Arc::new(NoopRecorder),
             queue_metrics: None,
+            feed: Arc::new(NoFeed),
         }
     }
 
@@ -387,6 +404,20 @@ impl RetentionController {
     /// The running watches (for tests and the metrics endpoint).
     pub fn watches(&self) -> WatchMap {
         Arc::clone(&self.shared.watches)
+    }
+
+    /// What its policies will delete, and when, read from the running watches when asked
+    /// (`kube_gc_pending_deletions`, the notifier's next window).
+    /// The source holds the watches weakly: once the controller is gone, it reads nothing.
+    pub fn pending_source(&self) -> Arc<dyn PendingSource> {
+        let watches = Arc::downgrade(&self.shared.watches);
+        Arc::new(move |query: &PendingQuery| -> Vec<Pending> {
+            let Some(watches) = watches.upgrade() else {
+                return Vec::new();
+            };
+            let running: Vec<_> = watches.read().values().cloned().collect();
+            pending(&running, query, CONTROLLER)
+        })
     }
 
     /// The workqueue (for `/debug/workqueue` and its depth).

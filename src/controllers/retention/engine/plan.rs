@@ -21,7 +21,7 @@ use super::refusal::Refused;
 use crate::client::ResourceRef;
 use crate::controllers::retention::assessment::ResourcePolicies;
 use crate::controllers::retention::policy::{
-    compile, CompiledPolicy, FieldError, PolicyId, RetentionPolicyObject, Target,
+    compile, CompiledPolicy, FieldError, PolicyId, RetentionPolicyObject, Target, WebhookSecret,
 };
 
 /// What is known about one policy after planning.
@@ -75,6 +75,8 @@ pub struct Plan {
     pub watches: BTreeMap<Target, WatchPlan>,
     /// Per policy.
     pub policies: BTreeMap<PolicyId, PolicyState>,
+    /// The valid policies that have a notification destination of their own, and where.
+    pub notifications: BTreeMap<PolicyId, WebhookSecret>,
 }
 
 /// A policy object as read, and whether it is a `ClusterRetentionPolicy`.
@@ -112,6 +114,9 @@ pub fn plan(
     compiled.sort_by(|a, b| order_key(&a.id).cmp(&order_key(&b.id)));
     let mut by_target: BTreeMap<Target, (ResourceRef, Vec<Arc<CompiledPolicy>>)> = BTreeMap::new();
     for policy in &compiled {
+        if let Some(secret) = &policy.notification {
+            plan.notifications.insert(policy.id.clone(), secret.clone());
+        }
         let mut missing = Vec::new();
         for target in &policy.targets {
             match served(target) {

@@ -177,6 +177,7 @@ async fn apply(shared: &Shared, plan: Plan) {
     for watch in stopping {
         watch.stop().await;
     }
+    shared.feed.route(plan.notifications);
     report_states(shared, plan.policies);
 }
 

@@ -7,8 +7,13 @@
 //!   governs it, *waiting* if its TTL runs out later (or now, not yet deleted), and the
 //!   earliest such time is the *next deletion*; *unknown* if it is kept because its fate cannot
 //!   be decided (finished without a finish time, or something in it unreadable).
-//! - [`status_for`] builds the status from the plan's verdict on the policy, the counts and
-//!   the deletions so far; `Ready` keeps its `lastTransitionTime` while its status stays.
+//! - [`status_for`] builds the status from the plan's verdict on the policy, the counts, the
+//!   deletions so far and its [`Outlook`] — its mode, what it will delete within the hour and
+//!   the day and the next few (`upcoming.rs`), and under `Audit` how many it would delete now;
+//!   `Ready` keeps its `lastTransitionTime` while its status stays.
+//! - A policy with a notification destination of its own has a third condition, `Notifying`:
+//!   `True` while its Secret is read and batches get through, `False` with what is in the way,
+//!   `Unknown` until the notifier has tried.
 //! - `Ready=False` reasons: `InvalidSpec` (the fields at fault in the message),
 //!   `ResourceNotServed` (which targets) and `Forbidden` (which targets kube-gc may not read or
 //!   delete, the server's words, the RBAC rule to grant); `Ready=True`: `Watching`.
@@ -19,8 +24,12 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 use crate::api::Time;
+use crate::controllers::deleted::Delivery;
+use crate::controllers::pending::Pending;
 use crate::controllers::retention::assessment::Standing;
-use crate::controllers::retention::policy::{Condition, PolicyId, RetentionPolicyStatus};
+use crate::controllers::retention::policy::{
+    Condition, Mode, NextDeletion, PolicyId, RetentionPolicyStatus,
+};
 use crate::controllers::retention::verdict::{decide, Verdict};
 
 use super::plan::PolicyState;
@@ -46,6 +55,81 @@ pub struct Counts {
     pub governed_elsewhere: BTreeMap<PolicyId, u64>,
     /// Some of those overlaps were ties between equally specific policies (the name decided).
     pub ties: u64,
+}
+
+/// How many deletions to come a status lists.
+pub const NEXT_DELETIONS: usize = 5;
+
+/// The horizons of a status's counts: an hour and a day.
+pub const STATUS_HORIZONS: [std::time::Duration; 2] = [
+    std::time::Duration::from_secs(3600),
+    std::time::Duration::from_secs(86_400),
+];
+
+/// What a policy's `Notifying` condition says.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Notifying {
+    /// It has no destination of its own: no condition.
+    #[default]
+    Unconfigured,
+    /// It has one, and nothing was tried yet.
+    Pending,
+    /// How delivery goes.
+    Known(Delivery),
+}
+
+/// What a policy will do, as its status says it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Outlook {
+    /// How its notifications go.
+    pub notifying: Notifying,
+    /// Its mode (`None`: unknown, the spec is invalid).
+    pub mode: Option<Mode>,
+    /// Due now, under `Audit`: what `Enforce` would have deleted.
+    pub would_delete: u64,
+    /// Due within the hour (due now included).
+    pub within_hour: u64,
+    /// Due within the day.
+    pub within_day: u64,
+    /// The next few.
+    pub next: Vec<NextDeletion>,
+}
+
+impl Outlook {
+    /// The outlook of a policy in `mode` whose deletions to come are `pending`, counted for
+    /// [`STATUS_HORIZONS`] (none: it watches nothing).
+    pub fn new(mode: Option<Mode>, pending: Option<&Pending>) -> Outlook {
+        let Some(pending) = pending else {
+            return Outlook {
+                mode,
+                ..Outlook::default()
+            };
+        };
+        let within = |i: usize| pending.within.get(i).copied().unwrap_or_default();
+        Outlook {
+            notifying: Notifying::Unconfigured,
+            mode,
+            would_delete: if mode == Some(Mode::Audit) {
+                pending.due_now
+            } else {
+                0
+            },
+            within_hour: within(0),
+            within_day: within(1),
+            next: pending
+                .earliest
+                .iter()
+                .take(NEXT_DELETIONS)
+                .map(|d| NextDeletion {
+                    kind: d.kind.clone(),
+                    namespace: d.namespace.clone(),
+                    name: d.name.clone(),
+                    deletes_at: d.at.map(Time),
+                    reason: d.reason.to_owned(),
+                })
+                .collect(),
+        }
+    }
 }
 
 /// Counts every watch's assessments by governing policy.
@@ -113,6 +197,7 @@ pub fn status_for(
     state: &PolicyState,
     counts: &Counts,
     deleted: u64,
+    outlook: &Outlook,
     previous: Option<&RetentionPolicyStatus>,
     now: DateTime<Utc>,
 ) -> RetentionPolicyStatus {
@@ -177,15 +262,62 @@ pub fn status_for(
         message,
     };
     let overlap = overlap_condition(counts, generation, previous, now);
+    let mut conditions = vec![ready, overlap];
+    conditions.extend(notifying_condition(
+        &outlook.notifying,
+        generation,
+        previous,
+        now,
+    ));
     RetentionPolicyStatus {
         observed_generation: generation,
         matched: counts.matched,
         waiting: counts.waiting,
         unknown: counts.unknown,
         deleted,
+        mode: outlook.mode.map(|m| m.as_str().to_owned()),
+        would_delete: outlook.would_delete,
+        deletions_within_hour: outlook.within_hour,
+        deletions_within_day: outlook.within_day,
+        next_deletions: outlook.next.clone(),
         next_deletion_time: counts.next_deletion.map(Time),
-        conditions: vec![ready, overlap],
+        conditions,
     }
+}
+
+/// `Notifying`, for a policy with a destination of its own.
+fn notifying_condition(
+    notifying: &Notifying,
+    generation: Option<i64>,
+    previous: Option<&RetentionPolicyStatus>,
+    now: DateTime<Utc>,
+) -> Option<Condition> {
+    let (status, reason, message) = match notifying {
+        Notifying::Unconfigured => return None,
+        Notifying::Pending => (
+            "Unknown",
+            "Pending",
+            "no notification batch was sent yet".to_owned(),
+        ),
+        Notifying::Known(delivery) => (
+            if delivery.delivered { "True" } else { "False" },
+            delivery.reason,
+            delivery.message.clone(),
+        ),
+    };
+    let previous = previous.and_then(|s| s.conditions.iter().find(|c| c.type_ == "Notifying"));
+    let last_transition_time = match previous {
+        Some(c) if c.status == status => c.last_transition_time,
+        _ => Time(now),
+    };
+    Some(Condition {
+        type_: "Notifying".to_owned(),
+        status: status.to_owned(),
+        observed_generation: generation,
+        last_transition_time,
+        reason: reason.to_owned(),
+        message,
+    })
 }
 
 /// `Overlapping`: whether other policies match the same objects, and which one governs them —
@@ -262,20 +394,34 @@ mod tests {
         let ready = PolicyState::Ready {
             generation: Some(2),
         };
-        let first = status_for(&ready, &counts, 1, None, at(0));
+        let first = status_for(&ready, &counts, 1, &Outlook::default(), None, at(0));
         assert_eq!(first.observed_generation, Some(2));
         assert_eq!(
             (first.matched, first.waiting, first.unknown, first.deleted),
             (4, 2, 1, 1)
         );
         assert_eq!(first.next_deletion_time, Some(Time(at(50))));
-        let again = status_for(&ready, &counts, 1, Some(&first), at(100));
+        let again = status_for(
+            &ready,
+            &counts,
+            1,
+            &Outlook::default(),
+            Some(&first),
+            at(100),
+        );
         assert_eq!(again.conditions[0].last_transition_time, Time(at(0)));
         let invalid = PolicyState::Invalid {
             generation: Some(3),
             errors: vec![FieldError::new("spec.match", "does not compile: x")],
         };
-        let broken = status_for(&invalid, &Counts::default(), 1, Some(&again), at(200));
+        let broken = status_for(
+            &invalid,
+            &Counts::default(),
+            1,
+            &Outlook::default(),
+            Some(&again),
+            at(200),
+        );
         let condition = &broken.conditions[0];
         assert_eq!(
             (condition.status.as_str(), condition.reason.as_str()),
@@ -307,7 +453,7 @@ mod overlap_tests {
             ties: 1,
             ..Counts::default()
         };
-        let status = status_for(&ready, &winner, 0, None, now);
+        let status = status_for(&ready, &winner, 0, &Outlook::default(), None, now);
         let overlap = &status.conditions[1];
         assert_eq!(
             (overlap.type_.as_str(), overlap.status.as_str()),
@@ -322,14 +468,72 @@ mod overlap_tests {
             governed_elsewhere: BTreeMap::from([(id("specific"), 3)]),
             ..Counts::default()
         };
-        let message = status_for(&ready, &loser, 0, None, now).conditions[1]
+        let message = status_for(&ready, &loser, 0, &Outlook::default(), None, now).conditions[1]
             .message
             .clone();
         assert_eq!(
             message,
             "objects it matches are governed by more specific policies: 3 with ClusterRetentionPolicy specific"
         );
-        let alone = status_for(&ready, &Counts::default(), 0, None, now);
+        let alone = status_for(
+            &ready,
+            &Counts::default(),
+            0,
+            &Outlook::default(),
+            None,
+            now,
+        );
         assert_eq!(alone.conditions[1].reason, "NoOverlap");
+    }
+}
+
+#[cfg(test)]
+mod outlook_tests {
+    use super::*;
+    use crate::controllers::pending::PendingDeletion;
+
+    fn pending(due_now: u64, names: &[&str]) -> Pending {
+        Pending {
+            controller: "retention",
+            policy: Some(PolicyId::cluster("p")),
+            audit: false,
+            due_now,
+            within: vec![4, 9],
+            earliest: names
+                .iter()
+                .map(|name| PendingDeletion {
+                    kind: "Pod".into(),
+                    namespace: Some("ci".into()),
+                    name: (*name).into(),
+                    uid: String::new(),
+                    at: None,
+                    reason: "history_limit",
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn only_an_audit_policy_would_delete_and_the_status_lists_a_handful() {
+        let many = ["a", "b", "c", "d", "e", "f", "g"];
+        let enforce = Outlook::new(Some(Mode::Enforce), Some(&pending(2, &many)));
+        assert_eq!(
+            enforce.would_delete, 0,
+            "Enforce deletes them: nothing would"
+        );
+        assert_eq!((enforce.within_hour, enforce.within_day), (4, 9));
+        assert_eq!(enforce.next.len(), NEXT_DELETIONS);
+        assert_eq!(enforce.next[0].reason, "history_limit");
+        let audit = Outlook::new(Some(Mode::Audit), Some(&pending(2, &["a"])));
+        assert_eq!(audit.would_delete, 2);
+        let ready = PolicyState::Ready { generation: None };
+        let now = DateTime::from_timestamp(1_800_000_000, 0).unwrap_or_default();
+        let status = status_for(&ready, &Counts::default(), 0, &audit, None, now);
+        assert_eq!(status.mode.as_deref(), Some("Audit"));
+        assert_eq!((status.would_delete, status.deletions_within_hour), (2, 4));
+        assert_eq!(status.next_deletions[0].name, "a");
+        let idle = Outlook::new(Some(Mode::Enforce), None);
+        assert_eq!(idle.within_day, 0);
+        assert!(idle.next.is_empty());
     }
 }

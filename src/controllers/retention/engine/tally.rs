@@ -5,8 +5,9 @@
 //!
 //! Contract: the reconciler calls [`Tally::deleted`] once per deletion (or, dry run, once per
 //! deletion it would have made), [`Tally::kept`] when an object is kept because something
-//! about it cannot be read, and [`Tally::api_error`] once per failed request. A tally never
-//! blocks and never fails.
+//! about it cannot be read, [`Tally::would_delete`] once per object a policy in `Audit` mode
+//! would have deleted, and [`Tally::api_error`] once per failed request. A tally never blocks
+//! and never fails.
 
 use super::metrics::RetentionMetrics;
 use crate::controllers::retention::policy::CompiledPolicy;
@@ -30,6 +31,10 @@ pub trait Tally: Send + Sync + 'static {
 
     /// A request (`get`, `delete`) that failed.
     fn api_error(&self, verb: &'static str);
+
+    /// An object `policy`, in `Audit` mode, would have deleted for `reason`. A TTL controller's
+    /// fixed policy is never in `Audit` mode: nothing to count by default.
+    fn would_delete(&self, _policy: &CompiledPolicy, _reason: &'static str) {}
 }
 
 impl Tally for RetentionMetrics {
@@ -52,5 +57,9 @@ impl Tally for RetentionMetrics {
 
     fn api_error(&self, verb: &'static str) {
         self.observe_api_error(verb);
+    }
+
+    fn would_delete(&self, policy: &CompiledPolicy, _reason: &'static str) {
+        self.observe_would_delete(&policy.id);
     }
 }

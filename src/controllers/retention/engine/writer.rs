@@ -14,9 +14,14 @@ use crate::client::availability::warn_unless_unavailable;
 use crate::client::{Api, Patch, PostParams};
 use crate::runtime::informer::InformerSynced;
 
+use super::plan::PolicyState;
 use super::planner::{policy_object, wait_synced};
-use super::status::{count, status_for};
+use super::status::{count, status_for, Notifying, Outlook, NEXT_DELETIONS, STATUS_HORIZONS};
+use super::upcoming::pending;
+use super::CONTROLLER;
 use super::{cluster_policies, namespaced_policies, Shared};
+use crate::controllers::pending::PendingQuery;
+use crate::controllers::retention::policy::Mode;
 use crate::controllers::retention::policy::{
     PolicyId, RetentionPolicyObject, RetentionPolicyStatus,
 };
@@ -58,6 +63,15 @@ async fn write_statuses(shared: &Shared, written: &mut Written) {
     let watches: Vec<_> = shared.watches.read().values().cloned().collect();
     let now = shared.clock.now();
     let counts = count(&watches, now);
+    let query = PendingQuery {
+        now,
+        horizons: STATUS_HORIZONS.to_vec(),
+        limit: NEXT_DELETIONS,
+    };
+    let pending: HashMap<PolicyId, _> = pending(&watches, &query, CONTROLLER)
+        .into_iter()
+        .filter_map(|p| Some((p.policy.clone()?, p)))
+        .collect();
     let states = shared.states.lock().clone();
     for (id, state) in states {
         let Some(object) = policy_object(shared, &id) else {
@@ -69,10 +83,20 @@ async fn write_statuses(shared: &Shared, written: &mut Written) {
             .or_insert_with(|| object.status.as_ref().map_or(0, |s| s.deleted));
         let deleted = before + shared.metrics.deletions(&id);
         let previous = written.statuses.get(&id).or(object.status.as_ref());
+        let mut outlook = Outlook::new(Mode::of_spec(&object.spec), pending.get(&id));
+        let routed =
+            object.spec.notification.is_some() && !matches!(state, PolicyState::Invalid { .. });
+        if routed {
+            outlook.notifying = shared
+                .feed
+                .delivery(&id)
+                .map_or(Notifying::Pending, Notifying::Known);
+        }
         let status = status_for(
             &state,
             &counts.get(&id).cloned().unwrap_or_default(),
             deleted,
+            &outlook,
             previous,
             now,
         );

@@ -9,12 +9,14 @@
 //!   together are refused (which one would count?).
 //! - `groupBy` is `owner` or `{label: <key>}`; `propagationPolicy` one of the three; label
 //!   selectors well formed; CEL compiles and reads only `object` and `now`;
-//!   `namespaceSelector` only on a `ClusterRetentionPolicy`.
+//!   `namespaceSelector` only on a `ClusterRetentionPolicy`; `mode` and `notification` as
+//!   `reporting.rs` says.
 //! - Compiling is pure and total: it never fails on anything but the policy itself, and a
 //!   policy that compiles can be applied to any object (errors per object are the assessment's).
 
 use chrono::Duration;
 
+use super::reporting::{self, Mode, WebhookSecret};
 use super::spec::{ResourceSpec, RetentionPolicyObject, RetentionPolicySpec};
 use super::{finished, FieldError};
 use crate::api::{LabelSelector, PropagationPolicy};
@@ -120,8 +122,10 @@ pub struct CompiledPolicy {
     pub group_by: GroupBy,
     /// How deletions propagate.
     pub propagation: PropagationPolicy,
-    /// Decide and report; delete nothing.
-    pub dry_run: bool,
+    /// Delete what is due, or only judge and report it.
+    pub mode: Mode,
+    /// Where its notifications go, besides kube-gc's own webhook.
+    pub notification: Option<WebhookSecret>,
     /// Leave objects with a controlling owner to their controller.
     pub skip_controlled: bool,
     /// A user's policy object, or the fixed policy a TTL controller runs the engine with.
@@ -164,7 +168,8 @@ impl CompiledPolicy {
             limits: Limits::default(),
             group_by: preset.group_by.clone(),
             propagation: preset.propagation,
-            dry_run: false,
+            mode: Mode::Enforce,
+            notification: None,
             skip_controlled: false,
             origin: Origin::Controller(controller),
         }
@@ -246,6 +251,11 @@ pub fn compile(
     };
     let group_by = group_by(spec, source.as_ref(), &mut errors);
     let propagation = propagation(spec, source.as_ref(), &mut errors);
+    let mode = reporting::mode(spec, &mut errors);
+    // A RetentionPolicy's own namespace; `None` marks a ClusterRetentionPolicy.
+    let own_namespace = (!cluster).then(|| id.namespace.as_deref().unwrap_or(""));
+    let notification =
+        reporting::notification(spec.notification.as_ref(), own_namespace, &mut errors);
     let (Some(source), Some(finish), Some(group_by), Some(propagation), true) =
         (source, finish, group_by, propagation, errors.is_empty())
     else {
@@ -265,7 +275,8 @@ pub fn compile(
         limits,
         group_by,
         propagation,
-        dry_run: spec.dry_run,
+        mode,
+        notification,
         skip_controlled: source.skip_controlled && spec.include_controlled != Some(true),
         origin: Origin::Object,
     })

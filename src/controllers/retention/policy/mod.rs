@@ -2,13 +2,16 @@
 
 pub mod compile;
 pub mod finished;
+pub mod reporting;
 pub mod spec;
 
 pub use compile::{compile, CompiledPolicy, Origin, PolicyId, Target};
+pub use reporting::{Mode, WebhookSecret};
 
 pub use spec::{
     CelFinishedSpec, Condition, ConditionSpec, FieldSpec, FinishTimeSpec, FinishedSpec,
-    GroupBySpec, ResourceSpec, RetentionPolicyObject, RetentionPolicySpec, RetentionPolicyStatus,
+    GroupBySpec, NextDeletion, NotificationSpec, ResourceSpec, RetentionPolicyObject,
+    RetentionPolicySpec, RetentionPolicyStatus, SecretKeyRef,
 };
 
 /// A policy field that cannot be applied, named by its path in the object

@@ -88,13 +88,48 @@ pub struct RetentionPolicySpec {
     /// `Foreground`, `Background` or `Orphan` (default: the preset's, else `Background`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub propagation_policy: Option<String>,
-    /// Decide, report and log; delete nothing.
+    /// `Enforce` (absent: delete what is due) or `Audit` (judge and report everything as
+    /// `Enforce` would, delete nothing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// The older spelling of `mode: Audit`: decide, report and log; delete nothing.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub dry_run: bool,
     /// Also objects that have a controlling owner (the `pods` preset leaves them to their
     /// controller unless this is true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub include_controlled: Option<bool>,
+    /// Where this policy's deletions (and those to come) are sent, besides kube-gc's own
+    /// `--notify-webhook-url`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notification: Option<NotificationSpec>,
+}
+
+/// `{webhookSecretRef: {name: slack, key: url}}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NotificationSpec {
+    /// The key of a Secret holding the webhook's URL (a Slack incoming webhook, or any
+    /// receiver of JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook_secret_ref: Option<SecretKeyRef>,
+}
+
+/// A key of a Secret: `{name: slack, key: url}`, and for a `ClusterRetentionPolicy` the
+/// Secret's `namespace`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SecretKeyRef {
+    /// The Secret's namespace: required by a `ClusterRetentionPolicy`; a `RetentionPolicy`
+    /// reads Secrets of its own namespace only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// The Secret's name.
+    #[serde(default)]
+    pub name: String,
+    /// The key in its `data` (absent: `url`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
 }
 
 /// A resource by group, version and plural name (`{group: tekton.dev, version: v1, resource:
@@ -226,12 +261,48 @@ pub struct RetentionPolicyStatus {
     /// Objects deleted under it, counted across restarts of kube-gc.
     #[serde(default)]
     pub deleted: u64,
+    /// The mode it runs in: `Enforce`, or `Audit` (`mode: Audit`, or `dryRun: true`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// `Audit` only: the objects it governs that are due now — their TTL ran out, or they are
+    /// beyond a history limit — and that `Enforce` would have deleted.
+    #[serde(default)]
+    pub would_delete: u64,
+    /// Deletions due within the next hour, those due now included (under `Audit`: the ones it
+    /// would make).
+    #[serde(default)]
+    pub deletions_within_hour: u64,
+    /// Deletions due within the next day, those due now included.
+    #[serde(default)]
+    pub deletions_within_day: u64,
+    /// The next few deletions, earliest first (due now first).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub next_deletions: Vec<NextDeletion>,
     /// The next deletion it has scheduled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_deletion_time: Option<Time>,
     /// `Ready` (the policy is valid and its resources are watched), and others.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
+}
+
+/// One deletion to come, as a policy's status lists it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NextDeletion {
+    /// The object's kind.
+    pub kind: String,
+    /// Its namespace (absent for a cluster-scoped object).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// Its name.
+    pub name: String,
+    /// When its TTL runs out (or ran out); absent for one beyond a history limit, which is
+    /// due as soon as it is ranked there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletes_at: Option<Time>,
+    /// `ttl` or `history_limit`.
+    pub reason: String,
 }
 
 /// `metav1.Condition`.

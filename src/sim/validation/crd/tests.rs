@@ -34,7 +34,7 @@ fn the_embedded_crds_load_and_their_rules_compile() {
         .iter()
         .find(|(n, _)| n == "spec")
         .unwrap();
-    assert_eq!(spec.1.rules.len(), 3);
+    assert_eq!(spec.1.rules.len(), 4);
     assert!(spec.1.rules.iter().all(|r| r.program.is_some()));
 }
 

@@ -1,22 +1,26 @@
 //! The one DELETE every deletion of the engine goes through: guarded by preconditions on the
 //! copy that was assessed, propagated as the policy says, counted and logged once; a 403 is
 //! recorded as the resource's refusal (`refusal.rs`), lifted by the next deletion that works.
+//! Under a policy in `Audit` mode nothing is sent: the deletion is reported as one that would
+//! have been made (`audit.rs`); under `kube-gc run --dry-run`, logged and counted as such.
 
 use chrono::{DateTime, Utc};
 use serde::de::IgnoredAny;
 
 use crate::api::DeleteOptions;
 use crate::client::Api;
+use crate::controllers::deleted::DeletionRecord;
 use crate::controllers::retention::assessment::Assessment;
-use crate::controllers::retention::policy::{CompiledPolicy, Origin};
+use crate::controllers::retention::policy::{CompiledPolicy, Origin, PolicyId};
 use crate::runtime::cache::Cacheable;
 
+use super::super::upcoming::{HISTORY_LIMIT, TTL};
 use super::super::watch::ResourceWatch;
 use super::{RetentionError, RetentionReconciler};
 
 /// How a DELETE ended.
 pub(super) enum Deletion {
-    /// Deleted (or would have been, dry run).
+    /// Deleted (or would have been: `Audit`, dry run).
     Deleted,
     /// It was gone already.
     Gone,
@@ -43,10 +47,10 @@ pub(super) enum Reason {
 }
 
 impl Reason {
-    fn label(self) -> &'static str {
+    pub(super) fn label(self) -> &'static str {
         match self {
-            Reason::Ttl(_) => "ttl",
-            Reason::HistoryLimit => "history_limit",
+            Reason::Ttl(_) => TTL,
+            Reason::HistoryLimit => HISTORY_LIMIT,
         }
     }
 }
@@ -62,7 +66,11 @@ impl RetentionReconciler {
         guard: Guard,
     ) -> Result<Deletion, RetentionError> {
         let key = assessment.key();
-        if policy.dry_run || self.settings.dry_run {
+        if policy.mode.is_audit() {
+            self.would_delete(watch, assessment, policy, reason);
+            return Ok(Deletion::Deleted);
+        }
+        if self.settings.dry_run {
             self.tally.deleted(policy, reason.label(), true, None);
             tracing::info!(
                 controller = self.settings.controller,
@@ -127,7 +135,11 @@ impl RetentionReconciler {
             ),
             Reason::HistoryLimit => None,
         };
-        self.tally.deleted(policy, reason.label(), false, latency);
+        // An object an Audit policy held past its expiry was kept by choice, not late: its wait
+        // is not a deletion delay, and would swamp the histogram after a switch to Enforce.
+        let held = self.audited.forget(&watch.target, assessment);
+        let delay = latency.filter(|_| !held);
+        self.tally.deleted(policy, reason.label(), false, delay);
         let key = assessment.key();
         tracing::info!(
             controller = self.settings.controller,
@@ -141,12 +153,32 @@ impl RetentionReconciler {
             latency_seconds = latency,
             "deleted"
         );
+        self.feed.record(DeletionRecord {
+            controller: self.settings.controller,
+            policy: reported_policy(policy),
+            audit: false,
+            kind: watch.resource.kind.clone(),
+            namespace: key.namespace().map(str::to_owned),
+            name: key.name().to_owned(),
+            uid: assessment.uid().to_owned(),
+            reason: reason.label(),
+            at: self.clock.now(),
+        });
+    }
+}
+
+/// The policy a deletion is reported under: the policy object, none for a TTL controller's
+/// fixed policy.
+pub(super) fn reported_policy(policy: &CompiledPolicy) -> Option<PolicyId> {
+    match policy.origin {
+        Origin::Object => Some(policy.id.clone()),
+        Origin::Controller(_) => None,
     }
 }
 
 /// The `retention_policy` log key: the policy object a deletion was made under, absent for a
 /// TTL controller's fixed policy (its `controller` key says which).
-fn retention_policy(policy: &CompiledPolicy) -> Option<String> {
+pub(super) fn retention_policy(policy: &CompiledPolicy) -> Option<String> {
     match policy.origin {
         Origin::Object => Some(policy.label().to_string()),
         Origin::Controller(_) => None,

@@ -23,9 +23,12 @@
 //! cache, and delete each one beyond its limit the same way — preconditions on what was
 //! ranked, and on Conflict a fresh read, re-ranked with the others, before any deletion.
 //!
-//! With `dryRun` (the policy's or the settings') the deletion is logged and counted, and no
-//! request is made.
+//! Under a policy in `Audit` mode (`mode: Audit`, or `dryRun: true`) the deletion is reported
+//! once per object as one that would have been made (`audit.rs`) and no request is made; with
+//! the settings' `dry_run` (`kube-gc run --dry-run`) it is logged and counted as such. Every
+//! real deletion and every would-be one goes to the deletion feed (notifications).
 
+mod audit;
 mod delete;
 mod history;
 mod report;
@@ -37,6 +40,7 @@ use chrono::{DateTime, Utc};
 use parking_lot::Mutex;
 
 use crate::clock::SharedClock;
+use crate::controllers::deleted::{NoFeed, SharedFeed};
 use crate::controllers::retention::assessment::{assess, Assessment, Governed, Standing};
 use crate::controllers::retention::policy::Target;
 use crate::controllers::retention::verdict::{decide, Unschedulable, Verdict};
@@ -117,6 +121,10 @@ pub struct RetentionReconciler {
     reported: Mutex<HashMap<(Arc<Target>, ObjectKey), String>>,
     /// Where a refused DELETE is recorded, for the policies to report (`None`: logged only).
     refusals: Option<Arc<Refusals>>,
+    /// The objects whose would-be deletion (`Audit`) was reported, so it is reported once.
+    audited: audit::Audited,
+    /// Where deletions, and would-be ones, are told.
+    feed: SharedFeed,
 }
 
 impl RetentionReconciler {
@@ -135,7 +143,15 @@ impl RetentionReconciler {
             settings: ReconcileSettings::default(),
             reported: Mutex::new(HashMap::new()),
             refusals: None,
+            audited: audit::Audited::default(),
+            feed: Arc::new(NoFeed),
         }
+    }
+
+    /// Tells `feed` of every deletion, and of every one an `Audit` policy would have made.
+    pub fn with_feed(mut self, feed: SharedFeed) -> Self {
+        self.feed = feed;
+        self
     }
 
     /// Records each DELETE the server forbids (403) in `refusals`, and lifts it at the next
@@ -291,9 +307,13 @@ impl RetentionReconciler {
         })
     }
 
-    /// Whether a deletion under `governed`'s policy would be a dry run.
+    /// Whether a deletion under `governed`'s policy would only be reported (an `Audit`
+    /// policy, or a dry run).
     fn dry_run(&self, watch: &ResourceWatch, governed: &Governed) -> bool {
-        self.settings.dry_run || watch.rules.policies[usize::from(governed.policy)].dry_run
+        self.settings.dry_run
+            || watch.rules.policies[usize::from(governed.policy)]
+                .mode
+                .is_audit()
     }
 
     fn api_error(

@@ -1,11 +1,21 @@
 //! The read-only requests behind `kube-gc explain`: the object, its owners, the retention
 //! policies and namespaces, the object's history group, the objects that depend on it, and
-//! its Events.
+//! its Events; for a Pod, a claim or a volume what the pod garbage collector and the protection
+//! controllers read (`storage.rs`); for a namespace being deleted, its content (`namespace.rs`).
 //!
 //! Contract: only GET and LIST, through the client it is given; each request is made only when
 //! the answer needs it (the dependents only for an object being deleted or whose owner waits on
-//! it; the siblings only when a policy with history limits governs the resource). A request
-//! that fails is an error naming what was asked — except the Events, which are a courtesy.
+//! it; the siblings only when a policy with history limits governs the resource; every Pod only
+//! for a terminated Pod; a namespace's content only while the namespace controller deletes it).
+//! A request that fails is an error naming what was asked — except the Events, which are a
+//! courtesy, and a namespace's content, whose every unreadable resource the answer names.
+
+mod namespace;
+mod storage;
+
+pub(crate) use namespace::namespace_facts;
+pub(crate) use storage::{claims, every_node, every_pod, is, pods_as_claims, volumes};
+pub use storage::{NodeLookup, PodContext, StorageContext};
 
 use std::collections::BTreeMap;
 
@@ -17,7 +27,9 @@ use crate::controllers::garbagecollector::graph::FOREGROUND_FINALIZER;
 use crate::controllers::retention::engine::{cluster_policies, namespaced_policies};
 use crate::controllers::retention::policy::RetentionPolicyObject;
 
+use super::namespace::NamespaceFacts;
 use super::resolve::{resolve, UnknownType};
+use super::Settings;
 
 /// What was asked: `TYPE/NAME` in a namespace.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -165,6 +177,14 @@ pub struct Gathered {
     pub related: Vec<Related>,
     /// Its Events.
     pub events: Vec<Value>,
+    /// What `run`'s flags set that the decisions read.
+    pub settings: Settings,
+    /// For a Pod: what the pod garbage collector reads.
+    pub pod: Option<PodContext>,
+    /// For a claim or a volume: what its protection controller reads.
+    pub storage: Option<StorageContext>,
+    /// For a namespace: what the namespace controller reads (its content while it deletes it).
+    pub namespace: Option<NamespaceFacts>,
 }
 
 impl Gathered {
@@ -174,7 +194,7 @@ impl Gathered {
     }
 }
 
-/// Reads everything `decide` needs about `target`.
+/// Reads everything `decide` needs about `target`, with `run`'s defaults.
 ///
 /// # Errors
 ///
@@ -183,6 +203,20 @@ pub async fn gather(
     client: &Client,
     discovery: &Discovery,
     target: &Target,
+) -> Result<Gathered, GatherError> {
+    gather_with(client, discovery, target, Settings::default()).await
+}
+
+/// Reads everything `decide` needs about `target`, assuming `settings`.
+///
+/// # Errors
+///
+/// [`GatherError`] naming what could not be read.
+pub async fn gather_with(
+    client: &Client,
+    discovery: &Discovery,
+    target: &Target,
+    settings: Settings,
 ) -> Result<Gathered, GatherError> {
     let resource = resolve(discovery, &target.type_)?;
     let namespace = resource.namespaced.then_some(target.namespace.as_str());
@@ -216,6 +250,10 @@ pub async fn gather(
         owners: Vec::new(),
         related: Vec::new(),
         events: Vec::new(),
+        settings,
+        pod: None,
+        storage: None,
+        namespace: None,
     };
     gathered.policies = read_policies(client, &gathered.served).await?;
     if gathered.policies.is_some() {
@@ -236,8 +274,20 @@ pub async fn gather(
             }
         )
     });
-    if meta.deletion_timestamp.is_some() || owner_waits {
+    let is_namespace = is(&gathered.resource, &namespace::namespaces());
+    if (meta.deletion_timestamp.is_some() || owner_waits) && !is_namespace {
         gathered.related = related(client, discovery, namespace).await?;
+    }
+    if is(
+        &gathered.resource,
+        &crate::controllers::podgc::pod_resource(),
+    ) {
+        gathered.pod = storage::pod_context(client, &gathered.object).await?;
+    }
+    gathered.storage =
+        storage::storage_context(client, &gathered.resource, &gathered.object).await?;
+    if is_namespace {
+        gathered.namespace = namespace::namespace_facts(client, discovery, &gathered.object).await;
     }
     gathered.events = events(
         client,
