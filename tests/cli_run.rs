@@ -216,6 +216,24 @@ fn a_small_demo_passes_and_prints_its_summary() {
         stdout.contains("8 over a history limit"),
         "newest 2 succeeded and 1 failed run kept per Pipeline: {stdout}"
     );
+    // The namespace scene: three namespaces deleted and finalized, Pods first, the held one
+    // after its release; the pod garbage collector and PVC protection did their part.
+    for line in [
+        "NAMESPACE      FATE",
+        "demo-stays     kept",
+        "Namespaces: 3/3 finalized",
+        "force-deleted 3 Pods of the lost node, PVC protection released 1 claim(s)",
+        "| namespaces finalized 3/3",
+    ] {
+        assert!(stdout.contains(line), "{line}: {stdout}");
+    }
+    for namespace in ["demo-shop", "demo-edge", "demo-archive"] {
+        let row = stdout.lines().find(|l| l.starts_with(namespace));
+        assert!(
+            row.is_some_and(|r| r.split_whitespace().any(|w| w == "yes")),
+            "{namespace}: its Pods first: {stdout}"
+        );
+    }
     // The summary explains a kept and a blocked object.
     for line in [
         "$ kube-gc explain pods/explain-running -n demo-pods",

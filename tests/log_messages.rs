@@ -69,7 +69,10 @@ fn log_messages_are_constant() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
     rust_files(&root.join("src"), &mut files);
-    for member in fs::read_dir(root.join("crates")).expect("crates/").flatten() {
+    for member in fs::read_dir(root.join("crates"))
+        .expect("crates/")
+        .flatten()
+    {
         let src = member.path().join("src");
         if src.is_dir() {
             rust_files(&src, &mut files);

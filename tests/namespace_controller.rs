@@ -588,7 +588,8 @@ async fn one_namespace_costs_a_counted_number_of_requests() {
     // Per namespace: a GET of the namespace before each pass that deletes (3), deletecollection
     // of pods, a LIST proving them gone, deletecollection of each other resource holding
     // content (configmaps, secrets, jobs, leases), then after the safety delay one LIST page of
-    // each watched namespaced resource (10 in the sim) and one deletecollection of each resource
+    // each watched namespaced resource (10 in the sim, kube-gc's own RetentionPolicies among
+    // them) and one deletecollection of each resource
     // nothing watches (Events of both groups: its answer is the proof), and the finalize, which
     // gets no 409. No status write: nothing was held, nothing went wrong. And a discovery (2,
     // not counted here) after the delay.
@@ -601,5 +602,61 @@ async fn one_namespace_costs_a_counted_number_of_requests() {
         "requests for one namespace (discovery aside): {}",
         requests.len()
     );
+    run.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn objects_released_one_by_one_do_not_each_cost_a_status_write() {
+    let run = start(
+        &["claims"],
+        |sim| {
+            for i in 0..40 {
+                let name = format!("held-{i:02}");
+                sim.create(&configmaps(), object("claims", &name, &[HOLD]))
+                    .unwrap();
+            }
+        },
+        |_| {},
+    )
+    .await;
+    run.delete_namespace("claims");
+    run.until("claims", |ns| {
+        condition(ns, "NamespaceFinalizersRemaining").is_some_and(|c| c["status"] == "True")
+    })
+    .await;
+    let status_writes = |run: &Run| {
+        run.requests()
+            .iter()
+            .filter(|e| e.method == "PATCH" && e.path.ends_with("/claims/status"))
+            .count()
+    };
+    let before = status_writes(&run);
+    // The finalizer's owner releases them one by one, four a second, for ten seconds (as PVC
+    // protection does at its client's rate), all but one.
+    for i in 0..39 {
+        run.release(&configmaps(), "claims", &format!("held-{i:02}"));
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let during = status_writes(&run) - before;
+    assert!(
+        during <= 3,
+        "{during} status writes for 39 releases over ten seconds"
+    );
+    // The last count is written once the refresh is due, with no other event to prompt it.
+    let namespace = run
+        .until("claims", |ns| {
+            condition(ns, "NamespaceContentRemaining").is_some_and(|c| {
+                c["message"] == "Some resources are remaining: configmaps. has 1 resource instances"
+            })
+        })
+        .await;
+    assert_eq!(
+        condition(&namespace, "NamespaceFinalizersRemaining").unwrap()["message"],
+        "Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances"
+    );
+    let released_at = run.now();
+    run.release(&configmaps(), "claims", "held-39");
+    let gone_at = run.gone("claims").await;
+    assert!(gone_at - released_at <= chrono::Duration::seconds(1));
     run.stop().await;
 }

@@ -268,6 +268,75 @@ async fn unscheduled_terminating_pods_are_failed_and_force_deleted_once() {
     running.stop().await;
 }
 
+/// A Pod deleted with no grace period left and no finalizer is removed by the server in the
+/// request that marked it: a real server sends MODIFIED (deletionTimestamp, grace 0) and then,
+/// one revision later, DELETED (exchange 68) — as when a namespace's Pending Pods are deleted.
+/// The MODIFIED alone looks like "terminating, never scheduled": on a real v1.28.7 server the
+/// collector, acting on it before the DELETED arrived, sent a status patch per Pod (answered
+/// 404). Here the cache holds that state, made on purpose: the Pod is sent nothing while the
+/// server removes it, and judged as any other if it is still there after.
+#[tokio::test(start_paused = true)]
+async fn a_pod_the_server_is_removing_is_left_to_it_and_judged_again_if_it_stays() {
+    let world = world().await;
+    let marked = world
+        .now()
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let leaving = json!({"metadata": {"name": "leaving", "namespace": NS, "uid": "uid-leaving",
+        "resourceVersion": "7", "deletionTimestamp": marked, "deletionGracePeriodSeconds": 0},
+        "spec": {}, "status": {"phase": "Pending"}});
+    let leaving: PodFacts = serde_json::from_value(leaving).unwrap();
+    assert!(leaving.removed_by_server.is_some());
+    let detached = Detached::new(
+        world.harness.client.clone(),
+        &PodGcOptions::default(),
+        Arc::clone(&world.clock),
+        Arc::new(PodGcMetrics::default()),
+    );
+    detached.pods.apply_added(leaving);
+    let key = PodGcKey::Pod(ObjectKey::new(NS, "leaving"));
+    detached.reconciler.reconcile(&key).await.unwrap();
+    assert!(world.pod_writes("leaving").is_empty(), "left to the server");
+    // Still there five seconds after its mark: the server did not remove it after all.
+    wait(Duration::from_secs(5)).await;
+    let _ = detached.reconciler.reconcile(&key).await;
+    let writes = world.pod_writes("leaving");
+    assert!(
+        writes.first().is_some_and(|e| e.path.ends_with("/status")),
+        "force-deleted as unscheduled: {writes:?}"
+    );
+}
+
+/// The same end to end: Pending and Succeeded Pods deleted while the collector runs go by
+/// themselves, and nothing is sent for them.
+#[tokio::test(start_paused = true)]
+async fn pods_the_server_removes_in_the_same_request_are_sent_nothing() {
+    let world = world().await;
+    let sim = world.sim();
+    create_node(sim, "ready", true, false);
+    let pending = (0..40).map(|i| (format!("pending-{i}"), "", "Pending"));
+    let finished = (0..40).map(|i| (format!("finished-{i}"), "ready", "Succeeded"));
+    let all: Vec<_> = pending.chain(finished).collect();
+    for (name, node, phase) in &all {
+        create_pod(sim, pod(name, node, &[]), phase);
+    }
+    let running = run(&world, options());
+    wait(Duration::from_secs(1)).await;
+    for (name, _, _) in &all {
+        delete_pod(sim, name);
+        tokio::task::yield_now().await;
+    }
+    wait(Duration::from_secs(60)).await;
+    for (name, _, _) in &all {
+        assert!(get_pod(sim, name).is_none(), "{name} went by itself");
+        let writes = world.pod_writes(name);
+        assert!(
+            writes.iter().all(|e| !e.sent_by("pod-garbage-collector")),
+            "nothing sent for {name}: {writes:?}"
+        );
+    }
+    running.stop().await;
+}
+
 #[tokio::test(start_paused = true)]
 async fn terminated_pods_above_the_threshold_go_evicted_first_then_oldest_first() {
     let world = world().await;

@@ -62,7 +62,7 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
     };
     // The demo goes on for a reader that went away: its verdict is its exit status.
     let _ = super::output::print(&format!(
-        "kube-gc demo: {} Jobs, {} Volcano Jobs, a few owner trees, {} standalone Pods and Tekton PipelineRuns under retention policies on a simulated API server; the TTL controllers, the garbage collector and the retention controller run against it over HTTP.\n",
+        "kube-gc demo: {} Jobs, {} Volcano Jobs, a few owner trees, {} standalone Pods and Tekton PipelineRuns under retention policies, and four namespaces (three deleted, one of them held by a finalizer) on a simulated API server; the TTL controllers, the garbage collector, the retention controller, the namespace controller, the pod garbage collector and PVC/PV protection run against it over HTTP.\n",
         args.jobs, args.volcano_jobs, args.pods
     ));
     let summary = crate::demo::run(options).await?;

@@ -8,17 +8,23 @@
 //! with Pods) and the [`retention`] scene (standalone Pods under a `ClusterRetentionPolicy` with
 //! a TTL — finished, finishing, running, one with its TTL extended by annotation, one with a
 //! malformed annotation — and Tekton PipelineRuns of two Pipelines under a `RetentionPolicy`
-//! with history limits), starts the controller [`Manager`] — the TTL controllers, the garbage
-//! collector and the retention controller — against it through a kubeconfig like any cluster,
-//! deletes three Deployments Background, Foreground and Orphan once the controllers are ready,
-//! plays the workload's and the scene's changes on time ([`driver`], [`retention::Scene::drive`]),
-//! shows a live [`progress`] line, and returns the [`Summary`] once every expected deletion
-//! happened, every cascade settled, both policies report the expected status and every trap
-//! has had its chance to spring (or a deadline passed). Nothing is left running: the
-//! controllers drain, the server shuts down, the temporary kubeconfig is removed.
+//! with history limits) and the [`namespaces`] scene (namespaces with Pods on a live and on a
+//! lost node, a Job with Pods, a claim in use, ConfigMaps, Secrets, custom resources, one held
+//! by a finalizer, and one namespace that stays), starts the controller [`Manager`] — the TTL
+//! controllers, the garbage collector, the namespace controller, the retention controller, the
+//! pod garbage collector and PVC/PV protection — against it through a kubeconfig like any
+//! cluster, deletes three Deployments Background, Foreground and Orphan and three namespaces
+//! (and the lost node) once the controllers are ready, plays the workload's and the scenes'
+//! changes on time ([`driver`], [`retention::Scene::drive`], [`namespaces::Scene::drive`]: a
+//! kubelet, an archiver), shows a live [`progress`] line, and returns the [`Summary`] once
+//! every expected deletion happened, every cascade settled, both policies report the expected
+//! status, the deleted namespaces are gone and every trap has had its chance to spring (or a
+//! deadline passed). Nothing is left running: the controllers drain, the server shuts down,
+//! the temporary kubeconfig is removed.
 
 pub mod driver;
 pub mod explained;
+pub mod namespaces;
 pub mod owners;
 pub mod progress;
 pub mod retention;
@@ -99,6 +105,9 @@ impl From<SimError> for DemoError {
 
 /// How long past the last expiry the demo waits for missing deletions before giving up.
 const GRACE: Duration = Duration::from_secs(20);
+/// How long the pod garbage collector waits for the lost node before its Pods go: upstream's
+/// 40 s would outlast the demo.
+const POD_GC_QUARANTINE: Duration = Duration::from_secs(2);
 
 /// Runs the demo and returns what it found (see the module docs).
 pub async fn run(options: DemoOptions) -> Result<Summary, DemoError> {
@@ -133,6 +142,16 @@ async fn run_against(
     let last_expiry = workload::last_expiry(planned).max(retention::last_expiry(&scene));
     let mut scene_record = SceneRecord::default();
     let scene = Scene::create(sim, scene, &mut scene_record)?;
+    let manager_options = ManagerOptions {
+        // The policies' status is part of the check; on the demo's timescale it cannot wait
+        // the usual ten seconds.
+        retention_status_interval: Duration::from_millis(500),
+        pod_gc_quarantine: POD_GC_QUARANTINE,
+        ..ManagerOptions::default()
+    };
+    let mut namespaces_record = namespaces::SceneRecord::default();
+    let namespace_scene =
+        namespaces::Scene::create(sim, manager_options.namespace_deletion_grace_period)?;
 
     let config = sim
         .kubeconfig_spec()
@@ -141,12 +160,6 @@ async fn run_against(
         &config,
         &ClientOptions::default().with_rate(options.qps, options.burst),
     )?;
-    let manager_options = ManagerOptions {
-        // The policies' status is part of the check; on the demo's timescale it cannot wait
-        // the usual ten seconds.
-        retention_status_interval: Duration::from_millis(500),
-        ..ManagerOptions::default()
-    };
     let manager = Manager::new(client.clone(), manager_options);
     let metrics = Arc::clone(manager.ttl_metrics());
     let controllers = manager.start().await?;
@@ -159,7 +172,8 @@ async fn run_against(
         .filter(|p| p.expect == Expect::Deleted)
         .count()
         + owners::JOBS_WITH_PODS;
-    let progress = Progress::new(controllers.progress_probes(), metrics, expected, start);
+    let progress = Progress::new(controllers.progress_probes(), metrics, expected, start)
+        .with_namespaces(namespace_scene.finalized(), namespace_scene.to_finalize());
     let readiness = controllers.readiness();
     let shutdown = CancellationToken::new();
     let running = tokio::spawn(controllers.run(shutdown.clone()));
@@ -168,16 +182,19 @@ async fn run_against(
         // Deleted once the collector watches, so the cascades are seen happening.
         let _ = readiness.wait(&shutdown).await;
         trees.delete_owners(sim)?;
+        namespace_scene.delete(sim, &mut namespaces_record)?;
         tokio::try_join!(
             driver::drive(sim, planned, start, &mut record),
             scene.drive(sim, start, &mut scene_record),
+            namespace_scene.drive(sim, start, last_expiry + GRACE, &mut namespaces_record),
         )?;
         // Until every expected deletion happened, every cascade settled, the policies report
         // it and every trap had its chance, or too late.
         while start.elapsed() < last_expiry + GRACE {
             let done = progress.deleted() >= u64::try_from(expected).unwrap_or(u64::MAX)
                 && trees.settled(sim)
-                && scene.settled(sim, &scene_record);
+                && scene.settled(sim, &scene_record)
+                && namespace_scene.settled(sim);
             if done && start.elapsed() >= last_expiry {
                 break;
             }
@@ -205,7 +222,12 @@ async fn run_against(
         Err(join) => tracing::error!(error = %join, "the controllers' task ended abnormally"),
     }
 
-    let mut summary = summary::check(sim, planned, &record, &trees, &scene, &scene_record);
+    let scenes = summary::Scenes {
+        trees: &trees,
+        retention: (&scene, &scene_record),
+        namespaces: (&namespace_scene, &namespaces_record),
+    };
+    let mut summary = summary::check(sim, planned, &record, &scenes);
     summary.elapsed = start.elapsed();
     let (screens, problems) = explained::examples(sim, &client).await;
     summary.explained = screens;

@@ -8,8 +8,11 @@
 //! reached its own (finished Pods deleted no sooner than their TTL allows, running, extended and
 //! malformed-annotation Pods kept, exactly the newest runs per Pipeline kept, no run deleted
 //! before a newer one pushed it over the limit, both policies `Ready=True` with the expected
-//! counts), and the controllers sent at most one successful DELETE per object they may delete
-//! and none for anything else.
+//! counts), the namespace scene reached its own ([`namespaces::Report`]: the deleted namespaces
+//! emptied Pods first and finalized, the held one only after its release, the lost node's Pods
+//! force-deleted by the pod garbage collector, the claim released by PVC protection, the kept
+//! namespace untouched), and the controllers sent at most one successful DELETE per object they
+//! may delete and none for anything else.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -20,6 +23,7 @@ use serde_json::Value;
 use crate::sim::SimServer;
 
 use super::driver::{gvr, DemoKey, Record};
+use super::namespaces;
 use super::owners::{OwnerTrees, TreeRow};
 use super::retention::{self, Scene, SceneRecord};
 pub use super::row::Row;
@@ -43,6 +47,8 @@ pub struct Summary {
     pub latencies: Vec<Duration>,
     /// What the retention scene found.
     pub retention: retention::Report,
+    /// What the namespace scene found.
+    pub namespaces: namespaces::Report,
     /// How long the demo ran.
     pub elapsed: Duration,
     /// `kube-gc explain` of a kept and of a blocked object (`explained.rs`).
@@ -78,20 +84,33 @@ fn being_deleted(object: &Value) -> bool {
     object["metadata"]["deletionTimestamp"].is_string()
 }
 
+/// The scenes besides the workload, and what their drivers recorded.
+pub struct Scenes<'a> {
+    /// The owner trees.
+    pub trees: &'a OwnerTrees,
+    /// The retention scene.
+    pub retention: (&'a Scene, &'a SceneRecord),
+    /// The namespace scene.
+    pub namespaces: (&'a namespaces::Scene, &'a namespaces::SceneRecord),
+}
+
 /// Checks the server against the plan.
 pub fn check(
     sim: &SimServer,
     planned: &[Planned],
     record: &Record,
-    trees: &OwnerTrees,
-    scene: &Scene,
-    scene_record: &SceneRecord,
+    scenes: &Scenes<'_>,
 ) -> Summary {
-    let deletes: Vec<_> = sim
-        .journal()
-        .deletes()
-        .into_iter()
-        .filter(|entry| (200..300).contains(&entry.status))
+    let Scenes {
+        trees,
+        retention: (scene, scene_record),
+        namespaces: (namespace_scene, namespace_record),
+    } = scenes;
+    let journal = sim.journal().entries();
+    let deletes: Vec<_> = journal
+        .iter()
+        .filter(|entry| entry.method == "DELETE" && (200..300).contains(&entry.status))
+        .cloned()
         .collect();
     let mut summary = Summary {
         trees: trees.rows(sim),
@@ -140,8 +159,17 @@ pub fn check(
     summary
         .problems
         .extend(summary.retention.problems.iter().cloned());
+    summary.namespaces = namespace_scene.check(sim, namespace_record, &journal);
+    summary
+        .problems
+        .extend(summary.namespaces.problems.iter().cloned());
     let mut deletes_per_path: HashMap<String, usize> = HashMap::new();
     for entry in &deletes {
+        if namespace_scene.owns(&entry.path) {
+            // Its check judged it; a namespace's content may be asked to go more than once
+            // (a collection deleted again while the first call's Pods are still stopping).
+            continue;
+        }
         *deletes_per_path.entry(entry.path.clone()).or_default() += 1;
         if scene.owns(&entry.path) {
             continue; // The scene's check judged it.
@@ -256,8 +284,9 @@ impl fmt::Display for Summary {
                 format!("{} ({deleted})", policy.deleted),
             )?;
         }
-        let expected: usize = self.rows.values().map(|r| r.expected_deleted).sum();
         writeln!(f)?;
+        write!(f, "{}", self.namespaces)?;
+        let expected: usize = self.rows.values().map(|r| r.expected_deleted).sum();
         writeln!(
             f,
             "{} DELETE requests for {expected} expected TTL deletions, {} more in the owner trees, in {:.1} s.",
@@ -291,7 +320,7 @@ impl fmt::Display for Summary {
         if self.passed() {
             writeln!(
                 f,
-                "PASS: every expected deletion happened, every cascade finished (orphans kept, their reference removed), the retention policies are Ready and kept exactly what they should, and nothing else was deleted."
+                "PASS: every expected deletion happened, every cascade finished (orphans kept, their reference removed), the retention policies are Ready and kept exactly what they should, the deleted namespaces were emptied Pods first and finalized (the held one only after its release), and nothing else was deleted."
             )
         } else {
             writeln!(f, "FAIL: {} problem(s):", self.problems.len())?;

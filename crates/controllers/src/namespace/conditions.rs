@@ -9,6 +9,11 @@
 //!   missing is appended; one whose status, reason or message differs is rewritten, its
 //!   `lastTransitionTime` moved only when its status changes; conditions of other types are
 //!   kept. It answers `None` when nothing changed, so a status write is made only then.
+//! - [`deferred_until`] spaces out writes that only move a message (the counts change as a
+//!   finalizer's owner releases objects one by one): at most one per [`MESSAGE_REFRESH`]; a
+//!   condition added or changing status or reason is written at once.
+
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
@@ -26,6 +31,13 @@ pub const CONTENT_FAILURE: &str = "NamespaceDeletionContentFailure";
 pub const CONTENT_REMAINING: &str = "NamespaceContentRemaining";
 /// Content with finalizers remains.
 pub const FINALIZERS_REMAINING: &str = "NamespaceFinalizersRemaining";
+
+/// The least time between two status writes that change only messages. Objects a finalizer
+/// held leave one by one as its owner releases them (PVC protection, at its client's rate), and
+/// each changes the counts the messages name: written at every change, 500 claims cost a
+/// namespace ~460 status writes. kube-controller-manager writes once per pass over the
+/// namespace (its estimate / 2 + 1 s apart: 8.5 s for content a finalizer holds).
+pub const MESSAGE_REFRESH: Duration = Duration::from_secs(5);
 
 /// The five types, in upstream's order.
 pub const TYPES: [&str; 5] = [
@@ -106,6 +118,29 @@ pub fn merge(
         }
     }
     changed.then_some(merged)
+}
+
+/// When the write of `desired` over `conditions` may be made, if not now: a write that only
+/// changes messages waits until [`MESSAGE_REFRESH`] after the last write (`last_write`); one
+/// that adds a condition or changes a status or a reason is news and goes at once.
+pub fn deferred_until(
+    conditions: &[NamespaceCondition],
+    desired: &[Desired],
+    last_write: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
+    let news = desired.iter().any(|want| {
+        let status = if want.is_true { "True" } else { "False" };
+        conditions
+            .iter()
+            .find(|c| c.type_ == want.type_)
+            .is_none_or(|c| c.status != status || c.reason.as_deref() != Some(want.reason))
+    });
+    if news {
+        return None;
+    }
+    let due = last_write? + chrono::Duration::from_std(MESSAGE_REFRESH).unwrap_or_default();
+    (now < due).then_some(due)
 }
 
 fn ok(type_: &'static str) -> Desired {
@@ -379,6 +414,55 @@ mod tests {
         assert!(
             worth_writing(&written, &well),
             "what was reported is corrected"
+        );
+    }
+
+    #[test]
+    fn a_write_that_only_moves_a_count_waits_for_the_refresh_and_news_goes_at_once() {
+        let three = desired(&assessment(
+            vec![remaining(configmaps(), 3, &[])],
+            Vec::new(),
+        ));
+        let written = merge(&[], &three, now()).unwrap();
+        assert_eq!(
+            deferred_until(&[], &three, None, now()),
+            None,
+            "the first write"
+        );
+        let two = desired(&assessment(
+            vec![remaining(configmaps(), 2, &[])],
+            Vec::new(),
+        ));
+        let soon = now() + chrono::Duration::seconds(1);
+        let due = now() + chrono::Duration::from_std(MESSAGE_REFRESH).unwrap();
+        assert_eq!(
+            deferred_until(&written, &two, Some(now()), soon),
+            Some(due),
+            "a count moved: not before the refresh"
+        );
+        assert_eq!(deferred_until(&written, &two, Some(now()), due), None);
+        assert_eq!(
+            deferred_until(&written, &two, None, soon),
+            None,
+            "never written by this controller: at once"
+        );
+        let none = desired(&assessment(Vec::new(), Vec::new()));
+        assert_eq!(
+            deferred_until(&written, &none, Some(now()), soon),
+            None,
+            "a status changes: at once"
+        );
+        let failing = desired(&assessment(
+            vec![remaining(configmaps(), 2, &[])],
+            vec![Blocker::DiscoveryFailed(FailedGroup {
+                group_version: "metrics.k8s.io/v1beta1".into(),
+                message: "unavailable".into(),
+            })],
+        ));
+        assert_eq!(
+            deferred_until(&written, &failing, Some(now()), soon),
+            None,
+            "a failure: at once"
         );
     }
 

@@ -78,6 +78,8 @@ use kube_gc_runtime::workqueue::{
 
 /// The controller's name (`--controllers`, logs, User-Agent).
 pub const CONTROLLER: &str = "namespace";
+/// The `User-Agent` suffix (and rate limiter) of its requests, as kube-controller-manager's.
+pub const COMPONENT: &str = "namespace-controller";
 /// Its queue's name, as kube-controller-manager's.
 pub const QUEUE: &str = "namespace";
 /// `--concurrent-namespace-syncs`' default, as kube-controller-manager's.

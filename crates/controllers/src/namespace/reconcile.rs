@@ -9,7 +9,9 @@
 //!   deleted by namespace name, and the cache could lag behind a finalize and a re-creation
 //!   under the same name (kube-controller-manager reads it at every sync for the same reason).
 //! - Writes: deletions (what [`assess`] says, never more), a status write only when the
-//!   conditions changed and the content is settled (no deletion on its way), and the finalize,
+//!   conditions changed and the content is settled (no deletion on its way) — one that only
+//!   moves a message not within [`conditions::MESSAGE_REFRESH`] of the last, the pass
+//!   requeued for when it is due — and the finalize,
 //!   with the resourceVersion of the copy judged — the one the status write answered, if it
 //!   wrote — so the server refuses it if the namespace changed since. On that 409 the namespace
 //!   is read again: gone, or another namespace by that name (another UID), and nothing is
@@ -19,6 +21,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures_util::future::join_all;
 
@@ -120,6 +123,14 @@ impl Reconciler<String> for NamespaceReconciler {
     }
 }
 
+/// The sooner of two optional waits.
+fn sooner(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// One pass's state.
 struct Pass<'a> {
     shared: &'a Shared,
@@ -172,15 +183,18 @@ impl Pass<'_> {
                     self.prove(rediscover, &resources, &emptied).await?;
                 }
                 Next::Wait { recheck } => {
-                    self.report(&assessment).await?;
-                    return Ok(recheck.map_or(Action::Done, Action::RequeueAfter));
+                    let deferred = self.report(&assessment).await?;
+                    return Ok(sooner(recheck, deferred).map_or(Action::Done, Action::RequeueAfter));
                 }
                 Next::WaitUntil(at) => {
-                    self.report(&assessment).await?;
+                    let deferred = self.report(&assessment).await?;
                     let wait = (at - self.shared.clock.now()).to_std().unwrap_or_default();
-                    return Ok(Action::RequeueAfter(wait));
+                    return Ok(Action::RequeueAfter(
+                        sooner(Some(wait), deferred).unwrap_or(wait),
+                    ));
                 }
                 Next::Retry => {
+                    // A write deferred here goes with the retry (the failure itself is news).
                     self.report(&assessment).await?;
                     return Err(NamespaceError::Blocked {
                         namespace: self.subject.name.clone(),
@@ -193,7 +207,7 @@ impl Pass<'_> {
                 }
             }
         }
-        Ok(Action::RequeueAfter(std::time::Duration::from_secs(1)))
+        Ok(Action::RequeueAfter(Duration::from_secs(1)))
     }
 
     fn content(&self) -> Vec<Content> {
@@ -386,28 +400,40 @@ impl Pass<'_> {
     }
 
     /// Writes the conditions when they changed and the content is settled; reports failures
-    /// as Warning events.
-    async fn report(&mut self, assessment: &Assessment) -> Result<(), NamespaceError> {
+    /// as Warning events. Answers how long until a write it deferred is due, if it deferred one.
+    async fn report(
+        &mut self,
+        assessment: &Assessment,
+    ) -> Result<Option<Duration>, NamespaceError> {
         self.warn(assessment);
         if !assessment.is_settled() {
-            return Ok(());
+            return Ok(None);
         }
         self.write_conditions(assessment).await
     }
 
-    async fn write_conditions(&mut self, assessment: &Assessment) -> Result<(), NamespaceError> {
+    async fn write_conditions(
+        &mut self,
+        assessment: &Assessment,
+    ) -> Result<Option<Duration>, NamespaceError> {
         let desired = conditions::desired(assessment);
         let current = &self.judged.namespace.status.conditions;
         if !conditions::worth_writing(current, &desired) {
-            return Ok(());
+            return Ok(None);
         }
-        let Some(merged) = conditions::merge(current, &desired, self.shared.clock.now()) else {
-            return Ok(());
+        let now = self.shared.clock.now();
+        let Some(merged) = conditions::merge(current, &desired, now) else {
+            return Ok(None);
         };
+        let last_write = self.progress.conditions_written_at;
+        if let Some(due) = conditions::deferred_until(current, &desired, last_write, now) {
+            return Ok(Some((due - now).to_std().unwrap_or_default()));
+        }
         if self.shared.dry_run {
             tracing::info!(namespace = %self.subject.name, "dry run: would write the namespace's deletion conditions");
-            return Ok(());
+            return Ok(None);
         }
+        self.progress.conditions_written_at = Some(now);
         match requests::write_conditions(&self.shared.client, &self.judged.namespace, &merged).await
         {
             Ok(written) => match CachedNamespace::from_raw(written) {
@@ -422,7 +448,7 @@ impl Pass<'_> {
             }
             Err(error) => return Err(classify(error)),
         }
-        Ok(())
+        Ok(None)
     }
 
     /// One Warning event per kind of failure (the recorder aggregates repeats).

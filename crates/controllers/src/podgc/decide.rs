@@ -29,8 +29,14 @@ use chrono::{DateTime, Utc};
 use super::facts::{NodeFacts, PodFacts};
 
 /// How long a node missing from the cache is given to show up before it is read (upstream's
-/// `quarantineTime`).
+/// `quarantineTime`; [`PodGcOptions::quarantine`](super::PodGcOptions::quarantine)'s default).
 pub const QUARANTINE: Duration = Duration::from_secs(40);
+
+/// How long a Pod the server is removing by itself ([`PodFacts::removed_by_server`]) is left
+/// to it: counted from its `deletionTimestamp` (whole seconds), far longer than the one
+/// revision between the two events of its removal; a Pod still there after it was not removed
+/// (the server failed between its two writes) and is judged as any other.
+pub const SERVER_REMOVAL: Duration = Duration::from_secs(5);
 
 /// `--terminated-pod-gc-threshold`'s default.
 pub const DEFAULT_TERMINATED_POD_THRESHOLD: usize = 12_500;
@@ -88,7 +94,7 @@ pub enum Keep {
 pub enum Verdict {
     /// Left alone.
     Keep(Keep),
-    /// Bound to a node absent from the cache: wait [`QUARANTINE`], then read the node.
+    /// Bound to a node absent from the cache: wait out the quarantine, then read the node.
     Quarantine {
         /// The missing node.
         node: String,
@@ -120,10 +126,22 @@ pub fn judge(pod: &PodFacts, node: NodeView<'_>) -> Verdict {
     }
 }
 
-/// How much longer a node missing since `since` stays in quarantine at `now`; `None` once it
-/// is over.
-pub fn quarantine_left(since: DateTime<Utc>, now: DateTime<Utc>) -> Option<Duration> {
-    let over = since + QUARANTINE;
+/// How much longer a node missing since `since` stays in a `quarantine` that long at `now`;
+/// `None` once it is over.
+pub fn quarantine_left(
+    since: DateTime<Utc>,
+    now: DateTime<Utc>,
+    quarantine: Duration,
+) -> Option<Duration> {
+    let over = since + quarantine;
+    (over - now).to_std().ok().filter(|left| !left.is_zero())
+}
+
+/// How much longer `pod` is left to the server that is removing it at `now` (see
+/// [`SERVER_REMOVAL`]); `None` when it is not being removed so, or no longer is.
+pub fn left_to_server(pod: &PodFacts, now: DateTime<Utc>) -> Option<Duration> {
+    let marked = pod.removed_by_server?;
+    let over = marked + SERVER_REMOVAL;
     (over - now).to_std().ok().filter(|left| !left.is_zero())
 }
 
@@ -197,6 +215,7 @@ mod tests {
             resource_version: "1".into(),
             created: Some(at(0)),
             deleting: false,
+            removed_by_server: None,
             node_name: node.into(),
             phase,
             evicted: false,
@@ -282,11 +301,47 @@ mod tests {
     }
 
     #[test]
+    fn a_pod_the_server_removes_by_itself_is_left_to_it_for_five_seconds_from_its_mark() {
+        let mut leaving = deleting(pod("p", "", PodPhase::Pending));
+        assert_eq!(
+            left_to_server(&leaving, at(0)),
+            None,
+            "not leaving by itself"
+        );
+        leaving.removed_by_server = Some(at(10));
+        assert_eq!(left_to_server(&leaving, at(10)), Some(SERVER_REMOVAL));
+        assert_eq!(
+            left_to_server(&leaving, at(13)),
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(
+            left_to_server(&leaving, at(15)),
+            None,
+            "stuck: judged again"
+        );
+        // The rules alone would force-delete it (terminating, never scheduled).
+        assert_eq!(
+            judge(&leaving, NodeView::Missing),
+            Verdict::ForceDelete(Reason::Unscheduled)
+        );
+    }
+
+    #[test]
     fn the_quarantine_lasts_forty_seconds_from_when_the_node_went_missing() {
-        assert_eq!(quarantine_left(at(0), at(0)), Some(QUARANTINE));
-        assert_eq!(quarantine_left(at(0), at(39)), Some(Duration::from_secs(1)));
-        assert_eq!(quarantine_left(at(0), at(40)), None);
-        assert_eq!(quarantine_left(at(0), at(400)), None);
+        assert_eq!(quarantine_left(at(0), at(0), QUARANTINE), Some(QUARANTINE));
+        assert_eq!(
+            quarantine_left(at(0), at(39), QUARANTINE),
+            Some(Duration::from_secs(1))
+        );
+        assert_eq!(quarantine_left(at(0), at(40), QUARANTINE), None);
+        assert_eq!(quarantine_left(at(0), at(400), QUARANTINE), None);
+        // A shorter one (the demo's) ends sooner, counted the same way.
+        let short = Duration::from_secs(2);
+        assert_eq!(
+            quarantine_left(at(0), at(1), short),
+            Some(Duration::from_secs(1))
+        );
+        assert_eq!(quarantine_left(at(0), at(2), short), None);
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //!
 //! Contract:
 //! - [`PodFacts`] holds the Pod's identity (key, uid, resourceVersion), its creation time,
-//!   whether its deletion has started, the node it is bound to, its phase, whether the kubelet
+//!   whether its deletion has started — and whether the server is removing it by itself (no
+//!   grace period left, no finalizer) —, the node it is bound to, its phase, whether the kubelet
 //!   evicted it, and the status of a `DisruptionTarget` condition. [`PodFacts::decoder`] reads
 //!   only those members — in protobuf, the rest of a Pod (its containers, `managedFields`) is
 //!   skipped unread ([`PodFacts::reads`]).
@@ -76,6 +77,11 @@ pub struct PodFacts {
     pub created: Option<DateTime<Utc>>,
     /// Whether `metadata.deletionTimestamp` is set (the Pod is terminating).
     pub deleting: bool,
+    /// When the server removes the Pod by itself: its `deletionTimestamp`, when its deletion
+    /// has no grace period left (`deletionGracePeriodSeconds: 0`) and no finalizer holds it. A
+    /// real server writes that state (MODIFIED) one revision before it removes the Pod
+    /// (DELETED) in the same request (exchanges 68, 176): a Pod seen so is leaving.
+    pub removed_by_server: Option<DateTime<Utc>>,
     /// `spec.nodeName`; empty when the Pod was never scheduled.
     pub node_name: String,
     /// `status.phase`.
@@ -101,6 +107,8 @@ impl PodFacts {
             "metadata.resourceVersion",
             "metadata.creationTimestamp",
             "metadata.deletionTimestamp",
+            "metadata.deletionGracePeriodSeconds",
+            "metadata.finalizers",
             "spec.nodeName",
             "status.phase",
             "status.reason",
@@ -120,6 +128,12 @@ impl From<PodWire> for PodFacts {
         let meta = pod.metadata;
         let status = pod.status;
         let phase = PodPhase::parse(status.phase.as_deref());
+        let no_grace_left = meta.deletion_grace_period_seconds == Some(0);
+        let removed_by_server = meta
+            .deletion_timestamp
+            .as_ref()
+            .filter(|_| no_grace_left && meta.finalizers.is_empty())
+            .map(|t| t.0);
         let disruption_target = status
             .conditions
             .iter()
@@ -134,6 +148,7 @@ impl From<PodWire> for PodFacts {
             resource_version: meta.resource_version.unwrap_or_default(),
             created: meta.creation_timestamp.map(|t| t.0),
             deleting: meta.deletion_timestamp.is_some(),
+            removed_by_server,
             node_name: pod.spec.node_name.unwrap_or_default(),
             phase,
             evicted: phase == PodPhase::Failed && status.reason.as_deref() == Some("Evicted"),
@@ -186,6 +201,9 @@ struct MetaWire {
     resource_version: Option<String>,
     creation_timestamp: Option<Time>,
     deletion_timestamp: Option<Time>,
+    deletion_grace_period_seconds: Option<i64>,
+    #[serde(default, deserialize_with = "kube_gc_api::null_as_default")]
+    finalizers: Vec<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -315,10 +333,14 @@ mod tests {
     }
 
     fn pod(prefix: &str) -> PodFacts {
-        let text = fixture(prefix).to_string();
+        decoded(&fixture(prefix), prefix)
+    }
+
+    fn decoded(pod: &serde_json::Value, what: &str) -> PodFacts {
+        let text = pod.to_string();
         PodFacts::decoder()
             .decode(text.as_bytes())
-            .unwrap_or_else(|e| panic!("{prefix}: {e}"))
+            .unwrap_or_else(|e| panic!("{what}: {e}"))
     }
 
     fn node(prefix: &str) -> NodeFacts {
@@ -336,6 +358,63 @@ mod tests {
         let marked = pod("171-");
         assert!(marked.deleting);
         assert_eq!(pod("177-").phase, PodPhase::Succeeded);
+    }
+
+    #[test]
+    fn a_pod_the_server_removes_by_itself_is_told_from_one_a_finalizer_or_a_grace_period_holds() {
+        // Exchange 176's watch: marked with a grace period (kept for its kubelet), then deleted
+        // with gracePeriodSeconds 0: MODIFIED with grace 0 and no finalizer, then DELETED.
+        let text = std::fs::read_dir(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/real-apiserver/exchanges"
+        ))
+        .ok()
+        .and_then(|entries| {
+            entries
+                .flatten()
+                .find(|e| e.file_name().to_string_lossy().starts_with("176-"))
+        })
+        .and_then(|entry| std::fs::read_to_string(entry.path()).ok())
+        .unwrap_or_default();
+        let exchange: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+        let events = exchange["response"]["events"].as_array().cloned();
+        let events = events.unwrap_or_default();
+        let facts: Vec<(String, PodFacts)> = events
+            .iter()
+            .map(|e| (e["type"].to_string(), decoded(&e["object"], "176")))
+            .collect();
+        let kinds: Vec<&str> = facts.iter().map(|(t, _)| t.trim_matches('"')).collect();
+        assert_eq!(kinds, ["ADDED", "MODIFIED", "MODIFIED", "DELETED"]);
+        assert!(facts[1].1.deleting && facts[1].1.removed_by_server.is_none());
+        let leaving = &facts[2].1;
+        assert!(leaving.deleting);
+        assert_eq!(
+            leaving.removed_by_server.map(|t| t.to_rfc3339()),
+            Some("2026-11-29T03:54:44+00:00".to_owned())
+        );
+        // Exchange 180: deleted with gracePeriodSeconds 0, but a finalizer holds it.
+        let held = pod("180-");
+        assert!(held.deleting && held.removed_by_server.is_none());
+    }
+
+    #[test]
+    fn what_says_the_server_removes_a_pod_is_read_from_protobuf_too() {
+        use kube_gc_client::protobuf::{encode, transcode};
+        let leaving = serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "n", "uid": "u", "resourceVersion": "9",
+                "deletionTimestamp": "2026-11-29T05:16:08Z", "deletionGracePeriodSeconds": 0},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]}});
+        let mut held = leaving.clone();
+        held["metadata"]["finalizers"] = serde_json::json!(["example.com/hold"]);
+        for (pod, removed) in [(leaving, true), (held, false)] {
+            let body = encode::object(&pod).unwrap_or_default();
+            let text = transcode::body_to_json(&body, &PodFacts::reads()).unwrap_or_default();
+            let facts = PodFacts::decoder().decode(&text).ok();
+            assert!(
+                facts.is_some_and(|f| f.deleting && f.removed_by_server.is_some() == removed),
+                "{pod}"
+            );
+        }
     }
 
     #[test]

@@ -125,6 +125,7 @@ mod tests {
             resource_version: "42".into(),
             created: None,
             deleting: false,
+            removed_by_server: None,
             node_name: "gone".into(),
             phase: PodPhase::Running,
             evicted: false,

@@ -15,6 +15,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use parking_lot::Mutex;
@@ -59,6 +60,8 @@ pub(super) struct Watching {
     pub(super) queue: WorkQueue<PodGcKey>,
     pub(super) clock: SharedClock,
     pub(super) quarantines: Arc<Quarantines>,
+    /// How long a missing node is waited for before it is read.
+    pub(super) quarantine: Duration,
     pub(super) terminated: Arc<AtomicUsize>,
     pub(super) threshold: usize,
     /// The Pods force-deleted whose deletion the cache has not seen yet.
@@ -82,7 +85,12 @@ impl Watching {
         let view = node.as_deref().map_or(NodeView::Missing, NodeView::Present);
         match decide::judge(pod, view) {
             Verdict::Keep(_) => {}
-            Verdict::ForceDelete(_) => self.queue.add(PodGcKey::Pod(pod.key.clone())),
+            // Being removed by the server (its DELETED is on the way): looked at again once it
+            // should be gone, when the cache will say so — no request for it.
+            Verdict::ForceDelete(_) => match decide::left_to_server(pod, self.clock.now()) {
+                Some(left) => self.queue.add_after(PodGcKey::Pod(pod.key.clone()), left),
+                None => self.queue.add(PodGcKey::Pod(pod.key.clone())),
+            },
             Verdict::Quarantine { node } => self.quarantine(&node),
         }
     }
@@ -91,7 +99,7 @@ impl Watching {
     pub(super) fn quarantine(&self, node: &str) {
         let now = self.clock.now();
         let since = self.quarantines.begin(node, now);
-        let left = decide::quarantine_left(since, now).unwrap_or_default();
+        let left = decide::quarantine_left(since, now, self.quarantine).unwrap_or_default();
         self.queue.add_after(PodGcKey::Node(node.to_owned()), left);
     }
 

@@ -9,7 +9,7 @@
 //! Contract:
 //! - It force-deletes (status `Failed` first, then `DELETE` with `gracePeriodSeconds: 0`, both
 //!   guarded by the Pod's uid and resourceVersion) Pods bound to a node that does not exist —
-//!   after a 40 s quarantine and a GET confirming the node is gone —, terminating Pods on a node
+//!   after a 40 s quarantine ([`PodGcOptions::quarantine`]) and a GET confirming the node is gone —, terminating Pods on a node
 //!   that is not ready and is tainted `node.kubernetes.io/out-of-service` (after a GET of the
 //!   node), terminating Pods never scheduled, and the oldest terminated Pods above
 //!   `--terminated-pod-gc-threshold` (12,500 by default, 0 turns that rule off).
@@ -31,6 +31,7 @@ mod reconcile;
 
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
+use std::time::Duration;
 
 use kube_gc_client::{Api, Client, ResourceRef};
 use kube_gc_core::clock::{SharedClock, SystemClock};
@@ -89,6 +90,10 @@ pub enum PodGcKey {
 pub struct PodGcOptions {
     /// `--terminated-pod-gc-threshold`: terminated Pods kept before the oldest go; 0 keeps all.
     pub terminated_threshold: usize,
+    /// How long a node missing from the cache is waited for before it is read and its Pods
+    /// force-deleted ([`QUARANTINE`], upstream's fixed 40 s; no flag sets it — `kube-gc demo`,
+    /// on a timescale of seconds, shortens it).
+    pub quarantine: Duration,
     /// `--dry-run`: decide and log, write nothing.
     pub dry_run: bool,
     /// How its informers list and watch, when it has no shared sources.
@@ -99,6 +104,7 @@ impl Default for PodGcOptions {
     fn default() -> Self {
         PodGcOptions {
             terminated_threshold: DEFAULT_TERMINATED_POD_THRESHOLD,
+            quarantine: QUARANTINE,
             dry_run: false,
             reflector: ReflectorConfig::default(),
         }
@@ -201,6 +207,7 @@ impl PodGcBuilder {
             queue: queue.clone(),
             clock: self.clock,
             quarantines: Arc::new(Quarantines::default()),
+            quarantine: self.options.quarantine,
             terminated: Arc::new(AtomicUsize::new(0)),
             threshold: self.options.terminated_threshold,
             forced: Settled::default(),
@@ -266,6 +273,7 @@ impl Detached {
             queue: WorkQueue::new(QUEUE),
             clock,
             quarantines: Arc::new(Quarantines::default()),
+            quarantine: options.quarantine,
             terminated: Arc::new(AtomicUsize::new(0)),
             threshold: options.terminated_threshold,
             forced: Settled::default(),

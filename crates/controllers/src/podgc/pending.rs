@@ -90,6 +90,7 @@ mod tests {
             phase,
             evicted: false,
             disruption_target: None,
+            removed_by_server: None,
         })
     }
 

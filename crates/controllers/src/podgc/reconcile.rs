@@ -17,6 +17,10 @@
 //!   re-created under the same name is never deleted on its predecessor's judgement.
 //! - A Pod force-deleted is not sent anything again while it lingers in the cache (its last
 //!   events, or a finalizer holding it): its uid is remembered until its deletion is seen.
+//! - A Pod the server is removing by itself (no grace period left, no finalizer: the state a
+//!   real server writes one revision before the Pod's DELETED) is sent nothing for
+//!   [`SERVER_REMOVAL`](super::decide::SERVER_REMOVAL) after its mark; the handler brings its
+//!   key back then, and a Pod still there is judged as any other.
 //! - Errors: counted per Pod (`pod_gc_collector_force_delete_pod_errors_total`), reported as a
 //!   Warning event on the Pod, and returned, so the key is retried with back-off; a request the
 //!   API server could not answer parks the key until it answers.
@@ -24,7 +28,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::decide::{excess_terminated, judge, quarantine_left, NodeView, Reason, Verdict};
+use super::decide::{
+    excess_terminated, judge, left_to_server, quarantine_left, NodeView, Reason, Verdict,
+};
 use super::facts::{NodeFacts, PodFacts};
 use super::force::{force_delete, Forced};
 use super::handlers::Watching;
@@ -164,7 +170,8 @@ impl PodGcReconciler {
             return Ok(Action::Done);
         }
         let now = self.watching.clock.now();
-        if let Some(left) = quarantine_left(quarantines.begin(name, now), now) {
+        let since = quarantines.begin(name, now);
+        if let Some(left) = quarantine_left(since, now, self.watching.quarantine) {
             return Ok(Action::RequeueAfter(left));
         }
         match self.nodes.get_opt(name).await {
@@ -233,13 +240,19 @@ impl PodGcReconciler {
         if self.watching.forced.contains(&pod.uid) {
             return Ok(());
         }
+        let now = self.watching.clock.now();
+        if let Some(left) = left_to_server(pod, now) {
+            // The server is removing it; its handler brings it back if it is still there then.
+            tracing::debug!(controller = CONTROLLER, pod = %pod.key, ?left,
+                "the server is removing the pod by itself; leaving it to it");
+            return Ok(());
+        }
         if !self.dry_run {
             self.metrics.attempted(namespace, reason);
             tracing::info!(controller = CONTROLLER, pod = %pod.key, uid = %pod.uid,
                 node = %pod.node_name, reason = reason.label(), "force-deleting pod");
         }
         let api = self.pods.within(namespace);
-        let now = self.watching.clock.now();
         let first = force_delete(&api, pod, reason, now, self.dry_run).await;
         let outcome = match first {
             Ok(Forced::Conflict) => self.again(pod, reason, &due).await,

@@ -13,10 +13,10 @@ use std::sync::Arc;
 
 use super::{BoxError, ControllerContext, Init, ManagedController, NAMESPACE};
 use crate::explain::live::NamespaceView;
-use kube_gc_controllers::namespace::{NamespaceController, NamespaceOptions, QUEUE};
+use kube_gc_controllers::namespace::{
+    NamespaceController, NamespaceOptions, COMPONENT as USER_AGENT, QUEUE,
+};
 
-/// The `User-Agent` suffix of the controller's requests, as kube-controller-manager's.
-const USER_AGENT: &str = "namespace-controller";
 /// kube-controller-manager runs its namespace controller's client at 20 times the QPS.
 const RATE_FACTOR: f64 = 20.0;
 

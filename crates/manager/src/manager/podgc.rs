@@ -37,6 +37,7 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<Init, BoxError> {
     let metrics = Arc::new(PodGcMetrics::default());
     let podgc_options = PodGcOptions {
         terminated_threshold: options.terminated_pod_gc_threshold,
+        quarantine: options.pod_gc_quarantine,
         dry_run: options.dry_run,
         reflector: options.reflector.clone(),
     };

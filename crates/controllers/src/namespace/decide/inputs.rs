@@ -148,6 +148,9 @@ pub struct Progress {
     /// Resources a LIST made after the safety delay found empty: nothing can be created in
     /// the namespace any more, so they stay so.
     pub proven_empty: HashSet<ResourceRef>,
+    /// When this controller last wrote the namespace's conditions (a write that only moves a
+    /// message waits a while after it).
+    pub conditions_written_at: Option<DateTime<Utc>>,
 }
 
 /// Everything [`assess`] reads.
