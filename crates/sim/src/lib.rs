@@ -113,6 +113,7 @@ pub mod kubeconfig;
 pub mod object;
 pub mod patch;
 pub mod replay;
+pub mod request_body;
 pub mod resources;
 pub mod selectors;
 pub mod server;
