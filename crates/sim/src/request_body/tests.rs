@@ -153,3 +153,36 @@ fn a_magic_alone_and_an_envelope_without_object_are_refused() {
     let error = protobuf_delete_options(b"k8s\0\x0a\x00").expect_err("no raw");
     assert_eq!(answer(&error).0, 500);
 }
+
+mod arbitrary_bytes {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn refused_with_a_status(error: &BodyError) {
+        let (code, status) = error.status();
+        assert!(code.is_client_error() || code.is_server_error(), "{code}");
+        assert_eq!(status["kind"], "Status");
+    }
+
+    proptest! {
+        /// Any bytes, with or without the magic in front: a value or a Status, never a panic
+        /// (the fuzz target `sim_request_body` runs the same on far longer inputs).
+        #[test]
+        fn any_body_is_decoded_or_refused_with_a_status(
+            magic in any::<bool>(),
+            bytes in proptest::collection::vec(any::<u8>(), 0..300),
+        ) {
+            let mut body = if magic { envelope::MAGIC.to_vec() } else { Vec::new() };
+            body.extend_from_slice(&bytes);
+            for expected in [CONFIG_MAP, ("batch/v1", "Job"), ("v1", "Event")] {
+                match protobuf_object(&body, expected) {
+                    Ok(object) => prop_assert_eq!(&object["kind"], expected.1),
+                    Err(error) => refused_with_a_status(&error),
+                }
+            }
+            if let Err(error) = protobuf_delete_options(&body) {
+                refused_with_a_status(&error);
+            }
+        }
+    }
+}
