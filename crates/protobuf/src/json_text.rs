@@ -7,6 +7,11 @@
 //! Contract:
 //! - [`string`] writes a valid JSON string for any bytes. Bytes that are not UTF-8 become
 //!   U+FFFD, as Go's `encoding/json` does, so a broken label spoils that label, not the object.
+//! - [`check`] says whether bytes are JSON text a strict reader accepts — UTF-8 throughout, no
+//!   lone surrogate in a `\u` escape — before they are inserted as they are (`fieldsV1`).
+//!   serde's `IgnoredAny` is not enough: it skips strings without decoding them, so a
+//!   `fieldsV1` with a broken byte passed it and the object written around it was not JSON
+//!   (found by the fuzz target `protobuf_list`).
 //! - [`time`] and [`micro_time`] write what `meta.v1.Time` / `MicroTime` marshal to in
 //!   `staging/src/k8s.io/apimachinery/pkg/apis/meta/v1/time.go` / `micro_time.go`: RFC 3339 in
 //!   UTC, to the second (`2006-01-02T15:04:05Z`) or with six fraction digits. Years outside
@@ -53,6 +58,56 @@ fn escaped(out: &mut Vec<u8>, text: &str) {
     }
     out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
+}
+
+/// Whether `text` is one JSON value that `serde_json::from_slice::<Value>` (or any strict
+/// reader) accepts; without building it: strings are decoded, to be checked, and dropped.
+pub fn check(text: &[u8]) -> Result<(), serde_json::Error> {
+    use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+
+    struct Checked;
+    struct CheckedVisitor;
+
+    impl<'de> Visitor<'de> for CheckedVisitor {
+        type Value = Checked;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<Checked, E> {
+            Ok(Checked)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Checked, E> {
+            Ok(Checked)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Checked, E> {
+            Ok(Checked)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Checked, E> {
+            Ok(Checked)
+        }
+        fn visit_str<E>(self, _: &str) -> Result<Checked, E> {
+            Ok(Checked)
+        }
+        fn visit_unit<E>(self) -> Result<Checked, E> {
+            Ok(Checked)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Checked, A::Error> {
+            while seq.next_element::<Checked>()?.is_some() {}
+            Ok(Checked)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Checked, A::Error> {
+            while map.next_entry::<Checked, Checked>()?.is_some() {}
+            Ok(Checked)
+        }
+    }
+
+    impl<'de> Deserialize<'de> for Checked {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Checked, D::Error> {
+            deserializer.deserialize_any(CheckedVisitor)
+        }
+    }
+
+    serde_json::from_slice::<Checked>(text).map(|_| ())
 }
 
 /// Writes an integer.
@@ -158,5 +213,35 @@ mod tests {
     fn numbers_and_bytes() {
         assert_eq!(text(|o| integer(o, -42)), "-42");
         assert_eq!(text(|o| base64(o, b"hi\x00")), "\"aGkA\"");
+    }
+}
+
+#[cfg(test)]
+mod check_tests {
+    use super::check;
+
+    /// What a strict reader refuses is refused, and what it takes is taken (the fuzz target
+    /// `protobuf_list` found a `fieldsV1` with a non-UTF-8 byte inside a string let through).
+    #[test]
+    fn check_agrees_with_a_strict_reader() {
+        let cases: [&[u8]; 9] = [
+            br#"{"f:metadata":{"f:labels":{".":{}}}}"#,
+            b"{\"f:a\xe2\x28\":{}}",
+            br#""\ud800""#,
+            br#"{"a":"\udc00x"}"#,
+            br#""\ud83d\ude00""#,
+            br#"[1, 2.5, true, null, "\u00e9"]"#,
+            b"{} {}",
+            b"",
+            b"\"caf\xc3\xa9\"",
+        ];
+        for text in cases {
+            assert_eq!(
+                check(text).is_ok(),
+                serde_json::from_slice::<serde_json::Value>(text).is_ok(),
+                "{}",
+                String::from_utf8_lossy(text)
+            );
+        }
     }
 }

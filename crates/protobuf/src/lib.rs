@@ -35,7 +35,9 @@
 //! No protobuf crate: the wire format needs a few dozen lines of varint and length handling,
 //! and the descriptors are data. The tables cover the messages kube-gc reads (`meta.v1`
 //! metadata, `Status`, `PartialObjectMetadata`; `batch.v1.Job`; `core.v1` Pod with the pod
-//! template, Namespace, ConfigMap); custom resources are served as JSON only, except their
+//! template, Namespace, ConfigMap, Event) and what client-go writes to a server that
+//! kube-gc simulates (`meta.v1.DeleteOptions`, `core.v1.Event`, Pods and Job status);
+//! custom resources are served as JSON only, except their
 //! metadata-only form, which is protobuf (`PartialObjectMetadata`).
 
 #![warn(missing_docs)]

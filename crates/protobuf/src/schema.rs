@@ -36,6 +36,7 @@ macro_rules! list_of {
 mod batch;
 mod container;
 mod core;
+mod event;
 mod meta;
 mod volume;
 
@@ -45,9 +46,11 @@ pub use self::core::{
     CONFIG_MAP, CONFIG_MAP_LIST, NAMESPACE, NAMESPACE_LIST, POD, POD_CONDITION, POD_LIST, POD_SPEC,
     POD_STATUS, POD_TEMPLATE_SPEC,
 };
+pub use self::event::{EVENT, EVENT_LIST, EVENT_SERIES, EVENT_SOURCE, OBJECT_REFERENCE};
 pub use self::meta::{
-    LABEL_SELECTOR, LIST_META, MANAGED_FIELDS_ENTRY, OBJECT_META, OWNER_REFERENCE,
-    PARTIAL_OBJECT_METADATA, PARTIAL_OBJECT_METADATA_LIST, STATUS, STATUS_CAUSE, STATUS_DETAILS,
+    DELETE_OPTIONS, LABEL_SELECTOR, LIST_META, MANAGED_FIELDS_ENTRY, OBJECT_META, OWNER_REFERENCE,
+    PARTIAL_OBJECT_METADATA, PARTIAL_OBJECT_METADATA_LIST, PRECONDITIONS, STATUS, STATUS_CAUSE,
+    STATUS_DETAILS,
 };
 pub use self::volume::VOLUME;
 
@@ -230,6 +233,12 @@ static COMPLETE_TABLES: &[&Message] = &[
     &core::STATE_TERMINATED,
     &container::RESOURCE_REQUIREMENTS,
     &container::RESOURCE_CLAIM,
+    &event::EVENT,
+    &event::OBJECT_REFERENCE,
+    &event::EVENT_SOURCE,
+    &event::EVENT_SERIES,
+    &meta::DELETE_OPTIONS,
+    &meta::PRECONDITIONS,
 ];
 
 /// Whether a value decoded with `message`'s table holds all the server sent: its table and
@@ -264,6 +273,11 @@ pub fn for_kind(api_version: &str, kind: &str) -> Option<&'static Message> {
         ("v1", "NamespaceList") => &NAMESPACE_LIST,
         ("v1", "ConfigMap") => &CONFIG_MAP,
         ("v1", "ConfigMapList") => &CONFIG_MAP_LIST,
+        ("v1", "Event") => &EVENT,
+        ("v1", "EventList") => &EVENT_LIST,
+        // Registered in every group version, as Status is: client-go names the resource's
+        // (exchange 242, `batch/v1`; 269, a custom resource's), others `v1` or `meta.k8s.io/v1`.
+        (_, "DeleteOptions") => &DELETE_OPTIONS,
         // meta.v1.Status is registered in every group version; the server names it `v1`.
         (_, "Status") => &STATUS,
         ("meta.k8s.io/v1", "PartialObjectMetadata") => &PARTIAL_OBJECT_METADATA,
@@ -313,7 +327,9 @@ mod tests {
     }
 
     /// Every table is reachable from these.
-    const ROOTS: [&Message; 6] = [
+    const ROOTS: [&Message; 8] = [
+        &EVENT_LIST,
+        &DELETE_OPTIONS,
         &JOB_LIST,
         &POD_LIST,
         &NAMESPACE_LIST,

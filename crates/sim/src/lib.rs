@@ -52,61 +52,14 @@
 //!
 //! # Known differences from a real kube-apiserver
 //!
-//! Deliberate simplifications; none of them is something a controller should rely on:
-//! - No `managedFields`, no defaulting of spec fields (a Job's selector, pod template defaults,
-//!   a Node's `status.nodeInfo`, a claim's `volumeMode`, …) but a Pod's
-//!   `terminationGracePeriodSeconds`, which its deletion reads; a new Pod's status is
-//!   `{phase: Pending}` without the `qosClass` a real server computes; no schema validation
-//!   beyond names, ownerReferences, finalizers and kube-gc's own retention policies (checked
-//!   against their CRDs: [`validation::crd`]). Of the admission plugins, TaintNodesByCondition
-//!   (new Nodes are tainted `not-ready`), StorageObjectInUseProtection (the
-//!   `kubernetes.io/pvc-protection` and `pv-protection` finalizers) and NamespaceLifecycle
-//!   are modelled (`store::built_in`, `store::namespace`), no other.
-//! - No server-side apply (`application/apply-patch+yaml` → 415), no
-//!   YAML (JSON instead); `as=Table` only for kube-gc's retention policies and namespaces ([`table`]; other
-//!   resources answer the JSON clients offer as a fallback); `/openapi/v2` is an empty document
-//!   (enough for `kubectl create/apply -f`, which then skips its client-side validation) and
-//!   `/openapi/v3` a 404.
-//!   Protobuf is negotiated for GET, LIST, WATCH and error `Status` bodies
-//!   ([`handlers::encoding`]) but written only for the kinds `client::protobuf`'s tables
-//!   describe (Job, Pod, Namespace, ConfigMap, `Status`, `PartialObjectMetadata`): another
-//!   built-in kind asked for in protobuf is answered in JSON when JSON is acceptable, 406 when
-//!   not, where the real server writes protobuf; only members the tables describe are written;
-//!   write verbs (create, update, patch, delete) answer their objects and success `Status` in
-//!   JSON whatever is asked (their errors are negotiated). Aggregated
-//!   discovery is served (`apidiscovery.k8s.io/v2beta1`, as v1.28; `v2` too, or alone, or
-//!   neither, as other releases: `SimConfig::aggregated_discovery`), but no group is ever
-//!   `Stale` unless a test makes it so ([`SimServer::set_stale`]): no aggregated API servers.
-//! - Pods are deleted gracefully as on a real server (a bound, running Pod is kept marked for
-//!   its grace period: exchanges 170–183), but no kubelet ever finishes that deletion: a Pod
-//!   stays marked until someone deletes it with `gracePeriodSeconds: 0`, as on an API server
-//!   whose nodes are gone. Core/v1 and events.k8s.io/v1 Events are two separate stores (a
-//!   `deletecollection` of one leaves the other's). Namespaces follow the real lifecycle
-//!   (`store::namespace`: a DELETE marks them `Terminating`, `/finalize` and the last finalizer
-//!   remove them, creates in them are refused), but nothing in the sim deletes their content or
-//!   finalizes them: as on a server without kube-controller-manager, that is kube-gc's
-//!   namespace controller's job.
-//! - `deletecollection` ignores `limit` and `continue` and honours preconditions per object.
-//! - Like the real server, watches are served from a watch cache per resource (sized by the
-//!   real rule, rebuilt by [`SimServer::restart`]) and exact reads and continue tokens from etcd's
-//!   history (compacted every 5 minutes by default); the LIST table is the real one
-//!   (`store::list`). Its history is also bounded by a count, for memory.
-//! - The cache's waiting (3 s for a version it has not seen) is on tokio's clock, so tests on
-//!   the paused clock do not wait in real time.
-//! - BOOKMARKs come every `bookmark_interval` on watches that allow them; a real v1.28 server is
-//!   less regular (exchange 23).
-//! - The resources served are a catalogue fixed at start ([`resources`]; `kube-gc sim
-//!   --workload-crds` adds the workloads' custom resources): creating the definition of one the
-//!   catalogue declares serves it, one it does not declare is refused (422) where a real server
-//!   would serve it, and a changed definition is stored without changing how its resource is
-//!   served or validated ([`crds`]).
-//! - Authentication is the server's bearer token, a known user's token or any client certificate
-//!   signed by the server's CA; authorization only refuses the verbs a test denies a user on a
-//!   resource (`SimConfig::forbidding`, [`SimServer::deny`]), with the real server's 403.
+//! One list, in [`differences`]: `kube-gc sim --help` prints it, the README carries it, and the
+//! tests that compare the sim with the real server's captures name the entry behind each
+//! difference they allow.
 
 pub mod clock;
 pub mod config;
 pub mod crds;
+pub mod differences;
 pub mod faults;
 pub mod filter;
 pub mod handlers;
@@ -116,6 +69,7 @@ pub mod kubeconfig;
 pub mod object;
 pub mod patch;
 pub mod replay;
+pub mod request_body;
 pub mod resources;
 pub mod selectors;
 pub mod server;

@@ -9,14 +9,23 @@
 //!   HTTP/2 frame); only a value split across chunks is copied, once, into a buffer of its
 //!   exact size. So assembling never copies quadratically, however small the chunks.
 //! - [`Chunks::take_varint`] assembles a varint that may be split across chunks.
-//! - Nothing here allocates more than the value being assembled asks for; callers bound that
-//!   length before asking.
+//! - Nothing here allocates more than the value being assembled asks for (callers bound that
+//!   length before asking), and no more than [`MAX_UPFRONT_RESERVE`] of it before its bytes
+//!   arrive: a length prefix is only a claim, and a body of a few bytes claiming the 64 MiB
+//!   limit must not make the client reserve 64 MiB (a fuzz run under a malloc limit fails on
+//!   that; the fuzz targets `protobuf_list` and `protobuf_watch` run under one). Beyond that the buffer grows as the bytes come, by doubling, so assembling
+//!   stays linear.
 
 use std::collections::VecDeque;
 
 use bytes::{Bytes, BytesMut};
 
 use super::wire::{decode_varint, Varint, WireError, MAX_VARINT_LEN};
+
+/// The most reserved for a value split across chunks before more of it has arrived: a whole
+/// Job or Pod (a few KiB to a few hundred) is assembled without regrowing, while a length
+/// prefix claiming more costs what arrives, not what it claims.
+pub(crate) const MAX_UPFRONT_RESERVE: usize = 256 * 1024;
 
 /// The chunks received and not yet read.
 #[derive(Debug, Default)]
@@ -103,7 +112,7 @@ impl Chunks {
                     return self.take_front(len); // Whole in one chunk: no copy.
                 }
             }
-            pending.buf.reserve(len);
+            pending.buf.reserve(len.min(MAX_UPFRONT_RESERVE));
         }
         while pending.buf.len() < len {
             let part = self.take_front(len - pending.buf.len())?;
@@ -154,6 +163,27 @@ mod tests {
             chunks.push(Bytes::from_static(part));
         }
         chunks
+    }
+
+    /// A length prefix is a claim: a few bytes of a value said to be 60 MiB reserve no more
+    /// than the upfront cap (before the cap, the whole claim was reserved at once).
+    #[test]
+    fn a_claimed_length_reserves_at_most_the_upfront_cap() {
+        let mut chunks = fed(&[b"0123456789"]);
+        let mut pending = Pending::default();
+        assert!(chunks.take_value(60 << 20, &mut pending).is_none());
+        assert_eq!(Chunks::received(&pending), 10);
+        assert!(
+            pending.buf.capacity() <= MAX_UPFRONT_RESERVE,
+            "{}",
+            pending.buf.capacity()
+        );
+        // The value still assembles when its bytes do come, however they are split.
+        let mut chunks = fed(&[b"ab", b"cdef", b"g"]);
+        let mut pending = Pending::default();
+        assert!(chunks
+            .take_value(7, &mut pending)
+            .is_some_and(|v| v == "abcdefg"));
     }
 
     #[test]

@@ -272,7 +272,17 @@ impl ListStream {
             (false, 2) => {
                 // The list itself: its fields are read as they come, never held whole.
                 self.seen_raw = true;
-                self.raw_end = Some(self.chunks.offset() + len);
+                // The list is streamed, not held, so its length has no limit but arithmetic's
+                // (a length near 2^64 overflowed here: the fuzz target `protobuf_list`).
+                let end = self
+                    .chunks
+                    .offset()
+                    .checked_add(len)
+                    .ok_or(ListError::RawTooLong {
+                        offset: tag_at,
+                        len,
+                    })?;
+                self.raw_end = Some(end);
                 self.state = State::Tag;
                 if len == 0 {
                     self.field_done()?;

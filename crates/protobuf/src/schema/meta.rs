@@ -1,5 +1,5 @@
 //! `meta.v1` (`k8s.io.apimachinery.pkg.apis.meta.v1`): object and list metadata, `Status`,
-//! `PartialObjectMetadata`.
+//! `PartialObjectMetadata`, and the `DeleteOptions` a client sends with a DELETE.
 //!
 //! Field numbers: `staging/src/k8s.io/apimachinery/pkg/apis/meta/v1/generated.proto`; pointer
 //! or value and `omitempty`: the Go structs in `.../apis/meta/v1/types.go` (kubernetes v1.28).
@@ -134,3 +134,26 @@ pub static PARTIAL_OBJECT_METADATA_LIST: Message = list_of!(
     "meta.v1.PartialObjectMetadataList",
     &PARTIAL_OBJECT_METADATA
 );
+
+/// `meta.v1.DeleteOptions`: the body of a DELETE (client-go's typed clients send it in
+/// protobuf, exchange 242). Every field a Go pointer or slice; the type is registered in every
+/// group version, so the envelope may name the resource's (`batch/v1`) or `v1`.
+pub static DELETE_OPTIONS: Message = Message {
+    name: "meta.v1.DeleteOptions",
+    fields: &[
+        Field::int64(1, "gracePeriodSeconds").pointer(),
+        Field::message(2, "preconditions", &PRECONDITIONS).pointer(),
+        Field::bool(3, "orphanDependents").pointer(),
+        Field::string(4, "propagationPolicy").pointer(),
+        Field::string(5, "dryRun").repeated(),
+    ],
+};
+
+/// `meta.v1.Preconditions`: both fields pointers.
+pub static PRECONDITIONS: Message = Message {
+    name: "meta.v1.Preconditions",
+    fields: &[
+        Field::string(1, "uid").pointer(),
+        Field::string(2, "resourceVersion").pointer(),
+    ],
+};

@@ -199,3 +199,29 @@ fn an_unknown_kind_is_named() {
         "no protobuf schema for example.com/v1 Widget"
     );
 }
+
+/// A `fieldsV1` whose bytes break UTF-8 inside a JSON string, or hold a lone surrogate escape,
+/// is refused: inserted as it was, the object around it would not be JSON (the fuzz target
+/// `protobuf_list` found the first; `fuzz/regressions/protobuf_list/` keeps its input).
+#[test]
+fn a_fields_v1_that_is_not_strict_json_is_refused() {
+    for raw in [&b"{\"f:a\xe2\x28\":{}}"[..], br#"{"f:\ud800":{}}"#] {
+        let mut fields_v1 = Vec::new();
+        put_len_field(&mut fields_v1, 1, raw);
+        let mut entry = Vec::new();
+        put_len_field(&mut entry, 7, &fields_v1);
+        let mut meta = Vec::new();
+        put_len_field(&mut meta, 17, &entry);
+        let error = to_json(&OBJECT_META, &meta, None, &Selection::all()).expect_err("refused");
+        assert!(matches!(error, TranscodeError::RawJson { .. }), "{error}");
+        assert!(error.to_string().contains("managedFields"), "{error}");
+    }
+    let mut fields_v1 = Vec::new();
+    put_len_field(&mut fields_v1, 1, br#"{"f:caf\u00e9":{}}"#);
+    let mut entry = Vec::new();
+    put_len_field(&mut entry, 7, &fields_v1);
+    let mut meta = Vec::new();
+    put_len_field(&mut meta, 17, &entry);
+    let text = to_json(&OBJECT_META, &meta, None, &Selection::all()).expect("accepted");
+    assert!(serde_json::from_slice::<Value>(&text).is_ok());
+}

@@ -239,11 +239,9 @@ impl<'b> Transcoder<'_, 'b> {
         match raw {
             Some(text) if !text.is_empty() => {
                 // Checked, so that what we write is JSON whatever the server sent.
-                serde_json::from_slice::<serde::de::IgnoredAny>(text).map_err(|source| {
-                    TranscodeError::RawJson {
-                        at: self.at(),
-                        source,
-                    }
+                json_text::check(text).map_err(|source| TranscodeError::RawJson {
+                    at: self.at(),
+                    source,
                 })?;
                 self.out.extend_from_slice(text);
             }

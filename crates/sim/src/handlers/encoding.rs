@@ -87,7 +87,7 @@ pub struct Offer {
 }
 
 impl Offer {
-    /// JSON alone (write answers; the fallback of a protobuf answer).
+    /// JSON alone (the fallback of a protobuf answer; `Representation::from_accept`).
     pub const JSON: Offer = Offer {
         protobuf_objects: false,
         protobuf_metadata: false,

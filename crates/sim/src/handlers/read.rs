@@ -51,9 +51,12 @@ pub fn get(
         Encoding::Protobuf {
             representation,
             fallback,
-        } => protobuf_answer(protobuf::object(def, representation, &obj), fallback, |r| {
-            response::json(StatusCode::OK, &r.object(&obj))
-        }),
+        } => protobuf_answer(
+            StatusCode::OK,
+            protobuf::object(def, representation, &obj),
+            fallback,
+            |r| response::json(StatusCode::OK, &r.object(&obj)),
+        ),
         Encoding::NotAcceptable => Err(HandlerError::Status(status::not_acceptable())),
     }
 }
@@ -103,9 +106,12 @@ pub async fn list(
         Encoding::Protobuf {
             representation,
             fallback,
-        } => protobuf_answer(protobuf::list(def, representation, &page), fallback, |r| {
-            ListBody::new(def, page, r).into_response()
-        }),
+        } => protobuf_answer(
+            StatusCode::OK,
+            protobuf::list(def, representation, &page),
+            fallback,
+            |r| ListBody::new(def, page, r).into_response(),
+        ),
         Encoding::NotAcceptable => Err(HandlerError::Status(status::not_acceptable())),
     }
 }
@@ -122,13 +128,14 @@ fn table_columns(incoming: &Incoming, def: &ResourceDef) -> Option<Vec<table::Pr
 /// The protobuf answer `written`, or for an object the tables cannot write (a member of the
 /// wrong JSON type, which the real server would have refused when it was written) the JSON
 /// one when JSON is acceptable too, else a 500 naming the member.
-fn protobuf_answer(
+pub(super) fn protobuf_answer(
+    code: StatusCode,
     written: Result<Vec<u8>, EncodeError>,
     fallback: Option<Representation>,
     json: impl FnOnce(Representation) -> Response<Body>,
 ) -> Result<Response<Body>, HandlerError> {
     let error = match written {
-        Ok(bytes) => return Ok(response::protobuf_bytes(StatusCode::OK, bytes)),
+        Ok(bytes) => return Ok(response::protobuf_bytes(code, bytes)),
         Err(error) => error,
     };
     tracing::warn!(%error, "an object the protobuf tables cannot write");

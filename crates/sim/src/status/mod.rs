@@ -436,6 +436,17 @@ pub fn etcd_future_revision() -> (StatusCode, Value) {
     (code, body)
 }
 
+/// 500 with no reason and `message` alone: what upstream answers for an error that is not a
+/// `Status` of its own, such as a DeleteOptions body its decoder refused (exchange 256).
+pub fn unknown_failure(message: &str) -> (StatusCode, Value) {
+    let code = StatusCode::INTERNAL_SERVER_ERROR;
+    let mut body = failure(code, "", message, None);
+    if let Value::Object(map) = &mut body {
+        map.remove("reason");
+    }
+    (code, body)
+}
+
 /// 504 `Timeout` of a request that did not finish by its deadline (etcd down: exchange 77).
 pub fn request_deadline_exceeded() -> (StatusCode, Value) {
     let code = StatusCode::GATEWAY_TIMEOUT;

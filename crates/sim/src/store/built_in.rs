@@ -14,6 +14,10 @@
 //! - PersistentVolumeClaims and PersistentVolumes: the StorageObjectInUseProtection plugin
 //!   appends `kubernetes.io/pvc-protection` / `kubernetes.io/pv-protection` to the finalizers
 //!   unless present, and the registry sets `status.phase: Pending` (exchanges 184–186).
+//! - Secrets ([`convert_secret`], on create and on update alike: it is the v1 → internal
+//!   conversion, not a registry rule): `stringData` is written into `data` in base64, over a
+//!   `data` key of the same name, and is never stored; `type` defaults to `Opaque` (exchange
+//!   240, the scene's Secrets created with `stringData: {k: v}` and answered `data: {k: dg==}`).
 
 use serde_json::{json, Value};
 
@@ -37,7 +41,41 @@ pub fn prepare_created(def: &ResourceDef, obj: &mut Value) {
         "nodes" => taint_not_ready(obj),
         "persistentvolumeclaims" => protect(obj, PVC_PROTECTION),
         "persistentvolumes" => protect(obj, PV_PROTECTION),
+        "secrets" => convert_secret(def, obj),
         _ => {}
+    }
+}
+
+/// A v1 Secret as the server stores it: `stringData` merged into `data`, `type` defaulted.
+/// Any other object is left alone.
+pub fn convert_secret(def: &ResourceDef, obj: &mut Value) {
+    use base64::Engine as _;
+    if !def.group.is_empty() || def.version != "v1" || def.resource != "secrets" {
+        return;
+    }
+    let Some(map) = obj.as_object_mut() else {
+        return;
+    };
+    if let Some(Value::Object(strings)) = map.remove("stringData") {
+        let data = map.entry("data").or_insert_with(|| json!({}));
+        if !data.is_object() {
+            *data = json!({});
+        }
+        if let Some(data) = data.as_object_mut() {
+            for (key, value) in strings {
+                let text = value.as_str().unwrap_or_default();
+                let encoded = base64::engine::general_purpose::STANDARD.encode(text);
+                data.insert(key, Value::from(encoded));
+            }
+        }
+    }
+    if map
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .is_empty()
+    {
+        map.insert("type".into(), Value::from("Opaque"));
     }
 }
 
@@ -97,6 +135,24 @@ mod tests {
 
     fn core(resource: &str, kind: &str) -> ResourceDef {
         ResourceDef::new("", "v1", resource, kind)
+    }
+
+    /// Exchange 240: `stringData: {k: v}` is answered `data: {k: dg==}`, `type: Opaque`.
+    #[test]
+    fn a_secret_stores_its_string_data_in_base64_data() {
+        let secrets = core("secrets", "Secret");
+        let mut secret = json!({"data": {"k": "b2xk", "other": "eA=="}, "stringData": {"k": "v"}});
+        prepare_created(&secrets, &mut secret);
+        assert_eq!(
+            secret,
+            json!({"data": {"k": "dg==", "other": "eA=="}, "type": "Opaque"})
+        );
+        let mut typed = json!({"type": "kubernetes.io/tls"});
+        convert_secret(&secrets, &mut typed);
+        assert_eq!(typed, json!({"type": "kubernetes.io/tls"}));
+        let mut config_map = json!({"stringData": {"k": "v"}});
+        convert_secret(&core("configmaps", "ConfigMap"), &mut config_map);
+        assert_eq!(config_map, json!({"stringData": {"k": "v"}}));
     }
 
     #[test]

@@ -181,6 +181,9 @@ pub fn merge_update(
             updated
         }
     };
+    if target == UpdateTarget::Main {
+        super::built_in::convert_secret(def, &mut updated);
+    }
     if target == UpdateTarget::Main && is_namespaces(def) {
         // Only `/finalize` writes a namespace's `spec.finalizers` (exchange 145).
         keep_spec_finalizers(&mut updated, existing);

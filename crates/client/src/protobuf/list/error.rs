@@ -32,6 +32,17 @@ pub enum ListError {
         /// Its declared length.
         len: u64,
     },
+    /// The envelope's `raw` declares a length no body can have: its end would lie past the
+    /// largest byte offset there is.
+    #[error(
+        "protobuf list body: the list at byte {offset} declares {len} bytes, past any body's end"
+    )]
+    RawTooLong {
+        /// Where its tag starts.
+        offset: u64,
+        /// Its declared length.
+        len: u64,
+    },
     /// A field of the list runs past the end of the envelope's `raw`.
     #[error("protobuf list body: the field at byte {offset} runs past the end of the list at byte {end}")]
     Overrun {

@@ -217,3 +217,26 @@ fn broken_bodies_are_refused_with_what_broke() {
     let err = events(&[&body]).unwrap_err();
     assert!(err.to_string().contains("gzip"), "{err}");
 }
+
+/// A `raw` whose length, added to where it starts, passes 2^64 is refused, not overflowed
+/// (the fuzz target `protobuf_list` found the addition panicking in a debug build and wrapping
+/// in a release one; `fuzz/regressions/protobuf_list/raw-length-near-2-64.bin` keeps its
+/// input).
+#[test]
+fn a_raw_length_past_any_offset_is_refused() {
+    let mut body = MAGIC.to_vec();
+    put_len_field(&mut body, 1, &encode_type_meta_for_test());
+    put_tag(&mut body, 2, WireType::Len);
+    put_varint(&mut body, u64::MAX - 3);
+    body.extend_from_slice(b"\x0a\x00");
+    for pieces in [vec![&body[..]], body.chunks(1).collect()] {
+        match events(&pieces) {
+            Err(ListError::RawTooLong { len, .. }) => assert_eq!(len, u64::MAX - 3),
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+fn encode_type_meta_for_test() -> Vec<u8> {
+    crate::protobuf::envelope::encode_type_meta("v1", "ConfigMapList")
+}
