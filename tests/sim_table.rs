@@ -99,10 +99,10 @@ async fn kubectl_get_crp_prints_the_crds_columns_like_exchange_207() {
         "{page}"
     );
     // Resources without known columns answer JSON, as before.
-    let (_, jobs) = send(
-        http.get(url(&server, "/apis/batch/v1/jobs"))
+    let (_, configmaps) = send(
+        http.get(url(&server, "/api/v1/configmaps"))
             .header("Accept", KUBECTL),
     )
     .await;
-    assert_eq!(jobs["kind"], "JobList");
+    assert_eq!(configmaps["kind"], "ConfigMapList");
 }
