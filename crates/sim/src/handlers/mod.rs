@@ -22,6 +22,7 @@ pub mod read;
 pub mod response;
 pub mod reviews;
 pub mod route;
+pub mod self_reviews;
 pub mod stale;
 pub mod watch;
 mod watch_line;
