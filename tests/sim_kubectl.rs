@@ -430,3 +430,66 @@ async fn kubectl_prints_server_side_tables_and_asks_can_i() {
     );
     assert!(stdout.contains("[/healthz]"), "{stdout}");
 }
+
+/// `kubectl explain` of a built-in kind, of one of its fields, and of kube-gc's own CRDs reads
+/// `/openapi/v2`, the `/openapi/v3` index and the group version's document (exchanges 271–274,
+/// 287), and prints the field tree; a second run, with the same cache directory, reads the
+/// documents from kubectl's HTTP cache.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_explains_built_in_kinds_and_kube_gcs_crds() {
+    let server = start(SimConfig::default().with_tls().with_token("kubectl-token")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    server.write_kubeconfig(&kubeconfig).unwrap();
+    let cache = dir.path().join("cache").display().to_string();
+    let explain = |what: &'static str| {
+        let kubeconfig = kubeconfig.clone();
+        let cache = cache.clone();
+        async move { kubectl(&kubeconfig, &["explain", what, "--cache-dir", &cache]).await }
+    };
+
+    let Some((ok, stdout, stderr)) = explain("job").await else {
+        return;
+    };
+    assert!(ok, "kubectl explain job: {stderr}");
+    for line in ["GROUP:      batch", "KIND:       Job", "VERSION:    v1"] {
+        assert!(stdout.contains(line), "{stdout}");
+    }
+    assert!(stdout.contains("metadata\t<ObjectMeta>"), "{stdout}");
+    assert!(stdout.contains("spec\t<JobSpec>"), "{stdout}");
+    assert!(stdout.contains("status\t<JobStatus>"), "{stdout}");
+
+    let (ok, stdout, stderr) = explain("job.spec.ttlSecondsAfterFinished").await.unwrap();
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains("FIELD: ttlSecondsAfterFinished <integer>"),
+        "{stdout}"
+    );
+    let (ok, stdout, stderr) = explain("pod.spec.containers").await.unwrap();
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains("FIELD: containers <[]Container>"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("image\t<string>"), "{stdout}");
+
+    let (ok, stdout, stderr) = explain("crp").await.unwrap();
+    assert!(ok, "kubectl explain crp: {stderr}");
+    assert!(
+        stdout.contains("KIND:       ClusterRetentionPolicy"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("spec\t<Object> -required-"), "{stdout}");
+    let (ok, stdout, stderr) = explain("rp.spec.ttlSecondsAfterFinished").await.unwrap();
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("<integer>"), "{stdout}");
+
+    // The second explain of batch/v1 read its document from the cache: one GET of it.
+    let documents = server
+        .journal()
+        .entries()
+        .into_iter()
+        .filter(|e| e.path == "/openapi/v3/apis/batch/v1")
+        .count();
+    assert_eq!(documents, 1);
+}

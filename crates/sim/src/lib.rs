@@ -111,6 +111,7 @@ pub mod history;
 pub mod journal;
 pub mod kubeconfig;
 pub mod object;
+pub mod openapi;
 pub mod patch;
 pub mod replay;
 pub mod resources;

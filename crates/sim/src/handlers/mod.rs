@@ -17,6 +17,7 @@ pub mod encoding;
 pub mod errors;
 pub mod etcd;
 pub mod list_body;
+pub mod openapi;
 pub mod protobuf;
 pub mod read;
 pub mod response;
@@ -265,7 +266,7 @@ fn classify(incoming: &Incoming, route: &Route) -> Verb {
         incoming.is_watch(),
         matches!(
             route,
-            Route::Discovery(_) | Route::Health | Route::OpenApiV2
+            Route::Discovery(_) | Route::Health | Route::OpenApiV2 | Route::OpenApiV3(_)
         ),
         has_name,
     )
@@ -302,7 +303,8 @@ async fn respond(
             response::plain_text(StatusCode::NOT_FOUND, "404 page not found\n")
         }
         Route::Health => etcd::health(ctx, &incoming.path),
-        Route::OpenApiV2 => response::empty_openapi_v2(),
+        Route::OpenApiV2 => openapi::v2(incoming),
+        Route::OpenApiV3(document) => openapi::v3(ctx, incoming, document.as_deref()),
         Route::Discovery(which) => {
             if incoming.method != Method::GET {
                 return response::status(status::not_found_path());
