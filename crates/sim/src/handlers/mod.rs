@@ -294,7 +294,9 @@ async fn respond(
     if let Some((code, retry_after)) = decision.respond {
         return injected_failure(code, retry_after);
     }
-    if let Some(review) = reviews::answer(ctx, incoming) {
+    if let Some(review) =
+        reviews::answer(ctx, incoming).or_else(|| self_reviews::answer(ctx, incoming))
+    {
         return review;
     }
     match route {

@@ -12,7 +12,8 @@
 //!   matching everything under it — RBAC's `nonResourceURLs` rule (exchanges 89–91) — and
 //!   every authenticated user the discovery, health and version paths RBAC's default roles
 //!   grant them ([`DEFAULT_NON_RESOURCE_RULES`], exchange 286).
-//! - **Self reviews** (`kubectl auth can-i`) are [`super::self_reviews`]'.
+//! - **Self reviews** (`kubectl auth can-i`) are the `self_reviews` module's, which answers
+//!   them with [`echoed`] and [`non_resource_allowed`].
 
 use http::{Method, Response, StatusCode};
 use serde_json::{json, Value};
@@ -82,33 +83,32 @@ pub const DEFAULT_NON_RESOURCE_RULES: [(&str, &[&str]); 3] = [
     ),
 ];
 
-/// The answer to `incoming` if it creates a review; `None` for any other request.
+/// The answer to `incoming` if it creates a TokenReview or a SubjectAccessReview; `None` for
+/// any other request.
 pub fn answer(ctx: &Context, incoming: &Incoming) -> Option<Response<Body>> {
     if incoming.method != Method::POST {
         return None;
     }
-    let review: fn(&Context, &Incoming, &Value) -> Value = match incoming.path.as_str() {
-        TOKEN_REVIEWS => |ctx, _, spec| token_review(ctx, spec),
-        ACCESS_REVIEWS => |ctx, _, spec| access_review(ctx, spec),
-        super::self_reviews::ACCESS_REVIEWS => super::self_reviews::access_review,
-        super::self_reviews::RULES_REVIEWS => {
-            return Some(super::self_reviews::rules_review(ctx, incoming))
-        }
+    let review = match incoming.path.as_str() {
+        TOKEN_REVIEWS => token_review,
+        ACCESS_REVIEWS => access_review,
         _ => return None,
     };
+    Some(echoed(incoming, |spec| review(ctx, spec)))
+}
+
+/// A review's answer: 201, the review sent with `status` judged from its `spec`, stored
+/// nowhere; a body that is not a review is a 400.
+pub fn echoed(incoming: &Incoming, status: impl FnOnce(&Value) -> Value) -> Response<Body> {
     let body = match incoming.json_body() {
         Ok(Some(body)) => body,
-        Ok(None) => {
-            return Some(response::status(status::bad_request(
-                "no review in the body",
-            )))
-        }
-        Err(e) => return Some(response::status(status::bad_request(&e.to_string()))),
+        Ok(None) => return response::status(status::bad_request("no review in the body")),
+        Err(e) => return response::status(status::bad_request(&e.to_string())),
     };
     let mut answer = body.clone();
     answer["metadata"] = json!({"creationTimestamp": null});
-    answer["status"] = review(ctx, incoming, &body["spec"]);
-    Some(response::json(StatusCode::CREATED, &answer))
+    answer["status"] = status(&body["spec"]);
+    response::json(StatusCode::CREATED, &answer)
 }
 
 /// Whose the token of `spec` is.

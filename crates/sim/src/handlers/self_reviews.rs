@@ -22,18 +22,30 @@
 
 use std::collections::BTreeMap;
 
-use http::{Response, StatusCode};
+use http::{Method, Response, StatusCode};
 use serde_json::{json, Value};
 
 use super::authorize::{self, is_denied, ADMIN};
 use super::response::{self, Body};
-use super::reviews::{non_resource_allowed, DEFAULT_NON_RESOURCE_RULES};
+use super::reviews::{echoed, non_resource_allowed, DEFAULT_NON_RESOURCE_RULES};
 use super::{Context, Incoming};
 
 /// The path a SelfSubjectAccessReview is created at.
 pub const ACCESS_REVIEWS: &str = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews";
 /// The path a SelfSubjectRulesReview is created at.
 pub const RULES_REVIEWS: &str = "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews";
+
+/// The answer to `incoming` if it creates a self review; `None` for any other request.
+pub fn answer(ctx: &Context, incoming: &Incoming) -> Option<Response<Body>> {
+    if incoming.method != Method::POST {
+        return None;
+    }
+    match incoming.path.as_str() {
+        ACCESS_REVIEWS => Some(echoed(incoming, |spec| access_review(ctx, incoming, spec))),
+        RULES_REVIEWS => Some(rules_review(ctx, incoming)),
+        _ => None,
+    }
+}
 
 /// Who a request is from: the user's name and groups.
 fn requester(ctx: &Context, incoming: &Incoming) -> (String, Vec<String>) {
@@ -49,7 +61,7 @@ fn requester(ctx: &Context, incoming: &Incoming) -> (String, Vec<String>) {
 }
 
 /// The status of the requester's access review of `spec`.
-pub fn access_review(ctx: &Context, incoming: &Incoming, spec: &Value) -> Value {
+fn access_review(ctx: &Context, incoming: &Incoming, spec: &Value) -> Value {
     let (user, groups) = requester(ctx, incoming);
     let resource = &spec["resourceAttributes"];
     let path = &spec["nonResourceAttributes"];
@@ -85,7 +97,7 @@ pub fn access_review(ctx: &Context, incoming: &Incoming, spec: &Value) -> Value 
 }
 
 /// The requester's rules review.
-pub fn rules_review(ctx: &Context, incoming: &Incoming) -> Response<Body> {
+fn rules_review(ctx: &Context, incoming: &Incoming) -> Response<Body> {
     let (user, groups) = requester(ctx, incoming);
     let mut resource_rules = vec![
         json!({"verbs": ["create"], "apiGroups": ["authorization.k8s.io"],
