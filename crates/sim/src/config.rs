@@ -264,7 +264,25 @@ impl SimConfig {
             group: group.to_owned(),
             resource: resource.to_owned(),
             verbs: verbs.iter().map(|v| v.to_string()).collect(),
+            cluster_scope_only: false,
         });
+        self
+    }
+
+    /// Like [`forbidding`](Self::forbidding), but only at the cluster scope — across
+    /// namespaces, or on a cluster-scoped resource — as for a user granted the verbs by a
+    /// RoleBinding in the namespaces it works in.
+    pub fn forbidding_cluster_wide(
+        mut self,
+        user: &str,
+        group: &str,
+        resource: &str,
+        verbs: &[&str],
+    ) -> Self {
+        self = self.forbidding(user, group, resource, verbs);
+        if let Some(denial) = self.denials.last_mut() {
+            denial.cluster_scope_only = true;
+        }
         self
     }
 

@@ -67,6 +67,7 @@ pub mod history;
 pub mod journal;
 pub mod kubeconfig;
 pub mod object;
+pub mod openapi;
 pub mod patch;
 pub mod replay;
 pub mod request_body;

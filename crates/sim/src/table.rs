@@ -2,21 +2,24 @@
 //! asks first, for the resources whose printer columns this server knows: kube-gc's own
 //! retention policies, whose columns are read from the CRDs in `deploy/crds/` — the ones a
 //! cluster installs — so `kubectl get crp` against `kube-gc sim` prints what it prints against a
-//! real cluster (exchange 231 of `fixtures/real-apiserver/`; 207 before the `Mode` and
-//! `WouldDelete` columns, 22 of `fixtures/retention/crd-validation/` before `Unknown`); and
-//! namespaces, whose `Status` column says `Terminating` while one is deleted (exchange 129).
+//! real cluster (exchanges 231 and 279 of `fixtures/real-apiserver/`; 207 before the `Mode` and
+//! `WouldDelete` columns, 22 of `fixtures/retention/crd-validation/` before `Unknown`);
+//! namespaces, whose `Status` column says `Terminating` while one is deleted (exchange 129); and
+//! the built-in kinds of [`built_in`] — Jobs, Pods, Events, CustomResourceDefinitions (275–278) —
+//! whose cells pure functions compute ([`job`], [`pod`], [`event`]).
 //!
 //! Contract:
-//! - [`columns`] is `Some` only for those resources; every other resource is answered as before
-//!   (JSON, which kubectl prints as NAME and AGE).
-//! - The first column is `Name`, then the CRD's `additionalPrinterColumns` in order; a cell is
+//! - [`printer`] is `Some` only for those resources; every other resource is answered as
+//!   before (JSON, which kubectl prints as NAME and AGE).
+//! - Columns of a CRD: `Name`, then the CRD's `additionalPrinterColumns` in order; a cell is
 //!   the value at the column's JSONPath (`null` where there is none), a `date` cell the age as
 //!   apimachinery's `HumanDuration` writes it ("0s", "5m", "3h12m", "2d").
 //! - JSONPath: member paths (`.spec.resource.resource`) and one filter
 //!   (`.status.conditions[?(@.type=="Ready")].status`) — what the CRDs use; a column whose path
 //!   this reader cannot follow gets `null` cells.
 //! - Each row carries the object's metadata as `PartialObjectMetadata` (the server's default
-//!   `includeObject=Metadata`), without `managedFields`.
+//!   `includeObject=Metadata`), `managedFields` included (exchanges 275–279), and a pod's row
+//!   its `Completed` condition.
 //! - GET and LIST only: a watch asked for `Table` (`kubectl get -w`) is answered with plain
 //!   JSON events, which kubectl prints with its default columns.
 
@@ -26,8 +29,40 @@ use serde_json::{json, Value};
 
 use crate::resources::ResourceDef;
 
+pub mod built_in;
+pub mod event;
+pub mod job;
+pub mod pod;
+
+pub use built_in::BuiltIn;
+
+/// How a resource's rows are printed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Printer {
+    /// From JSONPath columns after `Name` (a CRD's printer columns, a namespace's).
+    Columns(Vec<PrinterColumn>),
+    /// By a built-in kind's printer functions.
+    BuiltIn(BuiltIn),
+}
+
+/// The printer of `def`, if this server serves `Table` for it.
+pub fn printer(def: &ResourceDef) -> Option<Printer> {
+    match BuiltIn::of(def) {
+        Some(kind) => Some(Printer::BuiltIn(kind)),
+        None => columns(def).map(Printer::Columns),
+    }
+}
+
+/// A JSON timestamp (RFC 3339, with or without fractional seconds).
+pub fn timestamp(value: &Value) -> Option<DateTime<Utc>> {
+    let text = value.as_str()?;
+    DateTime::parse_from_rfc3339(text)
+        .ok()
+        .map(|at| at.with_timezone(&Utc))
+}
+
 /// The `Name` column's definition, as the server writes it.
-const NAME_DESCRIPTION: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
+pub(crate) const NAME_DESCRIPTION: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
 
 /// One of a CRD's `additionalPrinterColumns`.
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
@@ -103,7 +138,7 @@ fn namespace_columns() -> Vec<PrinterColumn> {
 }
 
 /// The `Age` column's definition, as the server writes it for built-in kinds.
-const CREATION_TIMESTAMP_DESCRIPTION: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
+pub(crate) const CREATION_TIMESTAMP_DESCRIPTION: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
 
 /// Whether the client asks for a `Table` first (what `kubectl get` sends).
 pub fn asked_first(accept: Option<&str>) -> bool {
@@ -119,16 +154,35 @@ pub fn asked_first(accept: Option<&str>) -> bool {
             .all(|p| params.contains(p))
 }
 
-/// The `Table` of `objects` under `columns` at `now`, with `metadata` the list's (its
+/// The `Table` of `objects` printed by `printer` at `now`, with `metadata` the list's (its
 /// `resourceVersion`, and `continue` and `remainingItemCount` of a page, so that a paging
 /// `kubectl get` sees the rest: exchange 129 of `fixtures/real-apiserver/`) or the object's
 /// `resourceVersion`.
-pub fn table(
-    columns: &[PrinterColumn],
-    objects: &[Value],
-    metadata: Value,
-    now: DateTime<Utc>,
-) -> Value {
+pub fn table(printer: &Printer, objects: &[Value], metadata: Value, now: DateTime<Utc>) -> Value {
+    let (definitions, rows): (Vec<Value>, Vec<Value>) = match printer {
+        Printer::Columns(columns) => (
+            column_definitions(columns),
+            objects
+                .iter()
+                .map(|o| row(path_cells(columns, o, now), None, o))
+                .collect(),
+        ),
+        Printer::BuiltIn(kind) => (
+            kind.columns(),
+            objects
+                .iter()
+                .map(|o| {
+                    let (cells, conditions) = kind.row(o, now);
+                    row(cells, conditions, o)
+                })
+                .collect(),
+        ),
+    };
+    json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": metadata,
+        "columnDefinitions": definitions, "rows": rows})
+}
+
+fn column_definitions(columns: &[PrinterColumn]) -> Vec<Value> {
     let mut definitions = vec![json!({"name": "Name", "type": "string", "format": "name",
         "description": NAME_DESCRIPTION, "priority": 0})];
     for column in columns {
@@ -143,12 +197,10 @@ pub fn table(
             "description": description, "priority": 0}),
         );
     }
-    let rows: Vec<Value> = objects.iter().map(|o| row(columns, o, now)).collect();
-    json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": metadata,
-        "columnDefinitions": definitions, "rows": rows})
+    definitions
 }
 
-fn row(columns: &[PrinterColumn], object: &Value, now: DateTime<Utc>) -> Value {
+fn path_cells(columns: &[PrinterColumn], object: &Value, now: DateTime<Utc>) -> Vec<Value> {
     let mut cells = vec![object["metadata"]["name"].clone()];
     for column in columns {
         let value = at_path(object, &column.json_path)
@@ -160,21 +212,26 @@ fn row(columns: &[PrinterColumn], object: &Value, now: DateTime<Utc>) -> Value {
             column.kind.as_str()
         };
         cells.push(match (kind, &value) {
-            ("date", Value::String(text)) => match DateTime::parse_from_rfc3339(text) {
-                Ok(at) => Value::from(human_duration(now - at.with_timezone(&Utc))),
-                Err(_) => Value::Null,
+            ("date", Value::String(_)) => match timestamp(&value) {
+                Some(at) => Value::from(human_duration(now - at)),
+                None => Value::Null,
             },
             // The server prints a string column's value as text whatever its JSON type.
             ("string", Value::Number(_) | Value::Bool(_)) => Value::from(value.to_string()),
             _ => value,
         });
     }
-    let mut metadata = object["metadata"].clone();
-    if let Some(map) = metadata.as_object_mut() {
-        map.remove("managedFields");
+    cells
+}
+
+/// A row: its cells, its conditions if any, and the object's metadata.
+fn row(cells: Vec<Value>, conditions: Option<Value>, object: &Value) -> Value {
+    let mut row = json!({"cells": cells, "object": {"kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1", "metadata": object["metadata"]}});
+    if let Some(conditions) = conditions {
+        row["conditions"] = conditions;
     }
-    json!({"cells": cells, "object": {"kind": "PartialObjectMetadata",
-        "apiVersion": "meta.k8s.io/v1", "metadata": metadata}})
+    row
 }
 
 /// The value at a CRD column's JSONPath: `.a.b` members, and `[?(@.key=="value")]` picking the
@@ -276,7 +333,7 @@ mod tests {
             .unwrap()
             .remove("managedFields");
         let answer = table(
-            &columns,
+            &Printer::Columns(columns),
             &[namespace],
             real["metadata"].clone(),
             created + Duration::minutes(364),

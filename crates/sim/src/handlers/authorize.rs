@@ -46,6 +46,10 @@ pub struct ResourceDenial {
     pub resource: String,
     /// RBAC's verbs (`list`, `watch`, `delete`…).
     pub verbs: Vec<String>,
+    /// Refused only at the cluster scope (a request or review without a namespace: a list
+    /// across namespaces, a cluster-scoped resource), as for a user whose grant is a
+    /// RoleBinding in each namespace it works in (exchanges 282, 284).
+    pub cluster_scope_only: bool,
 }
 
 /// The user a request's bearer token belongs to, if it is one of [`Context::users`].
@@ -70,13 +74,15 @@ pub fn refusal(
         Some(sub) => format!("{}/{sub}", def.resource),
         None => def.resource.clone(),
     };
-    let denied = ctx.denials.read().iter().any(|d| {
-        d.user == user
-            && d.group == def.group
-            && d.resource == resource
-            && d.verbs.iter().any(|v| v == verb)
-    });
-    if !denied {
+    let namespace = target.namespace.as_deref();
+    if !is_denied(
+        &ctx.denials.read(),
+        user,
+        &def.group,
+        &resource,
+        verb,
+        namespace,
+    ) {
         return None;
     }
     let refused = status::forbidden(
@@ -88,6 +94,26 @@ pub fn refusal(
         target.namespace.as_deref(),
     );
     Some(response::status(refused))
+}
+
+/// Whether `denials` refuse `user` the `verb` on `resource` (`<plural>[/<subresource>]`) of
+/// `group` in `namespace` (`None`: at the cluster scope) — the one rule behind a request's 403
+/// and a `SelfSubjectAccessReview`'s answer.
+pub fn is_denied(
+    denials: &[ResourceDenial],
+    user: &str,
+    group: &str,
+    resource: &str,
+    verb: &str,
+    namespace: Option<&str>,
+) -> bool {
+    denials.iter().any(|d| {
+        d.user == user
+            && d.group == group
+            && d.resource == resource
+            && d.verbs.iter().any(|v| v == verb)
+            && (!d.cluster_scope_only || namespace.is_none())
+    })
 }
 
 /// RBAC's name of a request's verb (a DELETE without a name is a `deletecollection`); `None`

@@ -17,11 +17,13 @@ pub mod encoding;
 pub mod errors;
 pub mod etcd;
 pub mod list_body;
+pub mod openapi;
 pub mod protobuf;
 pub mod read;
 pub mod response;
 pub mod reviews;
 pub mod route;
+pub mod self_reviews;
 pub mod stale;
 pub mod watch;
 mod watch_line;
@@ -264,7 +266,7 @@ fn classify(incoming: &Incoming, route: &Route) -> Verb {
         incoming.is_watch(),
         matches!(
             route,
-            Route::Discovery(_) | Route::Health | Route::OpenApiV2
+            Route::Discovery(_) | Route::Health | Route::OpenApiV2 | Route::OpenApiV3(_)
         ),
         has_name,
     )
@@ -292,7 +294,9 @@ async fn respond(
     if let Some((code, retry_after)) = decision.respond {
         return injected_failure(code, retry_after);
     }
-    if let Some(review) = reviews::answer(ctx, incoming) {
+    if let Some(review) =
+        reviews::answer(ctx, incoming).or_else(|| self_reviews::answer(ctx, incoming))
+    {
         return review;
     }
     match route {
@@ -301,7 +305,8 @@ async fn respond(
             response::plain_text(StatusCode::NOT_FOUND, "404 page not found\n")
         }
         Route::Health => etcd::health(ctx, &incoming.path),
-        Route::OpenApiV2 => response::empty_openapi_v2(),
+        Route::OpenApiV2 => openapi::v2(incoming),
+        Route::OpenApiV3(document) => openapi::v3(ctx, incoming, document.as_deref()),
         Route::Discovery(which) => {
             if incoming.method != Method::GET {
                 return response::status(status::not_found_path());

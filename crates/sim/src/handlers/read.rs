@@ -38,10 +38,10 @@ pub fn get(
         .store
         .get(target.resource, target.namespace.as_deref(), name)?;
     let def = ctx.store.resources().def(target.resource);
-    if let Some(columns) = table_columns(incoming, def) {
+    if let Some(printer) = table_printer(incoming, def) {
         let now = ctx.store.clock().now();
         let metadata = serde_json::json!({"resourceVersion": obj["metadata"]["resourceVersion"]});
-        let answer = table::table(&columns, std::slice::from_ref(&*obj), metadata, now);
+        let answer = table::table(&printer, std::slice::from_ref(&*obj), metadata, now);
         return Ok(response::json(StatusCode::OK, &answer));
     }
     match encoding::for_resource(incoming.header(ACCEPT), def) {
@@ -83,7 +83,7 @@ pub async fn list(
     }
     let page = ctx.store.list(target.resource, &options)?;
     let def = ctx.store.resources().def(target.resource);
-    if let Some(columns) = table_columns(incoming, def) {
+    if let Some(printer) = table_printer(incoming, def) {
         let objects: Vec<serde_json::Value> = page.items.iter().map(|o| (**o).clone()).collect();
         let mut metadata =
             serde_json::json!({"resourceVersion": page.resource_version.to_string()});
@@ -94,7 +94,7 @@ pub async fn list(
             metadata["remainingItemCount"] = serde_json::Value::from(remaining);
         }
         let now = ctx.store.clock().now();
-        let answer = table::table(&columns, &objects, metadata, now);
+        let answer = table::table(&printer, &objects, metadata, now);
         return Ok(response::json(StatusCode::OK, &answer));
     }
     match encoding::for_resource(incoming.header(ACCEPT), def) {
@@ -116,13 +116,13 @@ pub async fn list(
     }
 }
 
-/// The printer columns to answer a `Table` with, when the client asks for one first and this
-/// server knows the resource's columns (`sim::table`).
-fn table_columns(incoming: &Incoming, def: &ResourceDef) -> Option<Vec<table::PrinterColumn>> {
+/// The printer to answer a `Table` with, when the client asks for one first and this server
+/// knows the resource's columns (`sim::table`).
+fn table_printer(incoming: &Incoming, def: &ResourceDef) -> Option<table::Printer> {
     if !table::asked_first(incoming.header(ACCEPT)) {
         return None;
     }
-    table::columns(def)
+    table::printer(def)
 }
 
 /// The protobuf answer `written`, or for an object the tables cannot write (a member of the

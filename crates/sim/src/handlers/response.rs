@@ -146,7 +146,8 @@ pub fn protobuf_bytes(status: StatusCode, bytes: Vec<u8>) -> Response<Body> {
 /// real server sends its whole schema (1.6 MB on v1.28.7) with this `Content-Type`. An empty
 /// protobuf message is a valid, empty document: kubectl finds no schema for the kind, skips
 /// the client-side validation, and sends the object; the server's own checks
-/// (`sim::validation`) still apply. `/openapi/v3` stays a 404, which kubectl falls back from.
+/// (`sim::validation`) still apply. kubectl's probe for server-side field validation finds no
+/// `patch` in `/openapi/v3` (`sim::openapi`) and falls back to this document.
 pub fn empty_openapi_v2() -> Response<Body> {
     let response = Response::new(full(Vec::new()));
     with_content_type(

@@ -9,7 +9,11 @@
 //! - **Access.** Only to non-resource paths. `system:masters` may do anything (exchange 92);
 //!   otherwise a user, or one of its groups, may `get` the paths
 //!   [`SimConfig::allowing`](crate::SimConfig::allowing) grants it, a trailing `*`
-//!   matching everything under it — RBAC's `nonResourceURLs` rule (exchanges 89–91).
+//!   matching everything under it — RBAC's `nonResourceURLs` rule (exchanges 89–91) — and
+//!   every authenticated user the discovery, health and version paths RBAC's default roles
+//!   grant them ([`DEFAULT_NON_RESOURCE_RULES`], exchange 286).
+//! - **Self reviews** (`kubectl auth can-i`) are the `self_reviews` module's, which answers
+//!   them with [`echoed`] and [`non_resource_allowed`].
 
 use http::{Method, Response, StatusCode};
 use serde_json::{json, Value};
@@ -43,7 +47,44 @@ pub struct NonResourceGrant {
     pub paths: Vec<String>,
 }
 
-/// The answer to `incoming` if it creates a review; `None` for any other request.
+/// The non-resource paths RBAC's default cluster roles let every authenticated user `get`
+/// (`system:discovery`, `system:public-info-viewer`), and service accounts the issuer
+/// discovery paths too (`system:service-account-issuer-discovery`), in the order a rules
+/// review lists them (exchange 286).
+pub const DEFAULT_NON_RESOURCE_RULES: [(&str, &[&str]); 3] = [
+    (
+        "system:authenticated",
+        &[
+            "/api",
+            "/api/*",
+            "/apis",
+            "/apis/*",
+            "/healthz",
+            "/livez",
+            "/openapi",
+            "/openapi/*",
+            "/readyz",
+            "/version",
+            "/version/",
+        ],
+    ),
+    (
+        "system:serviceaccounts",
+        &[
+            "/.well-known/openid-configuration",
+            "/.well-known/openid-configuration/",
+            "/openid/v1/jwks",
+            "/openid/v1/jwks/",
+        ],
+    ),
+    (
+        "system:authenticated",
+        &["/healthz", "/livez", "/readyz", "/version", "/version/"],
+    ),
+];
+
+/// The answer to `incoming` if it creates a TokenReview or a SubjectAccessReview; `None` for
+/// any other request.
 pub fn answer(ctx: &Context, incoming: &Incoming) -> Option<Response<Body>> {
     if incoming.method != Method::POST {
         return None;
@@ -53,19 +94,21 @@ pub fn answer(ctx: &Context, incoming: &Incoming) -> Option<Response<Body>> {
         ACCESS_REVIEWS => access_review,
         _ => return None,
     };
+    Some(echoed(incoming, |spec| review(ctx, spec)))
+}
+
+/// A review's answer: 201, the review sent with `status` judged from its `spec`, stored
+/// nowhere; a body that is not a review is a 400.
+pub fn echoed(incoming: &Incoming, status: impl FnOnce(&Value) -> Value) -> Response<Body> {
     let body = match incoming.json_body() {
         Ok(Some(body)) => body,
-        Ok(None) => {
-            return Some(response::status(status::bad_request(
-                "no review in the body",
-            )))
-        }
-        Err(e) => return Some(response::status(status::bad_request(&e.to_string()))),
+        Ok(None) => return response::status(status::bad_request("no review in the body")),
+        Err(e) => return response::status(status::bad_request(&e.to_string())),
     };
     let mut answer = body.clone();
     answer["metadata"] = json!({"creationTimestamp": null});
-    answer["status"] = review(ctx, &body["spec"]);
-    Some(response::json(StatusCode::CREATED, &answer))
+    answer["status"] = status(&body["spec"]);
+    response::json(StatusCode::CREATED, &answer)
 }
 
 /// Whose the token of `spec` is.
@@ -111,15 +154,37 @@ fn access_review(ctx: &Context, spec: &Value) -> Value {
         .collect();
     let path = spec["nonResourceAttributes"]["path"].as_str();
     let verb = spec["nonResourceAttributes"]["verb"].as_str();
-    let allowed = groups.contains(&"system:masters")
-        || match (path, verb) {
-            (Some(path), Some("get")) => ctx.grants.iter().any(|grant| {
-                (grant.subject == user || groups.contains(&grant.subject.as_str()))
-                    && grant.paths.iter().any(|p| covers(p, path))
-            }),
-            _ => false,
-        };
+    let allowed = match (path, verb) {
+        (Some(path), Some(verb)) => non_resource_allowed(ctx, user, &groups, path, verb),
+        _ => groups.contains(&"system:masters"),
+    };
     json!({"allowed": allowed})
+}
+
+/// Whether `user` of `groups` may `verb` the non-resource `path`: `system:masters` anything,
+/// others `get` on what [`DEFAULT_NON_RESOURCE_RULES`] give their groups and what
+/// [`SimConfig::allowing`](crate::SimConfig::allowing) grants them.
+pub fn non_resource_allowed(
+    ctx: &Context,
+    user: &str,
+    groups: &[&str],
+    path: &str,
+    verb: &str,
+) -> bool {
+    if groups.contains(&"system:masters") {
+        return true;
+    }
+    if verb != "get" {
+        return false;
+    }
+    let by_default = DEFAULT_NON_RESOURCE_RULES
+        .iter()
+        .any(|(group, paths)| groups.contains(group) && paths.iter().any(|p| covers(p, path)));
+    by_default
+        || ctx.grants.iter().any(|grant| {
+            (grant.subject == user || groups.contains(&grant.subject.as_str()))
+                && grant.paths.iter().any(|p| covers(p, path))
+        })
 }
 
 /// Whether the RBAC `nonResourceURLs` entry `granted` covers `path`.

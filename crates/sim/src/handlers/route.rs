@@ -1,7 +1,7 @@
 //! Turning a request path into what it names.
 //!
 //! Contract: [`Route::parse`] understands the API server's URL layout —
-//! `/healthz`, `/livez`, `/readyz`, `/openapi/v2`, `/version`, `/api`, `/api/v1`, `/apis`, `/apis/{group}`, `/apis/{group}/{version}` for
+//! `/healthz`, `/livez`, `/readyz`, `/openapi/v2`, `/openapi/v3[/...]`, `/version`, `/api`, `/api/v1`, `/apis`, `/apis/{group}`, `/apis/{group}/{version}` for
 //! discovery, and for resources `/api/v1/...` or `/apis/{group}/{version}/...` followed by
 //! `{resource}[/{name}[/{subresource}]]` or `namespaces/{ns}/{resource}[/{name}[/{subresource}]]`.
 //! Paths naming nothing served parse to [`Route::NotFound`].
@@ -45,6 +45,8 @@ pub enum Route {
     Health,
     /// `/openapi/v2`, which kubectl reads before it creates or applies a file.
     OpenApiV2,
+    /// `/openapi/v3` (`None`: the index) or a group version's document under it.
+    OpenApiV3(Option<String>),
     /// A discovery document.
     Discovery(Discovery),
     /// An object or collection.
@@ -64,6 +66,8 @@ impl Route {
         match segments.as_slice() {
             ["healthz" | "livez" | "readyz"] => Route::Health,
             ["openapi", "v2"] => Route::OpenApiV2,
+            ["openapi", "v3"] => Route::OpenApiV3(None),
+            ["openapi", "v3", document @ ..] => Route::OpenApiV3(Some(document.join("/"))),
             ["version"] => Route::Discovery(Discovery::Version),
             ["api"] => Route::Discovery(Discovery::CoreVersions),
             ["api", "v1"] => Route::Discovery(Discovery::CoreResources),

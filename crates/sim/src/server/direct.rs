@@ -170,6 +170,7 @@ impl SimServer {
             group: def.group.clone(),
             resource: def.resource.clone(),
             verbs: vec![verb.to_owned()],
+            cluster_scope_only: false,
         });
         Ok(())
     }

@@ -131,7 +131,8 @@ pub struct RetentionOptions {
     /// How long after a policy or namespace change the plan is made (changes in that window
     /// are planned together).
     pub replan_delay: Duration,
-    /// How often statuses are recounted (and written if they changed).
+    /// How often statuses are recounted (and written if they changed). A policy's new
+    /// judgement — its first, a new generation, another `Ready` — is written at once.
     pub status_interval: Duration,
     /// How often discovery is read again while a policy names a resource not served, and a
     /// resource kube-gc was forbidden to read is tried again.
@@ -186,6 +187,9 @@ struct Shared {
     namespaces: SharedInformer<PartialObjectMetadata>,
     context: WatchContext,
     dirty: Notify,
+    /// A policy was judged anew (created, changed, or its state changed): the status writer
+    /// writes what it now says at once, not at its next round.
+    judged: Notify,
     /// A watch was answered 404: read discovery again before the next plan, however fresh.
     rediscover: AtomicBool,
     /// What the server forbids kube-gc on the policies' resources (403s).
@@ -305,6 +309,7 @@ impl RetentionControllerBuilder {
             cluster,
             namespaces,
             dirty: Notify::new(),
+            judged: Notify::new(),
             rediscover: AtomicBool::new(false),
             refusals: Arc::clone(&refusals),
             feed: Arc::clone(&self.feed),

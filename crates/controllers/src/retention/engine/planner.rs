@@ -186,6 +186,7 @@ async fn apply(shared: &Shared, plan: Plan) {
 fn report_states(shared: &Shared, states: BTreeMap<PolicyId, PolicyState>) {
     let mut previous = shared.states.lock();
     let mut tally = StateTally::default();
+    let mut judged_anew = false;
     for (id, state) in &states {
         match state {
             PolicyState::Ready { .. } => tally.ready += 1,
@@ -196,6 +197,7 @@ fn report_states(shared: &Shared, states: BTreeMap<PolicyId, PolicyState>) {
         if previous.get(id) == Some(state) {
             continue;
         }
+        judged_anew = true;
         match state {
             PolicyState::Invalid { errors, .. } => {
                 let message = errors
@@ -237,6 +239,9 @@ fn report_states(shared: &Shared, states: BTreeMap<PolicyId, PolicyState>) {
     }
     shared.metrics.set_policies(&tally);
     *previous = states;
+    if judged_anew {
+        shared.judged.notify_one();
+    }
 }
 
 fn record_policy_event(

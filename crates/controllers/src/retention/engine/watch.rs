@@ -174,6 +174,11 @@ impl ResourceWatch {
         self.synced.as_ref().is_some_and(InformerSynced::has_synced)
     }
 
+    /// A handle to wait for the first list with (`None` for a watch that never lists).
+    pub fn synced(&self) -> Option<InformerSynced> {
+        self.synced.clone()
+    }
+
     /// The informer's reflector counters.
     pub fn reflector_metrics(&self) -> Option<&Arc<ReflectorMetrics>> {
         self.metrics.as_ref()

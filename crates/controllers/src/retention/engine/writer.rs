@@ -2,6 +2,13 @@
 //! it recounts what each policy governs and writes the statuses that changed, as a merge patch
 //! of `/status` that makes the new status the whole status (see [`status_patch`]). A dry run of
 //! the whole process (`kube-gc run --dry-run`) writes nothing, statuses included.
+//!
+//! A policy judged anew — created, given a new generation, or its `Ready` changed — has its
+//! status written at once ([`Round::Judged`]), as soon as the resources its watches read are
+//! listed (no later than the next round), so `kubectl get rp` never shows blank columns for
+//! a policy kube-gc has seen. Only that judgement is written early ([`newly_judged`]): counts
+//! that merely moved wait for the round, so the write rate stays one per policy per interval
+//! plus one per change of the policy itself.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -38,13 +45,58 @@ pub(super) async fn status_writer(
         return;
     }
     let mut written = Written::default();
+    let interval = shared.options.status_interval;
+    let mut next_round = tokio::time::Instant::now() + interval;
     loop {
-        tokio::select! {
+        let round = tokio::select! {
             _ = stop.cancelled() => return,
-            _ = tokio::time::sleep(shared.options.status_interval) => {}
+            _ = tokio::time::sleep_until(next_round) => Round::Every,
+            _ = shared.judged.notified() => Round::Judged,
+        };
+        match round {
+            Round::Every => next_round = tokio::time::Instant::now() + interval,
+            // Counted once the watches have listed what they read; never later than a round.
+            Round::Judged => {
+                let listing: Vec<InformerSynced> = shared
+                    .watches
+                    .read()
+                    .values()
+                    .filter_map(|watch| watch.synced())
+                    .collect();
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = wait_synced(&listing, &stop) => {}
+                    _ = tokio::time::sleep_until(next_round) => {}
+                }
+            }
         }
-        write_statuses(&shared, &mut written).await;
+        write_statuses(&shared, &mut written, round).await;
     }
+}
+
+/// Why the writer writes now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Round {
+    /// The status interval is up: every status that changed.
+    Every,
+    /// A policy was judged anew: the statuses whose judgement changed.
+    Judged,
+}
+
+/// Whether `status` tells a judgement that `held` (the status last written, else the one on
+/// the server) does not: a policy never reported, another generation, another `Ready` status
+/// or reason. Counts alone do not make a judgement.
+fn newly_judged(status: &RetentionPolicyStatus, held: Option<&RetentionPolicyStatus>) -> bool {
+    let Some(held) = held else {
+        return true;
+    };
+    let ready = |s: &RetentionPolicyStatus| {
+        s.conditions
+            .iter()
+            .find(|c| c.type_ == "Ready")
+            .map(|c| (c.status.clone(), c.reason.clone()))
+    };
+    held.observed_generation != status.observed_generation || ready(held) != ready(status)
 }
 
 /// What the status writer remembers between rounds.
@@ -57,7 +109,7 @@ struct Written {
     deleted_before: HashMap<PolicyId, u64>,
 }
 
-async fn write_statuses(shared: &Shared, written: &mut Written) {
+async fn write_statuses(shared: &Shared, written: &mut Written, round: Round) {
     let watches: Vec<_> = shared.watches.read().values().cloned().collect();
     let now = shared.clock.now();
     let counts = count(&watches, now);
@@ -99,6 +151,9 @@ async fn write_statuses(shared: &Shared, written: &mut Written) {
             now,
         );
         if object.status.as_ref() == Some(&status) || written.statuses.get(&id) == Some(&status) {
+            continue;
+        }
+        if round == Round::Judged && !newly_judged(&status, previous) {
             continue;
         }
         let resource = if id.namespace.is_some() {
@@ -161,6 +216,47 @@ mod tests {
             next_deletion_time: next,
             ..RetentionPolicyStatus::default()
         }
+    }
+
+    fn judged(generation: i64, ready: &str, reason: &str, matched: u64) -> RetentionPolicyStatus {
+        RetentionPolicyStatus {
+            observed_generation: Some(generation),
+            matched,
+            conditions: vec![crate::retention::policy::Condition {
+                type_: "Ready".to_owned(),
+                status: ready.to_owned(),
+                observed_generation: Some(generation),
+                last_transition_time: Time::now(),
+                reason: reason.to_owned(),
+                message: String::new(),
+            }],
+            ..RetentionPolicyStatus::default()
+        }
+    }
+
+    #[test]
+    fn a_new_judgement_is_written_at_once_and_moved_counts_wait_for_the_round() {
+        let ready = judged(1, "True", "Watching", 3);
+        // Never reported: blank columns until written.
+        assert!(newly_judged(&ready, None));
+        // The same judgement with other counts: the round writes it.
+        assert!(!newly_judged(
+            &ready,
+            Some(&judged(1, "True", "Watching", 7))
+        ));
+        // A new generation, or another Ready.
+        assert!(newly_judged(
+            &judged(2, "True", "Watching", 3),
+            Some(&ready)
+        ));
+        assert!(newly_judged(
+            &judged(1, "False", "InvalidSpec", 0),
+            Some(&ready)
+        ));
+        assert!(newly_judged(
+            &judged(1, "False", "Forbidden", 0),
+            Some(&judged(1, "False", "InvalidSpec", 0))
+        ));
     }
 
     #[test]
