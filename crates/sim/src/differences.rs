@@ -46,12 +46,12 @@ pub static KNOWN: &[Difference] = &[
     Difference {
         name: "tables-for-some-resources",
         area: "encoding",
-        text: "as=Table is answered only for the resources the sim knows the printer columns of; others answer the JSON the client offers as a fallback.",
+        text: "as=Table is answered with the real columns for Jobs, Pods, Events, CustomResourceDefinitions, namespaces and custom resources with printer columns (kube-gc's policies); other built-in kinds (Nodes, Secrets, Deployments, Leases, ...) answer the JSON the client offers as a fallback, which kubectl prints as NAME and AGE. The descriptions of the built-in kinds' columns are kube-gc's own words; names, types, formats, priorities and cells are the real ones.",
     },
     Difference {
         name: "openapi-empty",
         area: "discovery",
-        text: "/openapi/v2 is an empty document (enough for kubectl create/apply -f, which then skips its client-side validation) and /openapi/v3 a 404.",
+        text: "/openapi/v2 is an empty document (enough for kubectl create/apply -f, which then skips its client-side validation). /openapi/v3 lists group versions only (not api, apis, apis/<group> or .well-known/openid-configuration); its documents carry get operations only and no Last-Modified, so kubectl's probe for server-side field validation falls back to the empty v2 (the sim ignores fieldValidation). Built-in kinds' fields in them are those kube-gc's protobuf tables describe (Job, Pod, Namespace, ConfigMap and what they reach), with no descriptions; other built-in kinds show apiVersion, kind, metadata, spec and status only. Custom resources' schemas are complete (their CRDs).",
     },
     Difference {
         name: "protobuf-only-for-tabled-kinds",
@@ -81,7 +81,7 @@ pub static KNOWN: &[Difference] = &[
     Difference {
         name: "two-event-stores",
         area: "lifecycle",
-        text: "core/v1 and events.k8s.io/v1 Events are two separate stores: a deletecollection of one leaves the other's.",
+        text: "core/v1 and events.k8s.io/v1 Events are two separate stores, where the real server stores one Event and serves it under both: an Event written through one API is listed only under it, and a deletecollection of one leaves the other's.",
     },
     Difference {
         name: "namespaces-not-emptied",
@@ -117,6 +117,21 @@ pub static KNOWN: &[Difference] = &[
         name: "simple-authorization",
         area: "auth",
         text: "Authentication is the server's bearer token, a known user's token or any client certificate signed by the server's CA; authorization only refuses the verbs a test denies a user on a resource, with the real server's 403.",
+    },
+    Difference {
+        name: "job-selector-not-defaulted",
+        area: "objects",
+        text: "A new Job gets no batch.kubernetes.io/controller-uid selector and labels: kubectl get jobs shows its Selector as <none> unless the Job names one.",
+    },
+    Difference {
+        name: "pod-ips-not-filled",
+        area: "objects",
+        text: "status.podIPs is not filled from status.podIP on write; the Pods' Table falls back to podIP when podIPs is empty.",
+    },
+    Difference {
+        name: "access-reviews-without-rbac",
+        area: "auth",
+        text: "The sim has no RBAC objects: an allowed access review carries no reason naming a binding, a user may do what it is not explicitly denied (so kubectl auth can-i --list of a restricted user shows each served resource with the verbs left, not its Role), review answers carry no managedFields, and a SelfSubjectAccessReview with neither resource nor non-resource attributes is answered allowed: false where the real server refuses it as invalid.",
     },
 ];
 
