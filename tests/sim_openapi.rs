@@ -80,6 +80,37 @@ fn shape(document: &Value, schema: &Value) -> String {
 
 /// Every field path under `schema` (to `depth`) that `ours` describes and `real` lacks or
 /// types otherwise.
+/// kube-gc's CRDs gained fields after exchange 273 was captured (`spec.mode`,
+/// `spec.notification` and the status that reports them). A field of a kube-gc kind that 273
+/// lacks passes only where the real server's definition of the CRDs as they are now, exchange
+/// 230, has it: the same check, against the later capture.
+fn in_the_later_definition(kind: &str, entry: &str) -> bool {
+    let Some(kind_name) = kind.strip_prefix("io.kube-gc.v1alpha1.") else {
+        return false;
+    };
+    let Some(path) = entry
+        .strip_suffix(": not on the real server")
+        .and_then(|e| e.strip_prefix(kind))
+    else {
+        return false;
+    };
+    let definition = exchange("230-");
+    let mut schema =
+        &definition["response"]["body"]["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
+    // 230 is ClusterRetentionPolicy's definition; RetentionPolicy's gained the same fields.
+    assert!(matches!(
+        kind_name,
+        "ClusterRetentionPolicy" | "RetentionPolicy"
+    ));
+    for field in path.trim_start_matches('.').split('.') {
+        schema = &schema["properties"][field];
+        if schema.is_null() {
+            return false;
+        }
+    }
+    true
+}
+
 fn mismatches(
     ours: (&Value, &Value),
     real: (&Value, &Value),
@@ -198,6 +229,7 @@ async fn the_index_and_documents_have_the_real_shape_and_field_trees() {
                 8,
                 &mut found,
             );
+            found.retain(|entry| !in_the_later_definition(kind, entry));
             assert!(found.is_empty(), "{kind}: {found:#?}");
         }
         // Every path served here is one the real server has.
