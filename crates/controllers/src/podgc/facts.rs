@@ -366,7 +366,7 @@ mod tests {
         // with gracePeriodSeconds 0: MODIFIED with grace 0 and no finalizer, then DELETED.
         let text = std::fs::read_dir(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/fixtures/real-apiserver/exchanges"
+            "/../../fixtures/real-apiserver/exchanges"
         ))
         .ok()
         .and_then(|entries| {
