@@ -1,4 +1,4 @@
-//! `kube-gc explain` and `kube-gc plan` (issue 18) against the simulated API server over HTTP:
+//! `kube-gc explain` and `kube-gc plan` against the simulated API server over HTTP:
 //! how long one object's explanation takes, and how long a plan of the whole cluster takes with
 //! N real-sized Jobs (~6 KB each, `tests/job_support`), every one finished with a TTL.
 //!

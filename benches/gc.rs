@@ -29,6 +29,7 @@ use kube_gc::controllers::garbagecollector::graph::Graph;
 use kube_gc::controllers::garbagecollector::identity::Gvk;
 use kube_gc::controllers::garbagecollector::{GarbageCollector, GcOptions};
 use kube_gc::sim::faults::Verb;
+use kube_gc::sim::Connect as _;
 use kube_gc::sim::{DeleteOptions, Gvr, Propagation, SimConfig, SimServer};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;

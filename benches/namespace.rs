@@ -42,6 +42,7 @@ use chrono::Utc;
 use kube_gc::client::{Client, ClientOptions};
 use kube_gc::manager::{ControllerSelection, Manager, ManagerOptions};
 use kube_gc::sim::journal::JournalEntry;
+use kube_gc::sim::Connect as _;
 use kube_gc::sim::{DeleteOptions, Gvr, SimConfig, SimServer};
 use serde_json::{json, Value};
 use tokio::runtime::Runtime;

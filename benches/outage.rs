@@ -42,6 +42,7 @@ use kube_gc::metrics::Metrics;
 use kube_gc::server::Endpoints;
 use kube_gc::sim::faults::{FaultPlan, Verb};
 use kube_gc::sim::history::ChangeKind;
+use kube_gc::sim::Connect as _;
 use kube_gc::sim::{DeleteOptions, Gvr, Propagation, SimConfig, SimServer};
 use parking_lot::Mutex;
 use serde_json::{json, Value};

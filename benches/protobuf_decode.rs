@@ -20,7 +20,7 @@
 //! - `json/ttl-assessment` and `protobuf/ttl-assessment`: what the TTL controller does with a
 //!   list, end to end — each item to its `Assessment` by the controller's own assessing decoder,
 //!   from the JSON text, or from the protobuf item transcoded with the members that decoder
-//!   says it reads (`DecodeItem::reads`), as the client does (issue 29's target: protobuf at
+//!   says it reads (`DecodeItem::reads`), as the client does (the target: protobuf at
 //!   least 1.5× JSON's rate).
 //!
 //! Run: `cargo bench --bench protobuf_decode` (criterion; throughput in Jobs per second).

@@ -1,4 +1,4 @@
-//! Retention policies benchmark (issue 17; `harness = false`, prints its numbers).
+//! Retention policies benchmark (`harness = false`, prints its numbers).
 //!
 //! 1. **Memory** (`memory`): heap held by a `Store<Assessment>` — what the engine caches per
 //!    object — after N Pods (~3.0 KB of JSON each: labels, annotations, a controlling
@@ -68,6 +68,7 @@ use kube_gc::controllers::retention::policy::{PolicyId, RetentionPolicyObject};
 use kube_gc::controllers::retention::wire::{decode as decode_object, decode_needed};
 use kube_gc::controllers::retention::CelExpr;
 use kube_gc::runtime::cache::Store;
+use kube_gc::sim::Connect as _;
 use kube_gc::sim::{Gvr, SimConfig, SimServer};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;

@@ -7,7 +7,7 @@
 //!    default 20 QPS / burst 30 (efficiency against the N / QPS limit).
 //! 2. **Staggered**: Jobs expiring at twenty different seconds; deletion latency after expiry,
 //!    p50 / p99 / max, unthrottled; and twenty Jobs, one per second (`single`).
-//! 3. **Managed** (issue 16): the whole manager at kube-controller-manager's default 20 QPS /
+//! 3. **Managed**: the whole manager at kube-controller-manager's default 20 QPS /
 //!    burst 30, against a server serving 45 resource types, twenty Jobs expiring one per
 //!    second from the first second after start; deletion latency after expiry p50 / p99 / max,
 //!    with every controller (`all`: the garbage collector starts a monitor per resource
@@ -34,6 +34,7 @@ use kube_gc::client::{Client, ClientOptions};
 use kube_gc::clock::SystemClock;
 use kube_gc::controllers::ttl::{BatchJob, FreshRead, TtlController, TtlMetrics, TtlOptions};
 use kube_gc::manager::{ControllerSelection, Manager, ManagerOptions};
+use kube_gc::sim::Connect as _;
 use kube_gc::sim::{Gvr, SimConfig, SimServer};
 use serde_json::json;
 use tokio::time::Instant;

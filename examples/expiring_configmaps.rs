@@ -44,6 +44,7 @@ use kube_gc::runtime::controller::{Action, Controller, Reconciler};
 use kube_gc::runtime::informer::{EventHandler, SharedInformer};
 use kube_gc::runtime::reflector::ReflectorConfig;
 use kube_gc::runtime::workqueue::WorkQueue;
+use kube_gc::sim::Connect as _;
 use kube_gc::sim::{Gvr, SimConfig, SimServer};
 use serde::{Deserialize, Serialize};
 use serde_json::json;

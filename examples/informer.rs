@@ -35,6 +35,7 @@ use kube_gc::client::{Api, Client, ClientOptions};
 use kube_gc::runtime::cache::{Cacheable, Deleted};
 use kube_gc::runtime::informer::{HandlerFns, SharedInformer};
 use kube_gc::runtime::reflector::ReflectorConfig;
+use kube_gc::sim::Connect as _;
 use kube_gc::sim::{DeleteOptions, Gvr, Propagation, SimConfig, SimServer};
 use serde_json::json;
 use tokio::sync::mpsc;

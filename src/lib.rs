@@ -1,57 +1,49 @@
 //! kube-gc: a standalone Kubernetes garbage collector on a hand-written controller runtime.
 //!
-//! The crate is the root of a Cargo workspace whose other crates are layers that stand alone:
-//! so far the workqueue, `kube-gc-workqueue` (`crates/workqueue`, whose README is where a reader
-//! of the runtime starts), re-exported here as [`runtime::workqueue`] and [`token_bucket`].
+//! This package is the `kube-gc` binary and its commands; everything else is a crate of the
+//! workspace (`crates/`), one per layer, each depending only on the ones below it — a rule
+//! Cargo enforces, since a crate cannot name one it does not depend on:
 //!
-//! The crate is layered; each layer only uses the ones above it in this list:
+//! | layer | crate | re-exported here as |
+//! |---|---|---|
+//! | the commands | this package: [`cli`], [`demo`] | — |
+//! | what runs the controllers | `kube-gc-manager` | [`manager`], [`explain`], [`server`], [`metrics`], [`notify`], [`shutdown`] |
+//! | the controllers | `kube-gc-controllers` | [`controllers`] |
+//! | the controller runtime | `kube-gc-runtime` | [`runtime`], [`events`], [`leaderelection`] |
+//! | the API client | `kube-gc-client` | [`client`] (with the protobuf decoders, [`client::protobuf`]) |
+//! | the API object types | `kube-gc-api` | [`api`] |
+//! | the protobuf wire format | `kube-gc-protobuf` | [`client::protobuf`]'s `wire`, `schema`, `transcode`, `encode` |
+//! | the workqueue | `kube-gc-workqueue` | [`runtime::workqueue`], [`token_bucket`] |
+//! | the foundation | `kube-gc-core` | [`clock`], [`duration`], [`labels`], [`field_errors`], [`error_chain`] |
 //!
-//! - [`api`]: the Kubernetes object types kube-gc reads and writes (serde, written here).
-//! - [`client`]: talking to an API server: kubeconfig, authentication, REST verbs, watch streams.
-//! - [`runtime`]: the controller runtime: workqueue (the workqueue crate), reflector, cache,
-//!   informer and worker loop.
-//! - [`events`]: how controllers report Kubernetes Events without waiting on them.
-//! - [`controllers`]: the garbage-collection logic (TTL-after-finished, ownerReference GC,
-//!   retention policies).
-//! - [`explain`]: `kube-gc explain` and `kube-gc plan`, read-only, on the controllers' decisions.
-//! - [`manager`]: runs the enabled controllers together, as kube-controller-manager does.
-//! - [`demo`]: the `kube-gc demo` workload, run against the simulated API server.
-//! - Running for real: [`leaderelection`] (one active replica, on a Lease), [`metrics`]
-//!   (Prometheus, client-go's names), [`server`] (health, readiness, metrics and debug
-//!   endpoints), [`shutdown`] (signals and the bounded drain), [`notify`] (webhooks told what
-//!   was deleted and what comes, in batches).
-//! - [`sim`]: an in-process simulated API server that tests, benchmarks and the demo run against.
-//!   It speaks HTTP and JSON like a real kube-apiserver and shares no decoding code with
-//!   [`client`], so a misunderstanding on one side is not silently mirrored on the other.
-//! - [`cli`]: the `kube-gc` command line.
-//! - [`clock`]: injectable wall-clock time.
-//! - [`duration`]: Go-style duration strings (`1m30s`), as kube-controller-manager's flags take
-//!   them.
-//! - [`token_bucket`]: the one token bucket, layer-neutral, from the workqueue crate: the
-//!   workqueue's rate limiter, the client's request throttling and the event correlator all draw
-//!   from it.
+//! The simulated API server, `kube-gc-sim` ([`sim`]), stands beside them: it depends on the
+//! foundation and the protobuf format only, and only this package and the tests depend on it
+//! (the `sim`, `demo` and `record` commands), so no controller, runtime, client or explain code
+//! can import it. [`sim::Connect`] points kube-gc's client at one.
 //!
-//! `docs/architecture.md` walks through how data flows from the API server to a deletion.
+//! The re-exports keep the module names the code had when it was one crate, so
+//! `kube_gc::client::Client` or `kube_gc::runtime::workqueue::WorkQueue` name what they always
+//! named, as the `kube` crate fronts kube-rs' `kube-core`, `kube-client` and `kube-runtime`.
+//!
+//! `docs/architecture.md` walks through how data flows from the API server to a deletion;
+//! `crates/workqueue/README.md` is where a reader of the runtime starts.
 
-pub mod api;
 pub mod cli;
-pub mod client;
-pub mod clock;
-pub mod controllers;
+mod connect;
 pub mod demo;
-pub mod duration;
-pub mod error_chain;
-pub mod events;
-pub mod explain;
-pub mod leaderelection;
-pub mod manager;
-pub mod metrics;
-pub mod notify;
-pub mod runtime;
-pub mod server;
-pub mod shutdown;
-pub mod sim;
+
+pub use kube_gc_api as api;
+pub use kube_gc_client as client;
+pub use kube_gc_controllers as controllers;
+pub use kube_gc_core::{clock, duration, error_chain, field_errors, labels};
+pub use kube_gc_manager::{explain, manager, metrics, notify, server, shutdown};
+pub use kube_gc_runtime as runtime;
+pub use kube_gc_runtime::{events, leaderelection};
 pub use kube_gc_workqueue::token_bucket;
 
-#[cfg(test)]
-mod test_fixtures;
+/// The simulated API server (the crate `kube-gc-sim`), and [`Connect`](sim::Connect): kube-gc's
+/// client pointed at it.
+pub mod sim {
+    pub use crate::connect::{Connect, ConnectError};
+    pub use kube_gc_sim::*;
+}

@@ -234,7 +234,7 @@ fn a_small_demo_passes_and_prints_its_summary() {
             "{namespace}: its Pods first: {stdout}"
         );
     }
-    // Issue 18: the summary explains a kept and a blocked object.
+    // The summary explains a kept and a blocked object.
     for line in [
         "$ kube-gc explain pods/explain-running -n demo-pods",
         "Verdict: keep",

@@ -116,7 +116,7 @@ async fn the_default_rate_is_20_per_second_with_bursts_of_30() {
     assert_eq!(started.elapsed(), Duration::from_secs(1));
 }
 
-/// Issue 16: each component's client has a bucket of its own. With the informers' bucket
+/// Each component's client has a bucket of its own. With the informers' bucket
 /// drained (a hundred requests queued behind it), a request of the leader election's client,
 /// and of the garbage collector's (at twice the rate), goes out at once; each sends its own
 /// `User-Agent`.

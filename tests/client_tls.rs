@@ -13,6 +13,7 @@ use client_support::{custom_config, last_request, start_with, unthrottled};
 use kube_gc::client::config::{ClientConfig, Environment, LoadOptions};
 use kube_gc::client::{Api, ApiRequest, Client, Error, ListParams, ResourceRef};
 use kube_gc::sim::faults::Verb;
+use kube_gc::sim::Connect as _;
 use kube_gc::sim::{SimConfig, SimServer};
 use serde_json::Value;
 

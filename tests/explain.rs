@@ -373,7 +373,7 @@ async fn plan_selects_orphans_by_any_label_selector_and_still_sees_unselected_ow
     );
 }
 
-/// The garbage collector's row, on rough edges an operator met (issue 30, item 3): an owner
+/// The garbage collector's row, on rough edges an operator met: an owner
 /// deleting in the foreground is the collector's work, not "does not apply"; a blocking
 /// dependent not deleted yet names its own finalizers, the next link of the chain; an owner
 /// reference to something that is not there says it may never have existed.

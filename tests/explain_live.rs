@@ -1,4 +1,4 @@
-//! `/debug/explain` on a running kube-gc (issue 18): the manager runs against the simulated API
+//! `/debug/explain` on a running kube-gc: the manager runs against the simulated API
 //! server on the paused clock, in dry-run so that what is due stays to be explained, and its
 //! page answers from the controllers' caches what `kube-gc explain` answers from the API — the
 //! same verdict and `deleteAt` at the same instant, without a single request; behind

@@ -1,5 +1,5 @@
 //! The garbage collector end to end, against the simulated API server (which does not collect
-//! garbage itself). The cases of issue #7 whose outcome is "these objects go, in this order, for
+//! garbage itself). The cases whose outcome is "these objects go, in this order, for
 //! this many requests; those stay" are one table ([`CASES`]); cases that need their own kind of
 //! check follow as separate tests. Every test checks the invariant that nothing with a live,
 //! valid owner was deleted. On tokio's paused clock, over real sockets.

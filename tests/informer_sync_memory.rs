@@ -3,7 +3,7 @@
 //! `tests/job_support`) listed over HTTP from the simulated API server, counted by a counting
 //! allocator that exists only in this test binary.
 //!
-//! The target (issue 5) is under 300 bytes per cached Job. The whole list body is ~30 MB; since
+//! The target is under 300 bytes per cached Job. The whole list body is ~30 MB; since
 //! the decoder never holds it, and drops each item's text as soon as the item is decoded, what
 //! stays after the sync is the cache alone.
 //!

@@ -6,15 +6,15 @@ mod kubeconfig_common;
 use std::sync::Arc;
 
 use base64::Engine;
-use chrono::{DateTime, Duration, TimeZone, Utc};
+use chrono::{Duration, TimeZone, Utc};
 use kube_gc::client::config::{ClientConfig, Environment};
+use kube_gc::clock::{Clock, ManualClock};
 use kubeconfig_common::{fixture, hermetic_env, load_with};
-use parking_lot::Mutex;
 
 /// A plugin's state directory, and a wall clock the test moves by hand.
 struct Harness {
     state: tempfile::TempDir,
-    now: Arc<Mutex<DateTime<Utc>>>,
+    clock: ManualClock,
 }
 
 impl Harness {
@@ -22,15 +22,14 @@ impl Harness {
         let start = Utc.with_ymd_and_hms(2026, 1, 1, 12, 0, 0).unwrap();
         Harness {
             state: tempfile::tempdir().unwrap(),
-            now: Arc::new(Mutex::new(start)),
+            clock: ManualClock::new(start),
         }
     }
 
     fn env(&self) -> Environment {
-        let now = self.now.clone();
         hermetic_env()
             .with_var("PLUGIN_STATE_DIR", self.state.path().display().to_string())
-            .with_clock(Arc::new(move || *now.lock()))
+            .with_clock(Arc::new(self.clock.clone()))
     }
 
     fn load(&self, context: &str, env: Environment) -> ClientConfig {
@@ -38,7 +37,7 @@ impl Harness {
     }
 
     fn advance(&self, by: Duration) {
-        *self.now.lock() += by;
+        self.clock.set(self.clock.now() + by);
     }
 
     fn record(&self, name: &str) -> String {
@@ -110,7 +109,7 @@ async fn v1beta1_plugin_without_cluster_info() {
 #[tokio::test]
 async fn the_token_is_cached_until_its_expiry() {
     let harness = Harness::new();
-    let expires = *harness.now.lock() + Duration::minutes(10);
+    let expires = harness.clock.now() + Duration::minutes(10);
     let env = harness
         .env()
         .with_var("PLUGIN_EXPIRES", expires.to_rfc3339());

@@ -237,7 +237,7 @@ fn renewals_by(cluster: &Cluster, agent: &str) -> usize {
         .count()
 }
 
-/// Issue 16: with the informers' limiter exhausted, the leader still renews on time, because
+/// One bucket per client: with the informers' limiter exhausted, the leader still renews on time, because
 /// leader election has a bucket of its own (as in kube-controller-manager). The same elector on
 /// the informers' client loses the Lease: the test would catch a shared bucket.
 #[tokio::test(start_paused = true)]

@@ -1,6 +1,7 @@
 //! Log lines keep a constant message and put what varies in keys (`err=`, `missing=`), as
 //! Kubernetes' structured logging asks: a message with `{…}` interpolated into it cannot be
-//! grouped or alerted on. This reads every logging call in `src/` and checks its message.
+//! grouped or alerted on. This reads every logging call in `src/` and `crates/*/src/` and checks
+//! its message.
 
 use std::fs;
 use std::path::Path;
@@ -64,11 +65,19 @@ fn message(arguments: &str) -> Option<String> {
 
 #[test]
 fn log_messages_are_constant() {
+    // The binary's own sources and every workspace crate's.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    rust_files(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
-        &mut files,
-    );
+    rust_files(&root.join("src"), &mut files);
+    for member in fs::read_dir(root.join("crates"))
+        .expect("crates/")
+        .flatten()
+    {
+        let src = member.path().join("src");
+        if src.is_dir() {
+            rust_files(&src, &mut files);
+        }
+    }
     let mut checked = 0;
     let mut interpolated = Vec::new();
     for file in files {

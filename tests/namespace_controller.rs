@@ -17,6 +17,7 @@ use kube_gc::events::CollectingRecorder;
 use kube_gc::runtime::controller::ControllerError;
 use kube_gc::runtime::reflector::ReflectorConfig;
 use kube_gc::runtime::sources::Sources;
+use kube_gc::sim::Connect as _;
 use kube_gc::sim::{DeleteOptions, Gvr, SimConfig, SimServer};
 use serde_json::{json, Value};
 use tokio::task::JoinHandle;

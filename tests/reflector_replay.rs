@@ -13,6 +13,7 @@ use kube_gc::runtime::cache::Cacheable;
 use kube_gc::runtime::reflector::{ListWatch, MetadataOnly};
 use kube_gc::sim::kubeconfig::KubeconfigSpec;
 use kube_gc::sim::replay::{ReplayServer, Script};
+use kube_gc::sim::Connect as _;
 use reflector_support::{config, spawn, Seen};
 
 /// A client for the replay server, configured through a kubeconfig as a user's would be.

@@ -674,7 +674,7 @@ async fn a_reflector_whose_watches_all_fail_is_reported_stuck_then_recovered() {
     running.stop().await;
 }
 
-/// Issue 15's bug, at the reflector: the API server restarts in the middle of a watch, after
+/// The restart bug, at the reflector: the API server restarts in the middle of a watch, after
 /// writes the reflector did not see moved the revision on (as in exchanges 56-60); objects
 /// created after the restart must reach the cache after exactly one relist, and the relist
 /// must not go back in time.

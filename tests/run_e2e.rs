@@ -394,7 +394,7 @@ async fn a_leader_whose_renewals_fail_stops_and_exits_1() {
     sim.shutdown().await;
 }
 
-/// The bug an API server restart caused (issue 15): afterwards the informers must still see
+/// The bug an API server restart once caused: afterwards the informers must still see
 /// new objects. The watch caches restart at the current revision, so every watch gets a 410 and
 /// every reflector relists; a Job that finishes after the restart is still deleted, and the
 /// dependents of an owner deleted after it are still collected.
@@ -611,7 +611,7 @@ async fn run_says_it_waits_for_a_stopped_api_server_and_resumes_when_it_returns(
     assert!(status.success());
 }
 
-/// Issue 17 through the binary: a `ClusterRetentionPolicy` created while `kube-gc run` runs
+/// Retention policies through the binary: a `ClusterRetentionPolicy` created while `kube-gc run` runs
 /// deletes a finished standalone Pod and leaves a running one, reports `Ready=True` and its
 /// counts in the policy's status, and its metrics are served.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

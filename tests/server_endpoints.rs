@@ -16,6 +16,7 @@ use kube_gc::runtime::workqueue::{ItemExponentialFailureRateLimiter, WorkQueue};
 use kube_gc::server::{
     AuthOptions, CertificateSource, DebugPage, DelegatedAuth, Endpoints, Listener, Server,
 };
+use kube_gc::sim::Connect as _;
 use kube_gc::sim::{SimConfig, SimServer};
 use server_support::{http_client, parse};
 use tokio_util::sync::CancellationToken;

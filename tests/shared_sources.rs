@@ -35,6 +35,34 @@ fn count(journal: &[JournalEntry], verb: Verb) -> BTreeMap<String, usize> {
     counts
 }
 
+/// The resources several controllers of `kube-gc run` read.
+const SHARED: [&str; 9] = [
+    "/apis/batch/v1/jobs",
+    "/apis/batch.volcano.sh/v1alpha1/jobs",
+    "/api/v1/namespaces",
+    "/apis/kube-gc.io/v1alpha1/retentionpolicies",
+    "/apis/kube-gc.io/v1alpha1/clusterretentionpolicies",
+    "/api/v1/pods",
+    "/api/v1/nodes",
+    "/api/v1/persistentvolumeclaims",
+    "/api/v1/persistentvolumes",
+];
+
+/// Until the sim has seen a WATCH of each of `paths` (on the paused clock: no real waiting).
+async fn until_watched(sim: &SimServer, paths: &[&str]) {
+    let all_watched = || {
+        let watches = count(&sim.journal().entries(), Verb::Watch);
+        paths.iter().all(|path| watches.contains_key(*path))
+    };
+    tokio::time::timeout(PATIENCE, async {
+        while !all_watched() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("every shared resource is watched");
+}
+
 fn lists_of(sim: &SimServer, path: &str) -> Vec<JournalEntry> {
     sim.journal()
         .entries()
@@ -86,6 +114,10 @@ async fn every_controller_of_kube_gc_run_shares_one_list_and_one_watch_per_resou
     readiness.wait(&shutdown).await.expect("ready");
     wait_deleted(world.sim(), &jobs(), "done").await;
     wait_deleted(world.sim(), &vcjobs(), "vc-done").await;
+    // Ready means every cache holds its first list; a reflector opens its watch only after that,
+    // so the last WATCH may still be on its way when the deletions are seen. Counted once each
+    // has arrived.
+    until_watched(world.sim(), &SHARED).await;
 
     let journal = world.sim().journal().entries();
     let lists = count(&journal, Verb::List);
@@ -98,17 +130,7 @@ async fn every_controller_of_kube_gc_run_shares_one_list_and_one_watch_per_resou
     // both protection controllers, the collector and the namespace controller; volumes: the PV
     // protection controller and the collector; every other namespaced resource: the collector
     // and the namespace controller.
-    for shared in [
-        "/apis/batch/v1/jobs",
-        "/apis/batch.volcano.sh/v1alpha1/jobs",
-        "/api/v1/namespaces",
-        "/apis/kube-gc.io/v1alpha1/retentionpolicies",
-        "/apis/kube-gc.io/v1alpha1/clusterretentionpolicies",
-        "/api/v1/pods",
-        "/api/v1/nodes",
-        "/api/v1/persistentvolumeclaims",
-        "/api/v1/persistentvolumes",
-    ] {
+    for shared in SHARED {
         assert_eq!(lists.get(shared), Some(&1), "LISTs of {shared}: {lists:#?}");
         assert_eq!(
             watches.get(shared),

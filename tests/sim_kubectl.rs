@@ -96,7 +96,7 @@ async fn kubectl_lists_jobs_and_streams_a_raw_watch() {
     assert_eq!(watches[0].header("authorization"), Some("Bearer"));
 }
 
-/// What a new user types first (issue 30, item 1): `kubectl create -f` and `apply -f` of a Job
+/// What a new user types first: `kubectl create -f` and `apply -f` of a Job
 /// and of a retention policy (kubectl reads `/openapi/v2` first), `kubectl get crp` with the
 /// CRD's columns, and the real server's refusal of an invalid policy.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -306,4 +306,190 @@ async fn kubectl_deletes_a_namespace_sees_it_terminating_and_finalizes_it() {
         .unwrap();
     assert!(!ok);
     assert!(stderr.contains("namespaces \"team\" not found"), "{stderr}");
+}
+
+/// `kubectl get jobs`, `get pods -o wide` and `get events` print the real server's columns
+/// (exchanges 275–277), and `kubectl auth can-i` answers yes or no, with the exit code kubectl
+/// gives each (280, 283), and `--list` the rules (286).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_prints_server_side_tables_and_asks_can_i() {
+    let narrow = "system:serviceaccount:default:narrow";
+    let config = SimConfig::default()
+        .with_tls()
+        .with_token("kubectl-token")
+        .with_user("narrow-token", narrow, &["system:serviceaccounts"])
+        .forbidding(narrow, "batch", "jobs", &["delete"]);
+    let server = start(config).await;
+    create_job(&server, "first");
+    let pods = kube_gc::sim::Gvr::new("", "v1", "pods");
+    server
+        .create(
+            &pods,
+            serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "web", "namespace": "default"},
+                "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}}),
+        )
+        .unwrap();
+    server
+        .create(
+            &kube_gc::sim::Gvr::new("", "v1", "events"),
+            serde_json::json!({"apiVersion": "v1", "kind": "Event",
+                "metadata": {"name": "web.pulled", "namespace": "default"},
+                "involvedObject": {"kind": "Pod", "name": "web", "namespace": "default"},
+                "type": "Normal", "reason": "Pulled", "message": "pulled",
+                "source": {"component": "kubelet"}}),
+        )
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    server.write_kubeconfig(&kubeconfig).unwrap();
+    let narrow_config = dir.path().join("narrow");
+    let admin_text = std::fs::read_to_string(&kubeconfig).unwrap();
+    std::fs::write(
+        &narrow_config,
+        admin_text.replace("kubectl-token", "narrow-token"),
+    )
+    .unwrap();
+
+    let Some((ok, stdout, stderr)) = kubectl(&kubeconfig, &["get", "jobs", "-n", "capture"]).await
+    else {
+        return;
+    };
+    assert!(ok, "{stderr}");
+    let header: Vec<&str> = stdout
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        header,
+        ["NAME", "COMPLETIONS", "DURATION", "AGE"],
+        "{stdout}"
+    );
+    let (ok, stdout, stderr) = kubectl(&kubeconfig, &["get", "pods", "-o", "wide"])
+        .await
+        .unwrap();
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.starts_with("NAME   READY   STATUS    RESTARTS   AGE"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("NOMINATED NODE   READINESS GATES"),
+        "{stdout}"
+    );
+    let (ok, stdout, stderr) = kubectl(&kubeconfig, &["get", "events", "-A"])
+        .await
+        .unwrap();
+    assert!(ok, "{stderr}");
+    let header: Vec<&str> = stdout
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split("  ")
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+        .collect();
+    assert_eq!(
+        header,
+        [
+            "NAMESPACE",
+            "LAST SEEN",
+            "TYPE",
+            "REASON",
+            "OBJECT",
+            "MESSAGE"
+        ],
+        "{stdout}"
+    );
+    assert!(stdout.contains("pod/web"), "{stdout}");
+
+    let (ok, stdout, stderr) = kubectl(&kubeconfig, &["auth", "can-i", "delete", "jobs"])
+        .await
+        .unwrap();
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout, "yes\n");
+    let (ok, stdout, _) = kubectl(&narrow_config, &["auth", "can-i", "delete", "jobs"])
+        .await
+        .unwrap();
+    assert!(!ok, "kubectl exits 1 for no");
+    assert_eq!(stdout, "no\n");
+    let (ok, stdout, _) = kubectl(&narrow_config, &["auth", "can-i", "get", "/metrics"])
+        .await
+        .unwrap();
+    assert!(!ok);
+    assert_eq!(stdout, "no\n");
+    let (ok, stdout, stderr) = kubectl(&narrow_config, &["auth", "can-i", "--list"])
+        .await
+        .unwrap();
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.starts_with("Resources") && stdout.contains("selfsubjectaccessreviews"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("[/healthz]"), "{stdout}");
+}
+
+/// `kubectl explain` of a built-in kind, of one of its fields, and of kube-gc's own CRDs reads
+/// `/openapi/v2`, the `/openapi/v3` index and the group version's document (exchanges 271–274,
+/// 287), and prints the field tree; a second run, with the same cache directory, reads the
+/// documents from kubectl's HTTP cache.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_explains_built_in_kinds_and_kube_gcs_crds() {
+    let server = start(SimConfig::default().with_tls().with_token("kubectl-token")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    server.write_kubeconfig(&kubeconfig).unwrap();
+    let cache = dir.path().join("cache").display().to_string();
+    let explain = |what: &'static str| {
+        let kubeconfig = kubeconfig.clone();
+        let cache = cache.clone();
+        async move { kubectl(&kubeconfig, &["explain", what, "--cache-dir", &cache]).await }
+    };
+
+    let Some((ok, stdout, stderr)) = explain("job").await else {
+        return;
+    };
+    assert!(ok, "kubectl explain job: {stderr}");
+    for line in ["GROUP:      batch", "KIND:       Job", "VERSION:    v1"] {
+        assert!(stdout.contains(line), "{stdout}");
+    }
+    assert!(stdout.contains("metadata\t<ObjectMeta>"), "{stdout}");
+    assert!(stdout.contains("spec\t<JobSpec>"), "{stdout}");
+    assert!(stdout.contains("status\t<JobStatus>"), "{stdout}");
+
+    let (ok, stdout, stderr) = explain("job.spec.ttlSecondsAfterFinished").await.unwrap();
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains("FIELD: ttlSecondsAfterFinished <integer>"),
+        "{stdout}"
+    );
+    let (ok, stdout, stderr) = explain("pod.spec.containers").await.unwrap();
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains("FIELD: containers <[]Container>"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("image\t<string>"), "{stdout}");
+
+    let (ok, stdout, stderr) = explain("crp").await.unwrap();
+    assert!(ok, "kubectl explain crp: {stderr}");
+    assert!(
+        stdout.contains("KIND:       ClusterRetentionPolicy"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("spec\t<Object> -required-"), "{stdout}");
+    let (ok, stdout, stderr) = explain("rp.spec.ttlSecondsAfterFinished").await.unwrap();
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("<integer>"), "{stdout}");
+
+    // The second explain of batch/v1 read its document from the cache: one GET of it.
+    let documents = server
+        .journal()
+        .entries()
+        .into_iter()
+        .filter(|e| e.path == "/openapi/v3/apis/batch/v1")
+        .count();
+    assert_eq!(documents, 1);
 }

@@ -307,9 +307,18 @@ async fn metadata_only_reads_like_exchanges_18_19_40_and_50() {
 async fn kubectl_table_requests_fall_back_to_json() {
     let server = four_jobs().await;
     let accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
+    // Jobs have the real server's Table; a kind without printer columns answers its list.
     let (code, body) = send(client().get(url(&server, JOBS)).header("accept", accept)).await;
     assert_eq!(code, 200);
-    assert_eq!(body["kind"], "JobList");
+    assert_eq!(body["kind"], "Table");
+    let (code, body) = send(
+        client()
+            .get(url(&server, "/api/v1/configmaps"))
+            .header("accept", accept),
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(body["kind"], "ConfigMapList");
 }
 
 #[tokio::test]

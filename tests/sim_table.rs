@@ -102,10 +102,77 @@ async fn kubectl_get_crp_prints_the_crds_columns_like_exchange_231() {
         "{page}"
     );
     // Resources without known columns answer JSON, as before.
-    let (_, jobs) = send(
-        http.get(url(&server, "/apis/batch/v1/jobs"))
+    let (_, configmaps) = send(
+        http.get(url(&server, "/api/v1/configmaps"))
             .header("Accept", KUBECTL),
     )
     .await;
-    assert_eq!(jobs["kind"], "JobList");
+    assert_eq!(configmaps["kind"], "ConfigMapList");
+}
+
+/// `kubectl get rp` (exchange 279): a column whose JSONPath has no value is `null` (Resource,
+/// for a preset policy), the others as the real server printed them.
+#[tokio::test]
+async fn kubectl_get_rp_prints_null_for_a_path_without_a_value_like_exchange_279() {
+    let server = start(SimConfig::default().with_namespaces(&["default", "kubectl-capture"])).await;
+    let policies = Gvr::new("kube-gc.io", "v1alpha1", "retentionpolicies");
+    let mut created = server
+        .create(
+            &policies,
+            json!({"apiVersion": "kube-gc.io/v1alpha1", "kind": "RetentionPolicy",
+                "metadata": {"name": "finished-jobs", "namespace": "kubectl-capture"},
+                "spec": {"preset": "batch-jobs", "ttlSecondsAfterFinished": 600, "dryRun": true}}),
+        )
+        .unwrap();
+    created["status"] = json!({"matched": 4, "waiting": 1, "unknown": 0, "deleted": 2,
+        "conditions": [{"type": "Ready", "status": "True", "reason": "Watching", "message": "",
+            "lastTransitionTime": created["metadata"]["creationTimestamp"]}]});
+    server.update_status(&policies, created).unwrap();
+    let real = captured_body("279-");
+    let (code, table) = send(
+        client()
+            .get(url(
+                &server,
+                "/apis/kube-gc.io/v1alpha1/namespaces/kubectl-capture/retentionpolicies?limit=500",
+            ))
+            .header("Accept", KUBECTL),
+    )
+    .await;
+    assert_eq!(code, 200, "{table}");
+    // 279 was captured before the CRDs gained `Mode` (after `TTL`) and `WouldDelete` (after
+    // `Deleted`); their definitions are the ones exchange 231 shows for the same CRD columns.
+    // Without those two, the columns and cells are 279's.
+    let added = ["Mode", "WouldDelete"];
+    let columns = table["columnDefinitions"].as_array().unwrap();
+    let with_added: Vec<&str> = columns
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    let audit_table = captured_body("231-");
+    let audit_columns: Vec<&str> = audit_table["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(with_added, audit_columns, "the columns are 231's");
+    let kept = |values: &Value| -> Vec<Value> {
+        values
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(&with_added)
+            .filter(|(_, name)| !added.contains(name))
+            .map(|(value, _)| value.clone())
+            .collect()
+    };
+    assert_eq!(
+        Value::Array(kept(&table["columnDefinitions"])),
+        real["columnDefinitions"]
+    );
+    let (ours, theirs) = (kept(&table["rows"][0]["cells"]), &real["rows"][0]["cells"]);
+    let last = theirs.as_array().unwrap().len() - 1;
+    // All but the age, which is the time since creation.
+    assert_eq!(ours[..last], theirs.as_array().unwrap()[..last]);
+    assert_eq!(ours[2], Value::Null);
 }

@@ -1,4 +1,4 @@
-//! The seeded fault-injection soak (issue #9): the real controllers, through the manager,
+//! The seeded fault-injection soak: the real controllers, through the manager,
 //! against a simulated API server injecting 5xx, 429s, latency, watch cuts, API server restarts
 //! with etcd compactions (watch caches rebuilt: every reflector relists), with one controller crash — and the invariants that prove nothing wrong was deleted
 //! and nothing due was left behind. See `soak_support` for the workload and the checks.

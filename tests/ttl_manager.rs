@@ -132,7 +132,7 @@ async fn a_namespace_restricts_what_is_watched_and_deleted() {
     running.await.unwrap().unwrap();
 }
 
-/// Issue 16: one token bucket per controller, one for the informers and one for the garbage
+/// One token bucket per controller, one for the informers and one for the garbage
 /// collector's monitors. At 1 request/s and burst 1 for every client, the collector's dozens
 /// of monitors need over a minute of their own bucket to start; an expired Job is deleted in
 /// the first seconds all the same, through the TTL controller's informer and client.

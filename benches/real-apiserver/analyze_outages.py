@@ -16,7 +16,7 @@ after the restart began.
 Percentiles: nearest rank."""
 import json, math, os, re, sys
 from datetime import datetime, timezone
-KIT = os.environ.get("KUBE_GC_KIT", "/work/kit")
+KIT = os.environ.get("KUBE_GC_KIT") or sys.exit("set KUBE_GC_KIT to the kit's directory")
 RES = os.environ.get("KUBE_GC_BENCH_RESULTS", os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
 
 AUDIT = f"{KIT}/logs/audit.log"

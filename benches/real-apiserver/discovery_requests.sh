@@ -6,7 +6,7 @@
 #
 #   benches/real-apiserver/discovery_requests.sh target/release/kube-gc LABEL
 set -euo pipefail
-BIN=$1; LABEL=$2; KIT=${KUBE_GC_KIT:-/work/kit}; AUDIT=$KIT/logs/audit.log
+BIN=$1; LABEL=$2; KIT=${KUBE_GC_KIT:?set KUBE_GC_KIT to the kit directory}; AUDIT=$KIT/logs/audit.log
 START=$(wc -l < "$AUDIT")
 "$BIN" run --kubeconfig "$KIT/admin.kubeconfig" --dry-run --secure-port=0 > "/tmp/$LABEL.log" 2>&1 &
 PID=$!; sleep 70; kill -TERM $PID; wait $PID || true

@@ -6,13 +6,13 @@ kube-gc's log) marks "caches synced and workers running".
 
   load_jobs.py N [NS]        (default NS: shared-lists)
 
-Reads the kit from $KUBE_GC_KIT (default /work/kit). Creates with 16 connections in parallel;
+Reads the kit from $KUBE_GC_KIT (required). Creates with 16 connections in parallel;
 Jobs that exist already are kept (409 is fine), so a second run only adds the sentinel again.
 kube-controller-manager must not run meanwhile (it would start the Jobs' Pods)."""
 import http.client, json, os, ssl, sys, threading, time
 from datetime import datetime, timezone
 
-KIT = os.environ.get("KUBE_GC_KIT", "/work/kit")
+KIT = os.environ.get("KUBE_GC_KIT") or sys.exit("set KUBE_GC_KIT to the kit's directory")
 TOKEN = open(f"{KIT}/pki/admin.token").read().strip()
 CTX = ssl.create_default_context(cafile=f"{KIT}/pki/ca.crt")
 

@@ -17,7 +17,7 @@ Writes $KUBE_GC_BENCH_RESULTS/LABEL.json (and LABEL.log for kube-gc's stderr, LA
 for kcm's log segment)."""
 import json, os, re, signal, ssl, subprocess, sys, threading, time, http.client
 from datetime import datetime, timezone
-KIT = os.environ.get("KUBE_GC_KIT", "/work/kit")
+KIT = os.environ.get("KUBE_GC_KIT") or sys.exit("set KUBE_GC_KIT to the kit's directory")
 RES = os.environ.get("KUBE_GC_BENCH_RESULTS", os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
 
 KUBE_GC = os.environ.get("KUBE_GC_BIN", "target/release/kube-gc")

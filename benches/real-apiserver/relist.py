@@ -11,7 +11,7 @@ or /readyz received after the restart)."""
 import json, sys, math
 from analyze_outages import parse_ts, pct
 import os
-KIT = os.environ.get("KUBE_GC_KIT", "/work/kit")
+KIT = os.environ.get("KUBE_GC_KIT") or sys.exit("set KUBE_GC_KIT to the kit's directory")
 RES = os.environ.get("KUBE_GC_BENCH_RESULTS", os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
 
 MIN_WATCH = 1.0

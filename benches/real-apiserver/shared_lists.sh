@@ -2,7 +2,7 @@
 # What kube-gc's start costs a real kube-apiserver with the TTL controller and the garbage
 # collector both on, over the Jobs load_jobs.py made: from start to the sentinel's deletion,
 # the API server's CPU, memory growth and bytes written (apiserver_cost.py), and the LIST and
-# WATCH requests kube-gc sent per resource (audit log). Issue 29, item 3: one list and one watch
+# WATCH requests kube-gc sent per resource (audit log). The target: one list and one watch
 # per resource, whatever the controllers enabled.
 #
 #   shared_lists.sh KUBE_GC_BINARY|kcm LABEL [NS]      (after: python3 load_jobs.py N [NS])
@@ -10,7 +10,7 @@
 # Run each binary right after `python3 load_jobs.py 0 NS` re-made the sentinel, back to back.
 set -eu
 BIN=$1 LABEL=$2 NS=${3:-shared-lists}
-KIT=${KUBE_GC_KIT:-/work/kit}
+KIT=${KUBE_GC_KIT:?set KUBE_GC_KIT to the kit directory}
 COST=${KUBE_GC_COST:-$(dirname "$0")/../../../shared/real-apiserver/apiserver_cost.py}
 OUT=${KUBE_GC_BENCH_RESULTS:-$(dirname "$0")/results}
 mkdir -p "$OUT"

@@ -2,7 +2,7 @@
 """table.py LABEL... : markdown tables from results/LABEL-analysis.json (analyze_outages.py) and
 results/LABEL-relist.json (relist.py): one row per run and outage, then one row per run."""
 import json, os, sys
-KIT = os.environ.get("KUBE_GC_KIT", "/work/kit")
+KIT = os.environ.get("KUBE_GC_KIT") or sys.exit("set KUBE_GC_KIT to the kit's directory")
 RES = os.environ.get("KUBE_GC_BENCH_RESULTS", os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
 print("| run | outage | SIGTERM→exit (s) | outage length SIGTERM→first 200 (s) | Jobs due in it (due at SIGTERM+… s) | deleted/total | p50 / p99 / max: DELETE 2xx − first answer (s) | W lines (kube-gc) | relist after this restart: max / p50 (s) | informers > 5 s |")
 print("|---|---|---|---|---|---|---|---|---|---|")

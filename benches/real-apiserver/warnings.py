@@ -7,7 +7,7 @@ from collections import OrderedDict
 from datetime import datetime, timezone
 from analyze_outages import klog_time
 import os
-KIT = os.environ.get("KUBE_GC_KIT", "/work/kit")
+KIT = os.environ.get("KUBE_GC_KIT") or sys.exit("set KUBE_GC_KIT to the kit's directory")
 RES = os.environ.get("KUBE_GC_BENCH_RESULTS", os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
 
 for label in sys.argv[1:]:

@@ -52,6 +52,7 @@ enum Command {
     /// their progress and check the outcome (exits non-zero if anything went wrong).
     Demo(demo::DemoArgs),
     /// Run the simulated Kubernetes API server and print how to reach it (kubectl works too).
+    #[command(after_long_help = crate::sim::differences::help_text(100))]
     Sim(sim::SimArgs),
     /// Inspect the connection configuration kube-gc would use.
     #[command(subcommand)]

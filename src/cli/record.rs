@@ -388,7 +388,7 @@ mod tests {
     use crate::client::Api;
     use crate::sim::kubeconfig::KubeconfigSpec;
     use crate::sim::replay::{ReplayServer, Script};
-    use crate::sim::{Gvr, SimConfig, SimServer};
+    use crate::sim::{Connect, Gvr, SimConfig, SimServer};
 
     #[test]
     fn resources_are_group_version_plural_or_core_version_plural() {

@@ -28,6 +28,7 @@ pub mod namespaces;
 pub mod owners;
 pub mod progress;
 pub mod retention;
+mod row;
 pub mod summary;
 pub mod workload;
 
@@ -40,8 +41,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::{BuildError, Client, ClientOptions};
 use crate::manager::{Manager, ManagerError, ManagerOptions};
-use crate::sim::kubeconfig::KubeconfigError;
-use crate::sim::{SimConfig, SimError, SimServer};
+use crate::sim::{Connect, ConnectError, SimConfig, SimError, SimServer};
 
 pub use summary::Summary;
 pub use workload::WorkloadSize;
@@ -73,7 +73,7 @@ pub enum DemoError {
     Sim(#[source] Box<SimError>),
     /// The kubeconfig for it could not be written or read.
     #[error("kubeconfig for the simulated server: {0}")]
-    Config(#[from] KubeconfigError),
+    Config(#[from] ConnectError),
     /// Its temporary directory could not be made.
     #[error("temporary directory {path}: {source}")]
     TempDir {

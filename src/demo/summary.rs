@@ -26,18 +26,8 @@ use super::driver::{gvr, DemoKey, Record};
 use super::namespaces;
 use super::owners::{OwnerTrees, TreeRow};
 use super::retention::{self, Scene, SceneRecord};
+pub use super::row::Row;
 use super::workload::{DemoKind, Expect, Planned, NAMESPACE};
-
-/// Counts for one category of objects.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Row {
-    /// Objects in the category.
-    pub total: usize,
-    /// Expected to be deleted.
-    pub expected_deleted: usize,
-    /// Actually deleted.
-    pub deleted: usize,
-}
 
 /// What the demo found.
 #[derive(Debug, Default)]

@@ -8,6 +8,7 @@ use base64::Engine;
 use kube_gc::client::config::{ClientConfig, Environment, LoadOptions};
 use kube_gc::client::{Client, ClientOptions};
 use kube_gc::sim::journal::JournalEntry;
+use kube_gc::sim::Connect as _;
 use kube_gc::sim::{Gvr, SimConfig, SimServer};
 use serde_json::{json, Value};
 

@@ -11,6 +11,7 @@ use kube_gc::events::CollectingRecorder;
 use kube_gc::runtime::reflector::ReflectorConfig;
 use kube_gc::sim::faults::Verb;
 use kube_gc::sim::history::{ChangeKind, ObjectTimelines};
+use kube_gc::sim::Connect as _;
 use kube_gc::sim::{DeleteOptions, Gvr, Propagation, SimConfig, SimServer};
 use serde_json::{json, Value};
 use tokio::task::JoinHandle;

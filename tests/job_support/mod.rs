@@ -5,7 +5,7 @@
 //! (fixtures/real-apiserver/exchanges/11-job-status-complete.json): defaults filled in, a pod
 //! template with a realistic container, and `managedFields` from the two writers a real Job has
 //! (its creator and the job controller's status updates). It is ~6 KB of JSON, ~2.8 KB of it
-//! `managedFields`, the size the reference figures are for.
+//! `managedFields`, the size the performance targets' reference figures are for.
 //!
 //! [`TtlJob`] is decoded straight from that JSON: serde skips every field it does not name, so
 //! the pod template and `managedFields` are scanned but never built.

@@ -9,6 +9,7 @@ use std::time::Duration;
 use kube_gc::client::config::ClientConfig;
 use kube_gc::client::{Client, ClientOptions};
 use kube_gc::leaderelection::{LeaderElectionConfig, LeaderElector, Leadership, Outcome};
+use kube_gc::sim::Connect as _;
 use kube_gc::sim::{SimConfig, SimServer};
 use parking_lot::Mutex;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

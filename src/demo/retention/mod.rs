@@ -36,7 +36,7 @@ use tokio::time::Instant;
 use crate::sim::journal::JournalEntry;
 use crate::sim::{SimError, SimServer};
 
-use super::summary::Row;
+use super::row::Row;
 use super::workload::NAMESPACE;
 use objects::{
     being_deleted, cluster_policies, create, current, finish, namespaced_policies, pods_policy,

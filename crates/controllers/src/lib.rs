@@ -1,0 +1,48 @@
+//! The garbage-collection controllers, built on [`kube_gc_runtime`].
+//!
+//! - [`ttl`]: TTL-after-finished for batch/v1 Jobs and Volcano Jobs.
+//! - [`garbagecollector`]: the ownerReference garbage collector: a dependency graph fed
+//!   by metadata-only monitors, Background / Foreground / Orphan cascades.
+//! - [`retention`]: retention policies for anything that finishes.
+//! - [`namespace`]: namespace deletion (kube-controller-manager's): a deleted namespace's
+//!   content removed, Pods first, then its `kubernetes` finalizer once a LIST of every resource
+//!   proves it empty.
+//! - [`podgc`]: the pod garbage collector (kube-controller-manager's), for API servers where
+//!   nothing else removes Pods whose node is gone.
+//! - [`protection`]: PVC and PV protection, releasing claims and volumes being deleted once
+//!   nothing uses them.
+//!
+//! [`settled`] remembers the UIDs of objects a controller has finished with (force-deleted,
+//! released) until its cache sees them go, so their last events are not judged again.
+//!
+//! What they all report on: [`deleted`], a feed of what each deleted (or would have, under an
+//! `Audit` policy), and [`pending`], what each will delete and when, read from its caches.
+
+pub mod deleted;
+pub mod garbagecollector;
+pub mod namespace;
+pub mod pending;
+pub mod podgc;
+pub mod protection;
+pub mod retention;
+pub mod settled;
+pub mod ttl;
+
+use std::sync::Arc;
+
+/// A controller's progress at one moment, for progress displays.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Objects its cache has taken in so far — each once, a re-created one again: it only
+    /// grows, where `cached` falls as objects are deleted.
+    pub seen: u64,
+    /// Objects in its cache.
+    pub cached: usize,
+    /// Objects it is waiting on (a TTL not expired yet).
+    pub waiting: usize,
+    /// Keys in its workqueue.
+    pub queued: usize,
+}
+
+/// Takes a [`Progress`] snapshot; must be quick and must not block.
+pub type ProgressProbe = Arc<dyn Fn() -> Progress + Send + Sync>;
