@@ -493,3 +493,29 @@ async fn kubectl_explains_built_in_kinds_and_kube_gcs_crds() {
         .count();
     assert_eq!(documents, 1);
 }
+
+/// `kube-gc sim --tls` without `--token` writes a kubeconfig with an administrator's client
+/// certificate signed by the server's CA: with no credentials kubectl asks for a user name and
+/// password on an `https` server, and without a terminal (a script, CI, kube-controller-manager's
+/// client) fails with `EOF`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sims_own_kubeconfig_over_tls_without_a_token_needs_no_prompt() {
+    let server = start(SimConfig::default().with_tls()).await;
+    let spec = server.kubeconfig_spec();
+    assert_eq!(spec.token, None);
+    let (cert, key) = spec.client_cert.expect("a client certificate");
+    assert!(cert.contains("BEGIN CERTIFICATE") && key.contains("PRIVATE KEY"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = dir.path().join("kubeconfig");
+    server.write_kubeconfig(&kubeconfig).expect("kubeconfig");
+    let Some((ok, stdout, stderr)) = kubectl(&kubeconfig, &["get", "namespaces"]).await else {
+        return;
+    };
+    assert!(ok, "kubectl get namespaces failed: {stderr}");
+    assert!(!stderr.contains("Username"), "{stderr}");
+    assert!(stdout.contains("default"), "{stdout}");
+    let (ok, stdout, _) = kubectl(&kubeconfig, &["auth", "can-i", "delete", "jobs"])
+        .await
+        .expect("kubectl ran once already");
+    assert!(ok && stdout.trim() == "yes", "{stdout}");
+}

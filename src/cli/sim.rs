@@ -36,7 +36,8 @@ pub struct SimArgs {
     #[arg(long, default_value_t = 0)]
     pub port: u16,
 
-    /// Serve HTTPS (HTTP/1.1 and h2) with a freshly generated CA, written into the kubeconfig.
+    /// Serve HTTPS (HTTP/1.1 and h2) with a freshly generated CA, written into the kubeconfig
+    /// (with an administrator's client certificate signed by it, unless --token is given).
     #[arg(long)]
     pub tls: bool,
 

@@ -133,6 +133,11 @@ pub static KNOWN: &[Difference] = &[
         area: "auth",
         text: "The sim has no RBAC objects: an allowed access review carries no reason naming a binding, a user may do what it is not explicitly denied (so kubectl auth can-i --list of a restricted user shows each served resource with the verbs left, not its Role), review answers carry no managedFields, and a SelfSubjectAccessReview with neither resource nor non-resource attributes is answered allowed: false where the real server refuses it as invalid.",
     },
+    Difference {
+        name: "no-self-subject-review",
+        area: "auth",
+        text: "No SelfSubjectReview (authentication.k8s.io/v1, GA in v1.28): kubectl auth whoami is told the API is not enabled.",
+    },
 ];
 
 /// The entry named `name`.

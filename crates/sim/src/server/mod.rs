@@ -28,6 +28,9 @@ use crate::kubeconfig::{KubeconfigError, KubeconfigSpec};
 use crate::resources::Resources;
 use crate::store::{Store, StoreConfig, StoreError};
 use crate::tls::{self, SimTls, TlsError};
+
+/// The user of the client certificate a kubeconfig of a TLS server without a token carries.
+const ADMIN_USER: &str = "kube-gc-sim-admin";
 pub use generations::Generations;
 
 /// Why the simulated server could not start or an in-process call failed.
@@ -173,13 +176,25 @@ impl SimServer {
         self.tls.as_ref()
     }
 
-    /// A kubeconfig pointing at this server (CA and token included).
+    /// A kubeconfig pointing at this server (CA and token included). Serving TLS with no
+    /// token, it carries a client certificate of an administrator (`system:masters`) signed by
+    /// the server's CA, as a cluster's admin kubeconfig does: with no credentials at all, kubectl
+    /// asks for a user name and password on an `https` server, and fails without a terminal.
     pub fn kubeconfig_spec(&self) -> KubeconfigSpec {
+        let client_cert = match (&self.tls, &self.token) {
+            (Some(tls), None) => tls
+                .generate_client_cert(ADMIN_USER, &["system:masters"])
+                .map_err(|error| {
+                    tracing::warn!(%error, "no client certificate for the kubeconfig");
+                })
+                .ok(),
+            _ => None,
+        };
         KubeconfigSpec {
             server: self.url.clone(),
             ca_pem: self.ca_pem().map(str::to_string),
             token: self.token.clone(),
-            client_cert: None,
+            client_cert,
             namespace: None,
             context_name: "kube-gc-sim".to_string(),
         }
