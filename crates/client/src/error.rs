@@ -82,9 +82,9 @@ pub enum Error {
         source: BoxError,
     },
     /// A LIST response body is not a well-formed list (see
-    /// [`ListDecodeError`](crate::list_decoder::ListDecodeError) for where and why).
+    /// the list decoder's `ListDecodeError` for where and why).
     #[error(transparent)]
-    ListBody(Box<super::list_decoder::ListDecodeError>),
+    ListBody(Box<super::list_decoder::error::ListDecodeError>),
     /// A request body could not be serialized.
     #[error("could not encode {what}: {source}")]
     Encode {

@@ -37,7 +37,7 @@
 use std::fmt;
 
 use bytes::Bytes;
-mod error;
+pub(crate) mod error;
 
 use futures_util::{Stream, StreamExt};
 use serde::de::{DeserializeOwned, IgnoredAny};

@@ -42,7 +42,7 @@ use serde_json::Value;
 use crate::faults::{FaultInjector, Verb};
 use crate::journal::{parse_query, recorded_headers, Journal, JournalEntry};
 use crate::resources::Resources;
-use crate::server::Generations;
+use crate::server::generations::Generations;
 use crate::status;
 use crate::store::Store;
 use errors::HandlerError;

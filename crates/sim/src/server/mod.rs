@@ -10,7 +10,7 @@
 
 mod accept;
 mod direct;
-mod generations;
+pub(crate) mod generations;
 
 use std::path::Path;
 use std::sync::Arc;
