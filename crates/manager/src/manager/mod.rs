@@ -40,7 +40,7 @@ mod namespace;
 mod podgc;
 mod protection;
 mod retention;
-mod selection;
+pub(crate) mod selection;
 mod set;
 
 use std::sync::Arc;

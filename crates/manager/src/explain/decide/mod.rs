@@ -24,7 +24,7 @@ mod ttl;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use crate::manager::ControllerSelection;
+use crate::manager::selection::ControllerSelection;
 
 use super::controllers::{Covered, COVERED};
 use super::gather::Gathered;

@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use crate::explain::decide::{fate, foreground_blockers, relative, rfc3339, DependentIndex};
 use crate::explain::finalizers::owner_of;
 use crate::explain::Blocker;
-use crate::manager::ControllerSelection;
+use crate::manager::selection::ControllerSelection;
 use kube_gc_controllers::garbagecollector::graph::{FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
 use kube_gc_controllers::namespace::decide::{ContentType, Object};
 use kube_gc_controllers::podgc::decide::NodeView;

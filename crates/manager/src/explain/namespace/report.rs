@@ -13,7 +13,7 @@ use chrono::{DateTime, Utc};
 use crate::explain::decide::{decision as worded, relative, rfc3339};
 use crate::explain::finalizers::owner_of;
 use crate::explain::{Blocker, Decision, FinalizerWait, Settings, VerdictKind};
-use crate::manager::ControllerSelection;
+use crate::manager::selection::ControllerSelection;
 use kube_gc_controllers::namespace::conditions::group_resource;
 use kube_gc_controllers::namespace::decide::{
     assess, Assessment, Blocker as Holds, DeleteHow, Discovered, Inputs, Next, Progress,
