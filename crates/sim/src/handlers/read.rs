@@ -44,21 +44,8 @@ pub fn get(
         let answer = table::table(&printer, std::slice::from_ref(&*obj), metadata, now);
         return Ok(response::json(StatusCode::OK, &answer));
     }
-    match encoding::for_resource(incoming.header(ACCEPT), def) {
-        Encoding::Json(representation) => {
-            Ok(response::json(StatusCode::OK, &representation.object(&obj)))
-        }
-        Encoding::Protobuf {
-            representation,
-            fallback,
-        } => protobuf_answer(
-            StatusCode::OK,
-            protobuf::object(def, representation, &obj),
-            fallback,
-            |r| response::json(StatusCode::OK, &r.object(&obj)),
-        ),
-        Encoding::NotAcceptable => Err(HandlerError::Status(status::not_acceptable())),
-    }
+    let encoding = encoding::for_resource(incoming.header(ACCEPT), def);
+    object_response(def, encoding, StatusCode::OK, &obj)
 }
 
 /// LIST of a collection.
@@ -123,6 +110,28 @@ fn table_printer(incoming: &Incoming, def: &ResourceDef) -> Option<table::Printe
         return None;
     }
     table::printer(def)
+}
+
+/// An object in the encoding negotiated for it: a GET's answer, and a write's.
+pub(super) fn object_response(
+    def: &ResourceDef,
+    encoding: Encoding,
+    code: StatusCode,
+    obj: &serde_json::Value,
+) -> Result<Response<Body>, HandlerError> {
+    match encoding {
+        Encoding::Protobuf {
+            representation,
+            fallback,
+        } => protobuf_answer(
+            code,
+            protobuf::object(def, representation, obj),
+            fallback,
+            |r| response::json(code, &r.object(obj)),
+        ),
+        Encoding::Json(representation) => Ok(response::json(code, &representation.object(obj))),
+        Encoding::NotAcceptable => Err(HandlerError::Status(status::not_acceptable())),
+    }
 }
 
 /// The protobuf answer `written`, or for an object the tables cannot write (a member of the

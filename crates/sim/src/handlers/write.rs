@@ -24,7 +24,7 @@ use serde_json::Value;
 use super::encoding::{self, Encoding, Media};
 use super::errors::HandlerError;
 use super::protobuf;
-use super::read::protobuf_answer;
+use super::read::{object_response, protobuf_answer};
 use super::response::{self, Body, Representation};
 use super::route::Target;
 use super::{Context, Incoming};
@@ -234,27 +234,6 @@ fn answer_encoding(incoming: &Incoming, def: &ResourceDef) -> Result<Encoding, H
     match encoding::for_resource(incoming.header(ACCEPT), def) {
         Encoding::NotAcceptable => Err(HandlerError::Status(status::not_acceptable())),
         chosen => Ok(chosen),
-    }
-}
-
-fn object_response(
-    def: &ResourceDef,
-    encoding: Encoding,
-    code: StatusCode,
-    obj: &Value,
-) -> Result<Response<Body>, HandlerError> {
-    match encoding {
-        Encoding::Protobuf {
-            representation,
-            fallback,
-        } => protobuf_answer(
-            code,
-            protobuf::object(def, representation, obj),
-            fallback,
-            |r| response::json(code, &r.object(obj)),
-        ),
-        Encoding::Json(representation) => Ok(response::json(code, &representation.object(obj))),
-        Encoding::NotAcceptable => Err(HandlerError::Status(status::not_acceptable())),
     }
 }
 
