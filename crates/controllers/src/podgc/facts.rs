@@ -316,20 +316,10 @@ struct NodeStatusWire {
 mod tests {
     use super::*;
 
+    use kube_gc_fixtures::exchange;
+
     fn fixture(prefix: &str) -> serde_json::Value {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../fixtures/real-apiserver/exchanges");
-        let entry = std::fs::read_dir(&dir)
-            .ok()
-            .and_then(|entries| {
-                entries
-                    .flatten()
-                    .find(|e| e.file_name().to_string_lossy().starts_with(prefix))
-            })
-            .unwrap_or_else(|| panic!("no exchange {prefix}"));
-        let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
-        let exchange: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
-        exchange["response"]["body"].clone()
+        exchange(prefix)["response"]["body"].clone()
     }
 
     fn pod(prefix: &str) -> PodFacts {
@@ -364,19 +354,7 @@ mod tests {
     fn a_pod_the_server_removes_by_itself_is_told_from_one_a_finalizer_or_a_grace_period_holds() {
         // Exchange 176's watch: marked with a grace period (kept for its kubelet), then deleted
         // with gracePeriodSeconds 0: MODIFIED with grace 0 and no finalizer, then DELETED.
-        let text = std::fs::read_dir(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../fixtures/real-apiserver/exchanges"
-        ))
-        .ok()
-        .and_then(|entries| {
-            entries
-                .flatten()
-                .find(|e| e.file_name().to_string_lossy().starts_with("176-"))
-        })
-        .and_then(|entry| std::fs::read_to_string(entry.path()).ok())
-        .unwrap_or_default();
-        let exchange: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+        let exchange = exchange("176-");
         let events = exchange["response"]["events"].as_array().cloned();
         let events = events.unwrap_or_default();
         let facts: Vec<(String, PodFacts)> = events

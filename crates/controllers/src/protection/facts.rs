@@ -353,20 +353,8 @@ mod tests {
 
     #[test]
     fn claims_and_volumes_as_the_real_server_serves_them() {
-        let exchange = |prefix: &str| {
-            let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../../fixtures/real-apiserver/exchanges");
-            let entry = std::fs::read_dir(&dir).ok().and_then(|entries| {
-                entries
-                    .flatten()
-                    .find(|e| e.file_name().to_string_lossy().starts_with(prefix))
-            });
-            let text = entry
-                .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
-                .unwrap_or_default();
-            let value: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
-            value["response"]["body"].clone()
-        };
+        let exchange =
+            |prefix: &str| kube_gc_fixtures::exchange(prefix)["response"]["body"].clone();
         let claim: ClaimFacts =
             serde_json::from_value(exchange("187-")).unwrap_or_else(|e| panic!("{e}"));
         assert!(claim.deleting);

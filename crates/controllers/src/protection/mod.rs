@@ -143,12 +143,7 @@ mod tests {
     #[test]
     fn the_release_patch_is_the_captured_one() {
         // Exchange 190's request, but for its uid and resourceVersion.
-        let captured = std::fs::read_to_string(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../../fixtures/real-apiserver/exchanges/190-pvc-release.json"),
-        )
-        .unwrap_or_default();
-        let captured: serde_json::Value = serde_json::from_str(&captured).unwrap_or_default();
+        let captured = kube_gc_fixtures::exchange("190-pvc-release");
         let body = &captured["request"]["body"];
         let uid = body[0]["value"].as_str().unwrap_or_default();
         let rv = body[1]["value"].as_str().unwrap_or_default();
