@@ -1,137 +1,116 @@
-//! The controllers `kube-gc explain` and `kube-gc plan` speak for: one [`Covered`] entry each —
-//! its name as `--controllers` spells it, who does its job where kube-gc does not run it, its
-//! decision on one object (`explain`) and its deletions to come (`plan`).
+//! The controllers `kube-gc explain` and `kube-gc plan` speak for: one [`Covered`] variant
+//! each — its name as `--controllers` spells it and who does its job where kube-gc does not run
+//! it. Its decision on one object is `decide::decision_of`'s arm for it, its deletions to come
+//! `plan::rows_of`'s: both match on every variant, so a new controller is one variant here and
+//! the compiler asks for the other two.
 //!
 //! Contract:
-//! - A controller joins `explain`, `plan` and `/debug/explain` with one entry in [`COVERED`];
-//!   the entries' order is the order of `explain`'s "Who decides" and of `plan`'s reads.
+//! - [`COVERED`] holds every variant once; its order is the order of `explain`'s "Who decides"
+//!   and of `plan`'s reads.
 //! - Both commands take `run`'s `--controllers` ([`ControllerSelection`]) and assume what it
 //!   says: a controller it leaves out decides nothing and deletes nothing in their answers. It
 //!   is said to be *not run here*, with who does its job instead where someone does
 //!   ("kube-controller-manager's job on this cluster", under the managed overlay), and `explain`
-//!   tells what it would decide were it run. A controller `--controllers` enables but no entry
+//!   tells what it would decide were it run. A controller `--controllers` enables but no variant
 //!   covers yet is said to be unforeseen, never silently left out.
 //! - [`Assumed`] is what both commands print about it, as lines and as data.
+//!
+//! This is the bottom of `explain`: it names controllers and reads nothing, so the drivers that
+//! walk it (`decide`, `plan`, `live`) stand above it.
 
-use chrono::{DateTime, Utc};
-use futures_util::future::BoxFuture;
 use serde::Serialize;
 
 use crate::manager::selection::{
     ControllerSelection, GARBAGE_COLLECTOR, KNOWN_CONTROLLERS, NAMESPACE, PODGC, PVC_PROTECTION,
     PV_PROTECTION, RETENTION, TTL_AFTER_FINISHED, VOLCANO_JOB_TTL,
 };
-use kube_gc_api::ObjectMeta;
-use kube_gc_controllers::ttl::{BatchJob, VolcanoJobs};
-
-use super::decide::{
-    claim_from_gathered, gc_from_gathered, not_its_kind, podgc_from_gathered,
-    retention_from_gathered, ttl_from_gathered, volume_from_gathered,
-};
-use super::gather::{GatherError, Gathered};
-use super::namespace::namespace_decision;
-use super::plan::{
-    claim_rows, namespace_rows, orphan_rows, pod_rows, retention_rows, ttl_rows, volume_rows,
-    Findings, PlanContext,
-};
-use super::Decision;
-
-/// A controller's decision on the object gathered, at a time.
-pub(crate) type Decide = fn(&Gathered, &ObjectMeta, DateTime<Utc>) -> Decision;
-
-/// A controller's deletions to come (and what it keeps for a problem), added to the findings.
-pub(crate) type PlanRows =
-    for<'a> fn(&'a PlanContext<'a>, &'a mut Findings) -> BoxFuture<'a, Result<(), GatherError>>;
 
 /// One controller, as `explain` and `plan` know it.
-pub(crate) struct Covered {
-    /// Its name, as `--controllers` spells it.
-    pub name: &'static str,
-    /// Who does its job on a cluster where kube-gc does not run it; `None`: nobody.
-    pub elsewhere: Option<&'static str>,
-    /// The name of the controller that does its job there (kube-controller-manager's
-    /// `--controllers` name), when it has one.
-    pub upstream: Option<&'static str>,
-    /// Its decision on one object.
-    pub decide: Decide,
-    /// Its deletions to come.
-    pub plan: PlanRows,
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Covered {
+    /// Jobs' `ttlSecondsAfterFinished`.
+    TtlAfterFinished,
+    /// Volcano Jobs' `ttlSecondsAfterFinished`.
+    VolcanoJobTtl,
+    /// The retention policies.
+    Retention,
+    /// The ownerReference garbage collector.
+    GarbageCollector,
+    /// The finishing of a namespace's deletion.
+    Namespace,
+    /// The pod garbage collector.
+    Podgc,
+    /// The finalizer of claims in use.
+    PvcProtection,
+    /// The finalizer of volumes bound.
+    PvProtection,
 }
 
-/// Every controller `explain` and `plan` speak for, in the order they are asked. A new
-/// controller is one more entry here (a slice, so nothing else changes).
-pub(crate) const COVERED: &[Covered] = &[
-    Covered {
-        name: TTL_AFTER_FINISHED,
-        elsewhere: Some("kube-controller-manager"),
-        upstream: Some("ttl-after-finished-controller"),
-        decide: |gathered, _meta, now| ttl_from_gathered::<BatchJob>(gathered, now),
-        plan: |cx, found| Box::pin(ttl_rows::<BatchJob>(cx, found)),
-    },
-    Covered {
-        name: VOLCANO_JOB_TTL,
-        elsewhere: Some("Volcano's controller manager"),
-        upstream: Some("garbagecollector"),
-        decide: |gathered, _meta, now| ttl_from_gathered::<VolcanoJobs>(gathered, now),
-        plan: |cx, found| Box::pin(ttl_rows::<VolcanoJobs>(cx, found)),
-    },
-    Covered {
-        name: RETENTION,
-        elsewhere: None,
-        upstream: None,
-        decide: retention_from_gathered,
-        plan: |cx, found| Box::pin(retention_rows(cx, found)),
-    },
-    Covered {
-        name: GARBAGE_COLLECTOR,
-        elsewhere: Some("kube-controller-manager"),
-        upstream: Some("garbage-collector-controller"),
-        decide: |gathered, meta, _now| gc_from_gathered(gathered, meta),
-        plan: |cx, found| Box::pin(orphan_rows(cx, found)),
-    },
-    Covered {
-        name: NAMESPACE,
-        elsewhere: Some("kube-controller-manager"),
-        upstream: Some("namespace-controller"),
-        decide: |gathered, _meta, now| match &gathered.namespace {
-            Some(facts) => namespace_decision(facts, &gathered.settings, now),
-            None => not_its_kind(NAMESPACE, "Namespace"),
-        },
-        plan: |cx, found| Box::pin(namespace_rows(cx, found)),
-    },
-    Covered {
-        name: PODGC,
-        elsewhere: Some("kube-controller-manager"),
-        upstream: Some("pod-garbage-collector-controller"),
-        decide: |gathered, _meta, now| podgc_from_gathered(gathered, now),
-        plan: |cx, found| Box::pin(pod_rows(cx, found)),
-    },
-    Covered {
-        name: PVC_PROTECTION,
-        elsewhere: Some("kube-controller-manager"),
-        upstream: Some("pvc-protection"),
-        decide: |gathered, _meta, _now| claim_from_gathered(gathered),
-        plan: |cx, found| Box::pin(claim_rows(cx, found)),
-    },
-    Covered {
-        name: PV_PROTECTION,
-        elsewhere: Some("kube-controller-manager"),
-        upstream: Some("pv-protection"),
-        decide: |gathered, _meta, _now| volume_from_gathered(gathered),
-        plan: |cx, found| Box::pin(volume_rows(cx, found)),
-    },
+/// Every controller `explain` and `plan` speak for, in the order they are asked.
+pub(crate) const COVERED: [Covered; 8] = [
+    Covered::TtlAfterFinished,
+    Covered::VolcanoJobTtl,
+    Covered::Retention,
+    Covered::GarbageCollector,
+    Covered::Namespace,
+    Covered::Podgc,
+    Covered::PvcProtection,
+    Covered::PvProtection,
 ];
 
 /// The covered controllers' names, in order.
 pub(crate) fn covered_names() -> impl Iterator<Item = &'static str> {
-    COVERED.iter().map(|c| c.name)
+    COVERED.iter().map(|c| c.name())
 }
 
 impl Covered {
+    /// Its name, as `--controllers` spells it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Covered::TtlAfterFinished => TTL_AFTER_FINISHED,
+            Covered::VolcanoJobTtl => VOLCANO_JOB_TTL,
+            Covered::Retention => RETENTION,
+            Covered::GarbageCollector => GARBAGE_COLLECTOR,
+            Covered::Namespace => NAMESPACE,
+            Covered::Podgc => PODGC,
+            Covered::PvcProtection => PVC_PROTECTION,
+            Covered::PvProtection => PV_PROTECTION,
+        }
+    }
+
+    /// Who does its job on a cluster where kube-gc does not run it; `None`: nobody.
+    fn elsewhere(self) -> Option<&'static str> {
+        match self {
+            Covered::VolcanoJobTtl => Some("Volcano's controller manager"),
+            Covered::Retention => None,
+            Covered::TtlAfterFinished
+            | Covered::GarbageCollector
+            | Covered::Namespace
+            | Covered::Podgc
+            | Covered::PvcProtection
+            | Covered::PvProtection => Some("kube-controller-manager"),
+        }
+    }
+
+    /// The name of the controller that does its job there (kube-controller-manager's
+    /// `--controllers` name, Volcano's), when it has one.
+    fn upstream(self) -> Option<&'static str> {
+        match self {
+            Covered::TtlAfterFinished => Some("ttl-after-finished-controller"),
+            Covered::VolcanoJobTtl => Some("garbagecollector"),
+            Covered::Retention => None,
+            Covered::GarbageCollector => Some("garbage-collector-controller"),
+            Covered::Namespace => Some("namespace-controller"),
+            Covered::Podgc => Some("pod-garbage-collector-controller"),
+            Covered::PvcProtection => Some("pvc-protection"),
+            Covered::PvProtection => Some("pv-protection"),
+        }
+    }
+
     /// What does its job where kube-gc does not run it: `kube-controller-manager's
     /// namespace-controller`.
-    pub(crate) fn instead(&self) -> Option<String> {
-        match (self.elsewhere, self.upstream) {
+    pub(crate) fn instead(self) -> Option<String> {
+        match (self.elsewhere(), self.upstream()) {
             (Some(who), Some(name)) => Some(format!("{who}'s {name}")),
             (Some(who), None) => Some(who.to_owned()),
             (None, _) => None,
@@ -139,8 +118,8 @@ impl Covered {
     }
 
     /// "not run here (kube-controller-manager's job on this cluster)".
-    pub(crate) fn not_run_here(&self) -> String {
-        match self.elsewhere {
+    pub(crate) fn not_run_here(self) -> String {
+        match self.elsewhere() {
             Some(who) => format!("not run here ({who}'s job on this cluster)"),
             None => "not run here (nothing else does its job)".to_owned(),
         }
@@ -177,14 +156,15 @@ pub struct Assumed {
 impl Assumed {
     /// What `selection` makes of the controllers.
     pub fn of(selection: &ControllerSelection) -> Assumed {
-        let (running, left_out): (Vec<&Covered>, Vec<&Covered>) =
-            COVERED.iter().partition(|c| selection.is_enabled(c.name));
+        let (running, left_out): (Vec<Covered>, Vec<Covered>) = COVERED
+            .into_iter()
+            .partition(|c| selection.is_enabled(c.name()));
         Assumed {
-            running: running.iter().map(|c| c.name.to_owned()).collect(),
+            running: running.iter().map(|c| c.name().to_owned()).collect(),
             not_run_here: left_out
                 .iter()
                 .map(|c| NotRunHere {
-                    controller: c.name.to_owned(),
+                    controller: c.name().to_owned(),
                     why: c.not_run_here(),
                     instead: c.instead(),
                 })

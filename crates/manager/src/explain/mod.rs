@@ -5,7 +5,7 @@
 //! |---|---|
 //! | `resolve.rs` | `TYPE` → resource, as kubectl resolves it |
 //! | `gather/` | the read-only requests: the object, its owners, policies, dependents, Events; a Pod's node, a claim's Pods, a volume's claims; a namespace's content |
-//! | `controllers.rs` | the controllers both commands speak for, one entry each, and what `--controllers` assumes |
+//! | `controllers.rs` | the controllers both commands speak for, one variant each, and what `--controllers` assumes |
 //! | `decide/` | the verdict of every controller, pure: the TTL controllers' `judge`, the retention engine's `assess` / `decide` / `rank`, the garbage collector's `action`, the pod garbage collector's `judge`, the protection controllers' `claim_release` / `volume_release` |
 //! | `namespace/` | why a namespace is still `Terminating`: the namespace controller's `assess`, every blocker to its root cause, who finishes it |
 //! | `finalizers.rs` | who removes a finalizer: kube-gc, Kubernetes, a known operator, or nobody known |

@@ -28,29 +28,29 @@ use crate::manager::selection::ControllerSelection;
 
 use super::controllers::{Covered, COVERED};
 use super::gather::Gathered;
-use super::namespace::{explain_namespace, Explained, NamespaceReport};
+use super::namespace::{explain_namespace, namespace_decision, Explained, NamespaceReport};
 use super::{Decision, DeletionInProgress, EventLine, Explanation, ObjectId, VerdictKind};
+use kube_gc_api::ObjectMeta;
+use kube_gc_controllers::ttl::{BatchJob, VolcanoJobs};
 
 pub(crate) use super::wording::decision;
 pub use super::wording::{relative, rfc3339};
 
 pub(crate) use gc::{
-    decision_on as gc_decision, deletion, foreground_blockers, from_gathered as gc_from_gathered,
-    Deleting, Dependent, DependentIndex, GcFacts, CONTROLLER as GARBAGE_COLLECTOR,
+    decision_on as gc_decision, deletion, foreground_blockers, Deleting, Dependent, DependentIndex,
+    GcFacts, CONTROLLER as GARBAGE_COLLECTOR,
 };
 pub(crate) use podgc::{
-    decision_on as podgc_decision, fate, from_gathered as podgc_from_gathered, not_a_pod, standing,
-    PodGcFacts, Standing,
+    decision_on as podgc_decision, fate, not_a_pod, standing, PodGcFacts, Standing,
 };
 pub(crate) use protection::{
-    claim_decision, claim_from_gathered, claim_wait, not_its_kind, volume_decision,
-    volume_from_gathered, volume_wait,
+    claim_decision, claim_wait, not_its_kind, volume_decision, volume_wait,
 };
 pub(crate) use retention::{
-    decision_on as retention_decision, from_gathered as retention_from_gathered, group_members,
-    group_phrase, no_policy, ordinal, outcome_word, Assessing,
+    decision_on as retention_decision, group_members, group_phrase, no_policy, ordinal,
+    outcome_word, Assessing,
 };
-pub(crate) use ttl::{from_gathered as ttl_from_gathered, judgement_decision, not_its_resource};
+pub(crate) use ttl::{judgement_decision, not_its_resource};
 
 /// Explains `gathered` at `now`, every controller running.
 pub fn decide(gathered: &Gathered, now: DateTime<Utc>) -> Explanation {
@@ -68,10 +68,10 @@ pub fn decide_assuming(
     let meta = gathered.meta();
     let mut elsewhere = Vec::new();
     let decisions = COVERED
-        .iter()
+        .into_iter()
         .map(|covered| {
-            let decided = (covered.decide)(gathered, &meta, now);
-            if running.is_enabled(covered.name) {
+            let decided = decision_of(covered, gathered, &meta, now);
+            if running.is_enabled(covered.name()) {
                 return decided;
             }
             let (not_run, would) = not_run_here(covered, decided);
@@ -126,6 +126,29 @@ pub fn decide_assuming(
     explained
 }
 
+/// What `covered` decides of the object gathered, at `now`: each controller's own decision
+/// function.
+fn decision_of(
+    covered: Covered,
+    gathered: &Gathered,
+    meta: &ObjectMeta,
+    now: DateTime<Utc>,
+) -> Decision {
+    match covered {
+        Covered::TtlAfterFinished => ttl::from_gathered::<BatchJob>(gathered, now),
+        Covered::VolcanoJobTtl => ttl::from_gathered::<VolcanoJobs>(gathered, now),
+        Covered::Retention => retention::from_gathered(gathered, meta, now),
+        Covered::GarbageCollector => gc::from_gathered(gathered, meta),
+        Covered::Namespace => match &gathered.namespace {
+            Some(facts) => namespace_decision(facts, &gathered.settings, now),
+            None => not_its_kind(covered.name(), "Namespace"),
+        },
+        Covered::Podgc => podgc::from_gathered(gathered, now),
+        Covered::PvcProtection => protection::claim_from_gathered(gathered),
+        Covered::PvProtection => protection::volume_from_gathered(gathered),
+    }
+}
+
 /// A namespace's verdict: a namespace not being deleted says why nothing deletes it; one the
 /// namespace controller run here finalizes with nothing else holding it goes when it does.
 pub(crate) fn namespace_verdict(
@@ -167,16 +190,16 @@ const NO_GOVERNOR: &str = "no kube-gc controller governs it";
 
 /// The decision of a controller not run here, which `would` be its decision were it run; and,
 /// when it would delete the object (or keep it for a problem), a reason saying so.
-fn not_run_here(covered: &Covered, would: Decision) -> (Decision, Option<String>) {
+fn not_run_here(covered: Covered, would: Decision) -> (Decision, Option<String>) {
     let why = covered.not_run_here();
-    let mut not_run = decision(covered.name, false, VerdictKind::Keep, why.clone());
+    let mut not_run = decision(covered.name(), false, VerdictKind::Keep, why.clone());
     if !would.governs {
         return (not_run, None);
     }
     let said = format!("{} — {}", would.verdict.as_str(), would.summary);
     not_run.details.push(format!("were it run here: {said}"));
     let acts = would.verdict != VerdictKind::Keep;
-    let reason = acts.then(|| format!("{}, {why}, would: {said}", covered.name));
+    let reason = acts.then(|| format!("{}, {why}, would: {said}", covered.name()));
     (not_run, reason)
 }
 

@@ -9,8 +9,8 @@
 //!
 //! Contract: only LISTs; the same decision functions as the controllers (`decide/` uses them
 //! for one object, `rows.rs` for all); only the controllers `--controllers` runs are planned
-//! (each one's rows are its entry's in `explain::controllers`), and the report says which were
-//! assumed; deletions due now come first, then those within the
+//! (each one's rows are `rows_of`'s arm for its `explain::controllers::Covered` variant), and
+//! the report says which were assumed; deletions due now come first, then those within the
 //! window. What would stop a deletion is listed too: objects kept because something about them
 //! cannot be read (the controllers keep them and say so in an Event), and retention policies
 //! that are invalid or wait for a resource. Objects simply kept, and deletions beyond the
@@ -34,9 +34,10 @@ use serde::Serialize;
 
 use crate::manager::selection::ControllerSelection;
 use kube_gc_client::{Client, Discovery};
+use kube_gc_controllers::ttl::{BatchJob, VolcanoJobs};
 use kube_gc_core::labels::Selector;
 
-use super::controllers::{Assumed, COVERED};
+use super::controllers::{Assumed, Covered, COVERED};
 use super::decide::rfc3339;
 use super::gather::{every_version, GatherError};
 use super::Settings;
@@ -44,9 +45,9 @@ use super::Settings;
 pub use self::chart::Chart;
 pub use self::earliest::Also;
 use self::earliest::{earliest_per_object, Earliest};
-pub(crate) use self::namespaces::namespace_rows;
-pub(crate) use self::rows::{orphan_rows, retention_rows, ttl_rows, Findings, PlanContext};
-pub(crate) use self::storage::{claim_rows, pod_rows, volume_rows};
+use self::namespaces::namespace_rows;
+use self::rows::{orphan_rows, retention_rows, ttl_rows, Findings, PlanContext};
+use self::storage::{claim_rows, pod_rows, volume_rows};
 
 pub use self::text::text;
 
@@ -193,12 +194,12 @@ pub async fn plan(
     };
     // A controller not run here costs no request: its resources are not even listed.
     for covered in COVERED
-        .iter()
-        .filter(|c| options.controllers.is_enabled(c.name))
+        .into_iter()
+        .filter(|c| options.controllers.is_enabled(c.name()))
     {
-        (covered.plan)(&cx, &mut found)
+        rows_of(covered, &cx, &mut found)
             .await
-            .map_err(|e| e.needed_by(covered.name))?;
+            .map_err(|e| e.needed_by(covered.name()))?;
     }
     // Each object once, at its earliest deletion — whether or not it falls in the window.
     let deletions = std::mem::take(&mut found.deletions);
@@ -212,6 +213,25 @@ pub async fn plan(
         .kept
         .sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
     Ok(report(deletions, found, options, now))
+}
+
+/// Adds `covered`'s deletions to come (and what it keeps for a problem) to `found`: each
+/// controller's own reading of the cluster.
+async fn rows_of(
+    covered: Covered,
+    cx: &PlanContext<'_>,
+    found: &mut Findings,
+) -> Result<(), GatherError> {
+    match covered {
+        Covered::TtlAfterFinished => ttl_rows::<BatchJob>(cx, found).await,
+        Covered::VolcanoJobTtl => ttl_rows::<VolcanoJobs>(cx, found).await,
+        Covered::Retention => retention_rows(cx, found).await,
+        Covered::GarbageCollector => orphan_rows(cx, found).await,
+        Covered::Namespace => namespace_rows(cx, found).await,
+        Covered::Podgc => pod_rows(cx, found).await,
+        Covered::PvcProtection => claim_rows(cx, found).await,
+        Covered::PvProtection => volume_rows(cx, found).await,
+    }
 }
 
 fn report(

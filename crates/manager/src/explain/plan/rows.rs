@@ -1,7 +1,7 @@
 //! The plan's rows: each controller's deletions to come and the objects it keeps for a
 //! problem, found with the controller's own decision functions over one LIST per resource.
-//! Each controller's function is its `plan` in `explain::controllers`; all read what they need
-//! from one [`PlanContext`].
+//! `plan::rows_of` calls each controller's function here (or in `namespaces.rs`, `storage.rs`);
+//! all read what they need from one [`PlanContext`].
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
