@@ -2,13 +2,15 @@
 //! draws them, and no crate has an import circle between its files.
 //!
 //! An import circle is a cycle in the graph whose nodes are a crate's source files and whose
-//! edges are the items a file names (`use crate::…`, `super::…`, `self::…`, a child module's
-//! path), each resolved to the file that *defines* the item — through re-exports and glob
-//! imports, so `pub use` lines are the module's face, not edges of their own. A module and its
-//! own submodules are one unit (a parent declares its children and they see its items, as Rust
-//! intends), so edges between a file and its ancestors or descendants are left out; every other
-//! edge counts, test code included. The reading is textual (comments and strings stripped, use
-//! trees parsed), which is what a reader of the files sees too.
+//! edges are the modules a file names things through (`use crate::…`, `super::…`, `self::…`, a
+//! child module's path): each path as written, to the deepest module of it that is a file. A
+//! name a module's face re-exports ties the reader to that face, not to the file behind it — so
+//! two modules that import each other, one through the other's face, are a circle even when no
+//! two files define what the other takes; a `pub use` line is an edge of the module that writes
+//! it. A module and its own submodules are one unit (a parent declares its children and they see
+//! its items, as Rust intends), so edges between a file and its ancestors or descendants are left
+//! out; every other edge counts, test code included. The reading is textual (comments and
+//! strings stripped, use trees parsed), which is what a reader of the files sees too.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -96,11 +98,10 @@ fn char_literal_len(b: &[u8]) -> Option<usize> {
     (b.get(end) == Some(&b'\'') && end <= 12).then_some(end + 1)
 }
 
-/// One source file: what it declares, defines and imports.
+/// One source file: what it declares and imports.
 struct File {
     text: String,
     children: BTreeSet<String>,
-    defines: BTreeSet<String>,
     /// `(path, name it is known by here)`; `*` for a glob.
     uses: Vec<(Vec<String>, String)>,
     /// Byte ranges of the `use` declarations, whose paths are not read again as inline paths.
@@ -171,21 +172,6 @@ fn use_tree(
     }
 }
 
-/// Every word `pattern` is followed by (`mod x`, `fn x`, …) in `text`.
-fn words_after(text: &str, keywords: &[&str]) -> BTreeSet<String> {
-    let mut found = BTreeSet::new();
-    let tokens: Vec<&str> = text
-        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '!'))
-        .filter(|t| !t.is_empty())
-        .collect();
-    for pair in tokens.windows(2) {
-        if keywords.contains(&pair[0]) {
-            found.insert(pair[1].to_owned());
-        }
-    }
-    found
-}
-
 fn parse(text: String) -> File {
     let bytes = text.as_bytes();
     let (mut uses, mut use_spans) = (Vec::new(), Vec::new());
@@ -202,17 +188,9 @@ fn parse(text: String) -> File {
         use_spans.push((i, end));
     }
     let children = mod_declarations(&text);
-    let mut defines = words_after(
-        &text,
-        &[
-            "fn", "struct", "enum", "trait", "type", "const", "static", "union", "mod",
-        ],
-    );
-    defines.extend(words_after(&text, &["macro_rules!"]));
     File {
         text,
         children,
-        defines,
         uses,
         use_spans,
     }
@@ -310,55 +288,21 @@ impl Crate {
         Some(base)
     }
 
-    /// The file that defines what `path` names, following re-exports; `None` outside the crate.
-    fn resolve(&self, path: &[String], depth: usize) -> Option<ModPath> {
+    /// The module `path` names a thing through: the deepest module of it that is a file of the
+    /// crate.
+    fn through(&self, path: &[String]) -> ModPath {
         let mut module: ModPath = Vec::new();
-        let mut rest = path;
-        while let Some(next) = rest.first() {
-            let mut deeper = module.clone();
-            deeper.push(next.clone());
-            if !self.files.contains_key(&deeper) {
+        for segment in path {
+            module.push(segment.clone());
+            if !self.files.contains_key(&module) {
+                module.pop();
                 break;
             }
-            module = deeper;
-            rest = &rest[1..];
         }
-        let Some(name) = rest.first().filter(|n| *n != "*") else {
-            return Some(module);
-        };
-        let file = self.files.get(&module)?;
-        if depth > 16 || file.defines.contains(name) {
-            return Some(module);
-        }
-        for (used, alias) in &file.uses {
-            if alias == name {
-                let mut target = self.absolute(&module, used)?;
-                target.extend(rest[1..].iter().cloned());
-                return self.resolve(&target, depth + 1);
-            }
-        }
-        for (used, alias) in &file.uses {
-            if alias != "*" {
-                continue;
-            }
-            let Some(mut target) = self.absolute(&module, &used[..used.len() - 1]) else {
-                continue;
-            };
-            let source = target.clone();
-            target.extend(rest.iter().cloned());
-            let found = self.resolve(&target, depth + 1);
-            let defined = self
-                .files
-                .get(&source)
-                .is_some_and(|f| f.defines.contains(name));
-            if found.as_ref().is_some_and(|f| *f != source) || defined {
-                return found;
-            }
-        }
-        Some(module)
+        module
     }
 
-    /// Each file's edges to the files defining what it names, family left out.
+    /// Each file's edges to the modules it names things through, family left out.
     fn edges(&self) -> BTreeMap<&ModPath, BTreeSet<ModPath>> {
         let mut edges = BTreeMap::new();
         for (module, file) in &self.files {
@@ -376,9 +320,7 @@ impl Crate {
             }
             let targets = edges.entry(module).or_insert_with(BTreeSet::new);
             for path in named {
-                let Some(target) = self.resolve(&path, 0) else {
-                    continue;
-                };
+                let target = self.through(&path);
                 let family = target.starts_with(module) || module.starts_with(&target);
                 if !family && self.files.contains_key(&target) {
                     targets.insert(target);
@@ -547,6 +489,12 @@ fn the_checker_sees_a_circle_and_a_family_is_not_one() {
         (vec!["c"], "mod d; pub struct Shared; pub use d::Child;"),
         (vec!["c", "d"], "use super::Shared; pub struct Child;"),
         (vec!["e"], "pub use crate::b::Thing; // crate::a::Other"),
+        // A circle through a face: `f` takes `Inner` through `g`'s face, which `g/h` defines;
+        // `g` takes `F` from `f`. No file defines what the other takes, yet `f` and `g` import
+        // each other.
+        (vec!["f"], "use crate::g::Inner; pub struct F;"),
+        (vec!["g"], "mod h; pub use h::Inner; use crate::f::F;"),
+        (vec!["g", "h"], "pub struct Inner;"),
     ];
     let krate = Crate {
         files: files
@@ -561,7 +509,10 @@ fn the_checker_sees_a_circle_and_a_family_is_not_one() {
     };
     assert_eq!(
         cycles(&krate.edges()),
-        [vec!["a".to_owned(), "b".to_owned()]]
+        [
+            vec!["a".to_owned(), "b".to_owned()],
+            vec!["f".to_owned(), "g".to_owned()]
+        ]
     );
 }
 
