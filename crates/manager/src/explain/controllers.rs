@@ -5,8 +5,9 @@
 //! the compiler asks for the other two.
 //!
 //! Contract:
-//! - [`COVERED`] holds every variant once; its order is the order of `explain`'s "Who decides"
-//!   and of `plan`'s reads.
+//! - [`COVERED`] holds every variant once (a test refuses a name twice; a variant left out is
+//!   never constructed, which the compiler warns of and CI refuses); its order is the order of
+//!   `explain`'s "Who decides" and of `plan`'s reads.
 //! - Both commands take `run`'s `--controllers` ([`ControllerSelection`]) and assume what it
 //!   says: a controller it leaves out decides nothing and deletes nothing in their answers. It
 //!   is said to be *not run here*, with who does its job instead where someone does
