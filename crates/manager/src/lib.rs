@@ -1,7 +1,9 @@
 //! What runs kube-gc's controllers, as kube-controller-manager runs its own:
 //!
-//! - [`manager`]: the controller set (`--controllers`), started when the server serves their
-//!   resources, reporting readiness, stopped together.
+//! - [`selection`]: the controllers' names and which of them `--controllers` enables — read by
+//!   the manager that runs them and by `explain`, which speaks for them.
+//! - [`manager`]: the controller set, started when the server serves their resources, reporting
+//!   readiness, stopped together.
 //! - [`explain`]: `kube-gc explain` and `kube-gc plan` — read-only, every verdict from the
 //!   controllers' own decision functions — and `/debug/explain` from a running kube-gc's caches.
 //! - [`server`]: the health, readiness, metrics and debug endpoints.
@@ -17,5 +19,6 @@ pub mod explain;
 pub mod manager;
 pub mod metrics;
 pub mod notify;
+pub mod selection;
 pub mod server;
 pub mod shutdown;

@@ -21,7 +21,7 @@
 
 use serde::Serialize;
 
-use crate::manager::selection::{
+use crate::selection::{
     ControllerSelection, GARBAGE_COLLECTOR, KNOWN_CONTROLLERS, NAMESPACE, PODGC, PVC_PROTECTION,
     PV_PROTECTION, RETENTION, TTL_AFTER_FINISHED, VOLCANO_JOB_TTL,
 };

@@ -13,7 +13,7 @@
 
 use serde::Serialize;
 
-use crate::manager::selection::{
+use crate::selection::{
     ControllerSelection, GARBAGE_COLLECTOR, NAMESPACE, PVC_PROTECTION, PV_PROTECTION,
 };
 use kube_gc_controllers::garbagecollector::graph::{FOREGROUND_FINALIZER, ORPHAN_FINALIZER};

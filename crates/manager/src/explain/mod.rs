@@ -1,18 +1,20 @@
 //! `kube-gc explain` and `kube-gc plan`: why an object is still there, and what
 //! will be deleted when — answered with the same decision functions the controllers run.
 //!
+//! From the bottom up — each row uses only rows above it, and the face (this file: the answer's
+//! types) —
+//!
 //! | file | what it holds |
 //! |---|---|
-//! | `resolve.rs` | `TYPE` → resource, as kubectl resolves it |
-//! | `gather/` | the read-only requests: the object, its owners, policies, dependents, Events; a Pod's node, a claim's Pods, a volume's claims; a namespace's content |
 //! | `controllers.rs` | the controllers both commands speak for, one variant each, and what `--controllers` assumes |
-//! | `decide/` | the verdict of every controller, pure: the TTL controllers' `judge`, the retention engine's `assess` / `decide` / `rank`, the garbage collector's `action`, the pod garbage collector's `judge`, the protection controllers' `claim_release` / `volume_release` |
-//! | `namespace/` | why a namespace is still `Terminating`: the namespace controller's `assess`, every blocker to its root cause, who finishes it |
+//! | `resolve.rs` | `TYPE` → resource, as kubectl resolves it |
 //! | `finalizers.rs` | who removes a finalizer: kube-gc, Kubernetes, a known operator, or nobody known |
+//! | `gather/` | the read-only requests and what they read: the object, its owners, policies, dependents, Events; a Pod's node, a claim's Pods, a volume's claims; a namespace and its content |
 //! | `wording.rs` | the words every answer shares: times, a bare decision |
+//! | `decide/` | the verdict of every controller, pure: the TTL controllers' `judge`, the retention engine's `assess` / `decide` / `rank`, the garbage collector's `action`, the pod garbage collector's `judge`, the protection controllers' `claim_release` / `volume_release`, and why a namespace is still `Terminating` (`decide/namespace/`: the namespace controller's `assess`, every blocker to its root cause, who finishes it) |
 //! | `render.rs` | the screen an operator reads |
-//! | `live/` | `/debug/explain` on a running kube-gc: the same decisions, from its caches |
 //! | `plan/` | `kube-gc plan`: every deletion to come, sorted, totalled, charted |
+//! | `live/` | `/debug/explain` on a running kube-gc: the same decisions, from its caches |
 //!
 //! Contract: nothing here writes to the cluster — only GET and LIST, and `live` not even those —
 //! and no decision is made here that a controller does not make the same way: `decide/` calls
@@ -24,7 +26,6 @@ pub mod decide;
 pub mod finalizers;
 pub mod gather;
 pub mod live;
-pub mod namespace;
 pub mod plan;
 pub mod render;
 pub mod resolve;
@@ -35,10 +36,10 @@ use std::time::Duration;
 use serde::Serialize;
 
 pub use controllers::{Assumed, NotRunHere};
+pub use decide::namespace::NamespaceReport;
 pub use decide::{decide, decide_assuming, explanation, overall};
 pub use finalizers::FinalizerOwner;
 pub use gather::{gather, gather_with, GatherError, Gathered, OwnerState, Target as ExplainTarget};
-pub use namespace::NamespaceReport;
 pub use resolve::{resolve, UnknownType};
 
 /// What `run`'s flags set that some decisions read; `explain` and `plan` take the same flags, so

@@ -73,7 +73,7 @@ pub fn text(explanation: &Explanation) -> String {
         }
     }
     if let Some(namespace) = &explanation.namespace {
-        crate::explain::namespace::render_lines(namespace, &mut out);
+        crate::explain::decide::namespace::render_lines(namespace, &mut out);
     }
     if !explanation.events.is_empty() {
         let _ = writeln!(out, "\nEvents");

@@ -40,7 +40,6 @@ mod namespace;
 mod podgc;
 mod protection;
 mod retention;
-pub(crate) mod selection;
 mod set;
 
 use std::sync::Arc;
@@ -48,13 +47,13 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-pub use kube_gc_controllers::podgc::DEFAULT_TERMINATED_POD_THRESHOLD;
-pub use kube_gc_controllers::{Progress, ProgressProbe};
-pub use selection::{
+pub use crate::selection::{
     ControllerSelection, SelectionError, UnknownController, GARBAGE_COLLECTOR, KNOWN_CONTROLLERS,
     NAMESPACE, PODGC, PVC_PROTECTION, PV_PROTECTION, RETENTION, TTL_AFTER_FINISHED,
     VOLCANO_JOB_TTL,
 };
+pub use kube_gc_controllers::podgc::DEFAULT_TERMINATED_POD_THRESHOLD;
+pub use kube_gc_controllers::{Progress, ProgressProbe};
 pub use set::{BoxError, ControllerFailed, ControllerSet, ManagedController, Readiness};
 
 use crate::explain::live::{LiveExplainer, TtlView};

@@ -11,7 +11,7 @@
 use crate::explain::finalizers::{owner_of, FinalizerOwner};
 use crate::explain::gather::{Gathered, OwnerState, Related};
 use crate::explain::{Blocker, Decision, DeletionInProgress, FinalizerWait, VerdictKind};
-use crate::manager::selection::ControllerSelection;
+use crate::selection::ControllerSelection;
 use kube_gc_api::{ObjectMeta, OwnerReference, PropagationPolicy};
 use kube_gc_controllers::garbagecollector::graph::{FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
 use kube_gc_controllers::garbagecollector::{action, Action};

@@ -1,7 +1,10 @@
 //! The verdict on one object, pure: every controller's decision, with the controllers' own
 //! functions — the TTL controllers' judgement under their fixed policy and `judge` (`ttl.rs`),
 //! the retention engine's `plan`, `assess`, `decide` and `rank` (`retention.rs`), the garbage
-//! collector's `action` and the chain of blockers of a foreground deletion (`gc.rs`).
+//! collector's `action` and the chain of blockers of a foreground deletion (`gc.rs`), the pod
+//! garbage collector's `judge` (`podgc.rs`), the protection controllers' releases
+//! (`protection.rs`), and the namespace controller's `assess` with every blocker of a namespace
+//! followed to its root cause (`namespace/`).
 //!
 //! Contract: the object's verdict is the earliest deletion any governing controller would make
 //! (`delete-now` before `delete-at`); an object with a `deletionTimestamp` is `blocked` while
@@ -16,6 +19,7 @@
 //! verdict through the same [`explanation`].
 
 mod gc;
+pub mod namespace;
 mod podgc;
 mod protection;
 mod retention;
@@ -24,14 +28,14 @@ mod ttl;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use crate::manager::selection::ControllerSelection;
+use crate::selection::ControllerSelection;
 
 use super::controllers::{Covered, COVERED};
 use super::gather::Gathered;
-use super::namespace::{explain_namespace, namespace_decision, Explained, NamespaceReport};
 use super::{Decision, DeletionInProgress, EventLine, Explanation, ObjectId, VerdictKind};
 use kube_gc_api::ObjectMeta;
 use kube_gc_controllers::ttl::{BatchJob, VolcanoJobs};
+use namespace::{explain_namespace, namespace_decision, Explained, NamespaceReport};
 
 pub(crate) use super::wording::decision;
 pub use super::wording::{relative, rfc3339};

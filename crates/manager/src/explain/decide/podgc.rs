@@ -13,7 +13,7 @@ use chrono::{DateTime, Utc};
 
 use crate::explain::gather::{Gathered, NodeLookup};
 use crate::explain::{Decision, GracePeriod, VerdictKind};
-use crate::manager::selection::ControllerSelection;
+use crate::selection::ControllerSelection;
 use kube_gc_controllers::podgc::decide::{excess_terminated, judge, Keep, NodeView, QUARANTINE};
 use kube_gc_controllers::podgc::facts::OUT_OF_SERVICE_TAINT;
 use kube_gc_controllers::podgc::{PodFacts, Reason, Verdict, CONTROLLER};

@@ -10,7 +10,7 @@
 use crate::explain::gather::{Gathered, StorageContext};
 use crate::explain::{Blocker, DeletionInProgress};
 use crate::explain::{Decision, VerdictKind};
-use crate::manager::selection::ControllerSelection;
+use crate::selection::ControllerSelection;
 use kube_gc_controllers::protection::decide::{
     claim_release, pod_uses_claim, volume_release, Release,
 };

@@ -14,6 +14,7 @@ mod namespace;
 mod storage;
 
 pub(crate) use namespace::namespace_facts;
+pub use namespace::{NamespaceContent, NamespaceFacts, PodState};
 pub(crate) use storage::{claims, every_node, every_pod, is, pods_as_claims, volumes};
 pub use storage::{NodeLookup, PodContext, StorageContext};
 
@@ -27,7 +28,6 @@ use kube_gc_controllers::garbagecollector::graph::FOREGROUND_FINALIZER;
 use kube_gc_controllers::retention::engine::{cluster_policies, namespaced_policies};
 use kube_gc_controllers::retention::policy::RetentionPolicyObject;
 
-use super::namespace::NamespaceFacts;
 use super::resolve::{resolve, UnknownType};
 pub use super::Related;
 use super::Settings;

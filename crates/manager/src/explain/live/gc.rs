@@ -25,7 +25,7 @@ use crate::explain::decide::{
 };
 use crate::explain::gather::OwnerState;
 use crate::explain::VerdictKind;
-use crate::manager::selection::ControllerSelection;
+use crate::selection::ControllerSelection;
 use kube_gc_client::Discovery;
 use kube_gc_controllers::garbagecollector::graph::{
     Graph, Node, Presence, FOREGROUND_FINALIZER, ORPHAN_FINALIZER,

@@ -55,7 +55,7 @@ use super::{
     explanation, render, Decision, DeletionInProgress, Explanation, NamespaceReport, ObjectId,
     VerdictKind,
 };
-use crate::manager::selection::ControllerSelection;
+use crate::selection::ControllerSelection;
 
 pub use gc::GcView;
 pub use namespace::NamespaceView;
@@ -363,7 +363,7 @@ fn assemble(
     let report = found.iter_mut().find_map(|f| f.namespace.take());
     let namespace_decision = decisions
         .iter()
-        .find(|d| d.controller == crate::manager::selection::NAMESPACE)
+        .find(|d| d.controller == crate::selection::NAMESPACE)
         .cloned();
     let mut explained = explanation(object, decisions, deletion(&found));
     explained.notes = notes(&uid, &found, now);

@@ -11,9 +11,10 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
+use crate::explain::decide::namespace::explain_namespace;
 use crate::explain::decide::{decision, deletion, not_its_kind, rfc3339, Deleting, DependentIndex};
 use crate::explain::gather::is;
-use crate::explain::namespace::{explain_namespace, NamespaceContent, NamespaceFacts};
+use crate::explain::gather::{NamespaceContent, NamespaceFacts};
 use crate::explain::{Settings, VerdictKind};
 use kube_gc_api::Namespace;
 use kube_gc_client::ResourceRef;

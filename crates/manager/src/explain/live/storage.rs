@@ -17,7 +17,7 @@ use crate::explain::decide::{
 };
 use crate::explain::gather::is;
 use crate::explain::{DeletionInProgress, VerdictKind};
-use crate::manager::selection::ControllerSelection;
+use crate::selection::ControllerSelection;
 use kube_gc_controllers::podgc::decide::NodeView;
 use kube_gc_controllers::podgc::{
     node_resource, pod_resource, NodeFacts, PodFacts, Quarantines, CONTROLLER as PODGC,

@@ -32,7 +32,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::manager::selection::ControllerSelection;
+use crate::selection::ControllerSelection;
 use kube_gc_client::{Client, Discovery};
 use kube_gc_controllers::ttl::{BatchJob, VolcanoJobs};
 use kube_gc_core::labels::Selector;

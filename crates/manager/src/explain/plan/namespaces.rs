@@ -10,9 +10,10 @@
 
 use serde_json::Value;
 
+use crate::explain::decide::namespace::namespace_decision;
 use crate::explain::decide::rfc3339;
+use crate::explain::gather::NamespaceFacts;
 use crate::explain::gather::{namespace_facts, serves, GatherError};
-use crate::explain::namespace::{namespace_decision, NamespaceFacts};
 use crate::explain::VerdictKind;
 use kube_gc_client::{Api, ListParams, ResourceRef};
 use kube_gc_controllers::namespace::decide::{is_ours, Known};

@@ -19,7 +19,7 @@ use crate::explain::gather::{
     claims, every_node, every_pod, pods_as_claims, serves, volumes, GatherError,
 };
 use crate::explain::VerdictKind;
-use crate::manager::selection::PODGC;
+use crate::selection::PODGC;
 use kube_gc_client::{Api, ListParams};
 use kube_gc_controllers::podgc::decide::{excess_terminated, judge, NodeView};
 use kube_gc_controllers::podgc::{

@@ -13,7 +13,7 @@ use chrono::{DateTime, Utc};
 use crate::explain::decide::{decision as worded, relative, rfc3339};
 use crate::explain::finalizers::owner_of;
 use crate::explain::{Blocker, Decision, FinalizerWait, Settings, VerdictKind};
-use crate::manager::selection::ControllerSelection;
+use crate::selection::ControllerSelection;
 use kube_gc_controllers::namespace::conditions::group_resource;
 use kube_gc_controllers::namespace::decide::{
     assess, Assessment, Blocker as Holds, DeleteHow, Discovered, Inputs, Next, Progress,
@@ -23,9 +23,10 @@ use kube_gc_controllers::namespace::CONTROLLER;
 
 use super::chain::Chains;
 use super::{
-    ConditionLine, FinalizerCount, FinishedBy, NamespaceFacts, NamespaceReport, RemainingContent,
-    Unreadable, NAMED_PER_RESOURCE,
+    ConditionLine, FinalizerCount, FinishedBy, NamespaceReport, RemainingContent, Unreadable,
+    NAMED_PER_RESOURCE,
 };
+use crate::explain::gather::NamespaceFacts;
 
 /// Everything the explanation says of a namespace.
 pub(crate) struct Explained {

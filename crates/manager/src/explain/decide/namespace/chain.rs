@@ -12,14 +12,15 @@ use chrono::{DateTime, Utc};
 use crate::explain::decide::{fate, foreground_blockers, relative, rfc3339, DependentIndex};
 use crate::explain::finalizers::owner_of;
 use crate::explain::Blocker;
-use crate::manager::selection::ControllerSelection;
+use crate::selection::ControllerSelection;
 use kube_gc_controllers::garbagecollector::graph::{FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
 use kube_gc_controllers::namespace::decide::{ContentType, Object};
 use kube_gc_controllers::podgc::decide::NodeView;
 use kube_gc_controllers::protection::decide::{claim_release, pod_uses_claim, Release};
 use kube_gc_controllers::protection::PVC_FINALIZER;
 
-use super::{NamespaceContent, PodState, NAMED_PER_RESOURCE};
+use super::NAMED_PER_RESOURCE;
+use crate::explain::gather::{NamespaceContent, PodState};
 
 /// What the chains read besides the content.
 pub(super) struct Chains<'a> {

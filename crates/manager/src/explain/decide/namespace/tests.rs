@@ -3,9 +3,10 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{explain_namespace, namespace_decision, NamespaceContent, NamespaceFacts};
+use super::{explain_namespace, namespace_decision};
+use crate::explain::gather::{NamespaceContent, NamespaceFacts};
 use crate::explain::{Settings, VerdictKind};
-use crate::manager::selection::ControllerSelection;
+use crate::selection::ControllerSelection;
 use kube_gc_client::ResourceRef;
 use kube_gc_controllers::namespace::decide::{
     Content, ContentType, FailedGroup, Known, Object, Progress, Subject,

@@ -3,7 +3,6 @@
 //!
 //! | file | what it holds |
 //! |---|---|
-//! | `facts.rs` | what is read: the namespace and its content |
 //! | `report.rs` | the namespace controller's decision and the [`NamespaceReport`] |
 //! | `chain.rs` | what holds each object that remains, down to the root cause |
 //! | `render.rs` | the report's lines for a terminal |
@@ -14,13 +13,12 @@
 //!   Pods' fate is the pod garbage collector's `judge`, a claim's the PVC protection
 //!   controller's `claim_release`, a foreground deletion's the garbage collector's chain.
 //! - Each finalizer (of the namespace, `spec` and `metadata`, and of each object that remains)
-//!   names who removes it ([`super::finalizers`]), for the controllers `--controllers` runs here.
+//!   names who removes it ([`crate::explain::finalizers`]), for the controllers `--controllers` runs here.
 //! - Both `kube-gc explain` (content listed now) and `/debug/explain` (content from the
 //!   namespace controller's caches and progress) build the answer with [`explain_namespace`];
 //!   what a source does not keep (owner references, Pods, claims) is said to be unknown.
 
 mod chain;
-mod facts;
 mod render;
 mod report;
 #[cfg(test)]
@@ -28,11 +26,10 @@ mod tests;
 
 use serde::Serialize;
 
-pub use facts::{NamespaceContent, NamespaceFacts, PodState};
 pub(crate) use render::lines as render_lines;
 pub(crate) use report::{decision as namespace_decision, explain_namespace, Explained};
 
-use super::finalizers::FinalizerOwner;
+use crate::explain::finalizers::FinalizerOwner;
 
 /// At most this many objects of one resource are named.
 pub const NAMED_PER_RESOURCE: usize = 5;
