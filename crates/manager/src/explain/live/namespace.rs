@@ -1,9 +1,9 @@
 //! [`NamespaceView`]: the namespace controller's caches — the namespaces, the content index, the
 //! latest discovery and each namespace's progress — read for `/debug/explain`.
 //!
-//! Contract: the answer is `explain::namespace`'s on exactly what the controller's next pass
-//! would judge (its `assess` on the cached content and the progress it recorded), at the page's
-//! instant. The index keeps each object's name, UID, finalizers and deletion mark, not its
+//! Contract: the answer is `explain::decide::namespace`'s on exactly what the controller's next
+//! pass would judge (its `assess` on the cached content and the progress it recorded), at the
+//! page's instant. The index keeps each object's name, UID, finalizers and deletion mark, not its
 //! owner references nor a Pod's node or grace period: those links of a chain are said to be
 //! unknown here (`kube-gc explain` reads them).
 
