@@ -4,6 +4,9 @@
 
 mod sim_support;
 
+use std::sync::Arc;
+
+use kube_gc::clock::ManualClock;
 use kube_gc::sim::{Gvr, SimConfig};
 use serde_json::{json, Value};
 use sim_support::*;
@@ -19,7 +22,14 @@ fn captured_table() -> Value {
 
 #[tokio::test]
 async fn kubectl_get_crp_prints_the_crds_columns_like_exchange_231() {
-    let server = start(SimConfig::default()).await;
+    // The real server read the policy back within the second it was created (its Age is `0s`);
+    // a clock that stands still reads it back at the same instant, whatever the machine's load.
+    let answered = exchange("231-")["response"]["headers"]["date"]
+        .as_str()
+        .and_then(|date| chrono::DateTime::parse_from_rfc2822(date).ok())
+        .expect("exchange 231 has a Date header");
+    let clock = ManualClock::new(answered.with_timezone(&chrono::Utc));
+    let server = start(SimConfig::default().with_clock(Arc::new(clock))).await;
     let policies = Gvr::new("kube-gc.io", "v1alpha1", "clusterretentionpolicies");
     let created = server
         .create(
