@@ -516,16 +516,16 @@ fn the_checker_sees_a_circle_and_a_family_is_not_one() {
     );
 }
 
-/// The workspace crates each member depends on (its `[dependencies]`, not its dev-dependencies),
-/// read from its manifest.
-fn workspace_dependencies(manifest: &Path) -> BTreeSet<String> {
+/// The workspace crates a manifest names in the sections `section` accepts (`[dependencies]`
+/// alone, or every kind of dependency).
+fn workspace_dependencies(manifest: &Path, section: impl Fn(&str) -> bool) -> BTreeSet<String> {
     let text = std::fs::read_to_string(manifest).expect("a manifest");
-    let mut section = String::new();
+    let mut current = String::new();
     let mut found = BTreeSet::new();
     for line in text.lines().map(str::trim) {
         if line.starts_with('[') {
-            section = line.to_owned();
-        } else if section == "[dependencies]" && line.starts_with("kube-gc-") {
+            current = line.to_owned();
+        } else if section(&current) && line.starts_with("kube-gc-") {
             found.insert(
                 line.split(['.', ' ', '='])
                     .next()
@@ -535,6 +535,16 @@ fn workspace_dependencies(manifest: &Path) -> BTreeSet<String> {
         }
     }
     found
+}
+
+/// A member's own dependencies, not its dev-dependencies.
+fn normal(section: &str) -> bool {
+    section == "[dependencies]"
+}
+
+/// Dependencies of every kind: normal, dev, build, target-specific.
+fn any_kind(section: &str) -> bool {
+    section.contains("dependencies")
 }
 
 #[test]
@@ -590,7 +600,7 @@ fn the_crates_depend_on_each_other_as_the_layers_say() {
         .flatten()
     {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let found = workspace_dependencies(&entry.path().join("Cargo.toml"));
+        let found = workspace_dependencies(&entry.path().join("Cargo.toml"), normal);
         let wanted: BTreeSet<String> = expected
             .get(name.as_str())
             .unwrap_or_else(|| panic!("crates/{name} is not in this test's table"))
@@ -598,6 +608,15 @@ fn the_crates_depend_on_each_other_as_the_layers_say() {
             .map(|s| (*s).to_owned())
             .collect();
         assert_eq!(found, wanted, "crates/{name}/Cargo.toml [dependencies]");
+        // Not even a member's own unit tests take the simulated server: tests that drive a
+        // controller against it live in the workspace's `tests/`.
+        if name != "sim" {
+            let all = workspace_dependencies(&entry.path().join("Cargo.toml"), any_kind);
+            assert!(
+                !all.contains("kube-gc-sim"),
+                "crates/{name}/Cargo.toml names kube-gc-sim"
+            );
+        }
         members.insert(name);
     }
     assert_eq!(
@@ -606,7 +625,7 @@ fn the_crates_depend_on_each_other_as_the_layers_say() {
         "a crate of the table is missing"
     );
     // Only the commands above every layer may take the simulated server.
-    let root = workspace_dependencies(&workspace().join("Cargo.toml"));
+    let root = workspace_dependencies(&workspace().join("Cargo.toml"), normal);
     assert!(
         root.contains("kube-gc-sim") && root.contains("kube-gc-manager"),
         "{root:?}"

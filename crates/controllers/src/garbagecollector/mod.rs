@@ -37,6 +37,7 @@
 //! | `attempt_delete.rs`, `attempt_orphan.rs` | the two workers' decisions |
 //! | `requests.rs` | every write, with its guards |
 //! | `errors.rs` | why an attempt is retried, why `run` failed |
+//! | `steps.rs` | the workers' steps one at a time, for tests outside the crate (`test-util`) |
 //! | `absent_owners.rs` | the absent-owner LRU |
 //! | `dot.rs`, `metrics.rs` | debug graph, Prometheus metrics |
 //!
@@ -74,6 +75,8 @@ pub mod monitors;
 mod owners;
 pub mod pending;
 pub mod requests;
+#[cfg(feature = "test-util")]
+pub mod steps;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -220,33 +223,6 @@ impl Shared {
                 kind: missing.1,
             }
         })
-    }
-}
-
-/// A simulated server and the collector's shared state pointed at it (empty graph, discovery
-/// done, no task running), for tests of the workers' decisions and requests.
-#[cfg(test)]
-mod test_support {
-    use super::*;
-    use kube_gc_client::ClientOptions;
-    use kube_gc_sim::{SimConfig, SimServer};
-
-    pub(super) async fn sim_and_shared() -> (SimServer, Arc<Shared>, tempfile::TempDir) {
-        let sim = SimServer::start(SimConfig::default()).await.unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        // Loaded as a user's `--kubeconfig`, as `kube_gc::sim::Connect` does.
-        let path = dir.path().join("kubeconfig");
-        sim.write_kubeconfig(&path).unwrap();
-        let config = kube_gc_client::config::ClientConfig::load(
-            &kube_gc_client::config::LoadOptions::file(&path),
-            &kube_gc_client::config::Environment::empty(),
-        )
-        .unwrap();
-        let client = Client::new(&config, &ClientOptions::default().with_rate(0.0, 1)).unwrap();
-        let discovery = Discovery::run(&client).await.unwrap_or_default();
-        let gc = GarbageCollector::new(client, GcOptions::default());
-        *gc.shared.discovery.write() = Arc::new(discovery);
-        (sim, gc.shared, dir)
     }
 }
 

@@ -39,6 +39,7 @@
 //! | `content.rs` | [`ContentIndex`], [`ContentMonitors`] |
 //! | `shared.rs` | cached namespaces, discovery, each namespace's progress |
 //! | `reconcile.rs` | one pass over one namespace |
+//! | `reconcile/steps.rs` | the last step on its own, for tests outside the crate (`test-util`) |
 //! | `requests.rs` | every request, with its guards |
 //! | `metrics.rs` | [`NamespaceMetrics`] |
 //!
@@ -60,6 +61,8 @@ use tokio_util::sync::CancellationToken;
 pub use content::{ContentIndex, ContentMonitors};
 pub use decide::{assess, Assessment, Blocker, Next};
 pub use metrics::NamespaceMetrics;
+#[cfg(feature = "test-util")]
+pub use reconcile::steps;
 pub use reconcile::{NamespaceError, NamespaceReconciler};
 pub use shared::{CachedNamespace, Shared};
 

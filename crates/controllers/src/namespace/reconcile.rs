@@ -545,5 +545,5 @@ impl Pass<'_> {
     }
 }
 
-#[cfg(test)]
-mod tests;
+#[cfg(feature = "test-util")]
+pub mod steps;

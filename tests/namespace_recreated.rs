@@ -1,22 +1,32 @@
-//! The UID guard against a namespace re-created under the same name, on the simulated server.
+//! The namespace controller's UID guard against a namespace finalized by someone else and
+//! re-created under the same name while the controller's cache still holds the first one, being
+//! deleted — at the read a pass makes before it deletes content, and at the finalize — on the
+//! simulated server (whose namespaces follow the real lifecycle, exchanges 137–164).
 
-use super::*;
-use crate::namespace::content::ContentIndex;
-use crate::namespace::metrics::NamespaceMetrics;
-use kube_gc_client::{Client, ClientOptions};
-use kube_gc_core::clock::ManualClock;
-use kube_gc_runtime::cache::Store;
-use kube_gc_runtime::events::NoopRecorder;
-use kube_gc_sim::{Gvr, SimConfig, SimServer};
-use serde_json::json;
+use std::sync::Arc;
+
+use kube_gc::client::{Client, ClientOptions};
+use kube_gc::clock::ManualClock;
+use kube_gc::controllers::namespace::steps::finalize_confirmed;
+use kube_gc::controllers::namespace::{
+    CachedNamespace, ContentIndex, NamespaceMetrics, NamespaceReconciler, Shared,
+};
+use kube_gc::events::NoopRecorder;
+use kube_gc::runtime::cache::ObjectKey;
+use kube_gc::runtime::cache::Store;
+use kube_gc::runtime::controller::{Action, Reconciler};
+use kube_gc::sim::faults::Verb;
+use kube_gc::sim::Connect as _;
+use kube_gc::sim::{Gvr, SimConfig, SimServer};
+use serde_json::{json, Value};
 
 fn namespaces() -> Gvr {
     Gvr::new("", "v1", "namespaces")
 }
 
 /// A server where namespace `team-a` was deleted (the copy returned), then — finalized by
-/// someone else — re-created under the same name with a Pod, and a controller whose cache
-/// still holds the first one, being deleted.
+/// someone else — re-created under the same name with a Pod, and a controller's state whose
+/// cache still holds the first one, being deleted.
 async fn re_created() -> (SimServer, Arc<Shared>, tempfile::TempDir) {
     let sim = SimServer::start(SimConfig::default()).await.unwrap();
     sim.create(&namespaces(), json!({"metadata": {"name": "team-a"}}))
@@ -33,17 +43,11 @@ async fn re_created() -> (SimServer, Arc<Shared>, tempfile::TempDir) {
         "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}});
     sim.create(&Gvr::new("", "v1", "pods"), pod).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    // Loaded as a user's `--kubeconfig`, as `kube_gc::sim::Connect` does.
-    let path = dir.path().join("kubeconfig");
-    sim.write_kubeconfig(&path).unwrap();
-    let config = kube_gc_client::config::ClientConfig::load(
-        &kube_gc_client::config::LoadOptions::file(&path),
-        &kube_gc_client::config::Environment::empty(),
-    )
-    .unwrap();
+    let config = sim.client_config(&dir.path().join("kubeconfig")).unwrap();
     let client = Client::new(&config, &ClientOptions::default().with_rate(0.0, 1)).unwrap();
     let store: Store<CachedNamespace> = Store::new();
     store.apply_added(CachedNamespace::from_raw(stale).unwrap());
+    // An hour on: the safety delay since the first deletion has passed.
     let clock = Arc::new(ManualClock::new(
         chrono::Utc::now() + chrono::Duration::hours(1),
     ));
@@ -61,6 +65,13 @@ async fn re_created() -> (SimServer, Arc<Shared>, tempfile::TempDir) {
     (sim, shared, dir)
 }
 
+fn uid(object: &Value) -> String {
+    object["metadata"]["uid"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
 #[tokio::test]
 async fn a_stale_copy_never_touches_the_namespace_re_created_under_its_name() {
     let (sim, shared, _dir) = re_created().await;
@@ -76,6 +87,7 @@ async fn a_stale_copy_never_touches_the_namespace_re_created_under_its_name() {
     let namespace = sim.get(&namespaces(), None, "team-a").unwrap();
     assert_eq!(namespace["spec"]["finalizers"], json!(["kubernetes"]));
     assert_eq!(namespace["status"]["phase"], "Active");
+    sim.shutdown().await;
 }
 
 #[tokio::test]
@@ -88,26 +100,22 @@ async fn a_finalize_judged_on_a_namespace_since_re_created_fails_and_finalizes_n
         .namespaces
         .get(&ObjectKey::cluster_scoped("team-a"))
         .unwrap();
-    let subject = judged.subject();
-    // The server refuses the write on the judged copy's UID and resourceVersion.
-    let refused = requests::finalize(&shared.client, &judged.raw).await;
-    assert!(refused.is_err_and(|e| e.is_conflict()));
-    let mut pass = Pass {
-        progress: Progress::default(),
-        shared: &shared,
-        subject,
-        judged,
-        discovery: shared.latest_discovery(),
-        failures: HashMap::new(),
-        listed: HashMap::new(),
-        blocked: Vec::new(),
-        confirmed: true,
-    };
-    let assessment = pass.assess();
-    pass.finalize(&assessment).await.unwrap();
+    let judged_uid = uid(&judged.raw);
+    sim.journal().clear();
+    finalize_confirmed(&shared, judged).await.unwrap();
+    // The server refused the write on the judged copy's UID and resourceVersion.
+    let finalizes: Vec<(u16, String)> = sim
+        .journal()
+        .entries()
+        .iter()
+        .filter(|e| e.verb == Verb::Update && e.path.ends_with("/finalize"))
+        .map(|e| (e.status, e.body.as_ref().map(uid).unwrap_or_default()))
+        .collect();
+    assert_eq!(finalizes, [(409, judged_uid)]);
     // The re-created namespace, being deleted too, keeps its finalizer: it is judged on its
     // own, after its own safety delay.
     let namespace = sim.get(&namespaces(), None, "team-a").unwrap();
     assert_eq!(namespace["spec"]["finalizers"], json!(["kubernetes"]));
     assert_eq!(shared.metrics.finalized_total(), 0);
+    sim.shutdown().await;
 }
