@@ -67,6 +67,7 @@ use kube_gc::controllers::retention::engine::{
 use kube_gc::controllers::retention::policy::{PolicyId, RetentionPolicyObject};
 use kube_gc::controllers::retention::wire::{decode as decode_object, decode_needed};
 use kube_gc::controllers::retention::CelExpr;
+use kube_gc::controllers::Wiring;
 use kube_gc::runtime::cache::Store;
 use kube_gc::sim::Connect as _;
 use kube_gc::sim::{Gvr, SimConfig, SimServer};
@@ -651,7 +652,7 @@ struct Running {
 fn start_controller(client: Client) -> Running {
     let metrics = Arc::new(RetentionMetrics::default());
     let controller = RetentionController::builder(client, bench_options())
-        .clock(Arc::new(kube_gc::clock::SystemClock))
+        .wiring(Wiring::default().clock(Arc::new(kube_gc::clock::SystemClock)))
         .metrics(Arc::clone(&metrics))
         .build();
     let watches = controller.watches();

@@ -33,6 +33,7 @@ use chrono::{DateTime, Utc};
 use kube_gc::client::{Client, ClientOptions};
 use kube_gc::clock::SystemClock;
 use kube_gc::controllers::ttl::{BatchJob, FreshRead, TtlController, TtlMetrics, TtlOptions};
+use kube_gc::controllers::Wiring;
 use kube_gc::manager::{ControllerSelection, Manager, ManagerOptions};
 use kube_gc::sim::Connect as _;
 use kube_gc::sim::{Gvr, SimConfig, SimServer};
@@ -134,7 +135,7 @@ fn start_controller(client: Client, fresh_read: FreshRead) -> Started {
         ..TtlOptions::with_workers(5)
     };
     let controller = TtlController::<BatchJob>::builder(client, options)
-        .clock(Arc::new(SystemClock))
+        .wiring(Wiring::default().clock(Arc::new(SystemClock)))
         .metrics(Arc::clone(&metrics))
         .build();
     let synced = controller.synced();

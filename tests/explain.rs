@@ -13,6 +13,7 @@ use chrono::Duration as Span;
 use kube_gc::client::Discovery;
 use kube_gc::controllers::retention::engine::{RetentionController, RetentionOptions};
 use kube_gc::controllers::ttl::{BatchJob, TtlOptions};
+use kube_gc::controllers::Wiring;
 use kube_gc::explain::plan::{plan, PlanOptions};
 use kube_gc::explain::{Explanation, GatherError, VerdictKind};
 
@@ -133,7 +134,7 @@ async fn the_verdict_is_what_the_retention_controller_then_does() {
 
     let controller =
         RetentionController::builder(world.harness.client.clone(), RetentionOptions::default())
-            .clock(Arc::clone(&world.clock))
+            .wiring(Wiring::default().clock(Arc::clone(&world.clock)))
             .build();
     let stop = CancellationToken::new();
     let task = tokio::spawn(controller.run(stop.clone()));

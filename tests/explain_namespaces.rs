@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use kube_gc::controllers::namespace::{NamespaceController, NamespaceOptions};
+use kube_gc::controllers::Wiring;
 use kube_gc::explain::{render, Blocker, Explanation, FinalizerOwner, FinalizerWait, VerdictKind};
 use kube_gc::manager::ControllerSelection;
 use kube_gc::runtime::sources::Sources;
@@ -145,8 +146,10 @@ fn run_namespace_controller(world: &World) -> Running {
         Default::default(),
     );
     let options = NamespaceOptions {
-        clock: Arc::clone(&world.clock),
-        ..NamespaceOptions::new(sources)
+        wiring: Wiring::default()
+            .sources(sources)
+            .clock(Arc::clone(&world.clock)),
+        ..NamespaceOptions::default()
     };
     let controller =
         NamespaceController::new(client.for_component("namespace-controller", 1.0), options);

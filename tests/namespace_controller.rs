@@ -13,6 +13,7 @@ use chrono::{DateTime, Utc};
 use kube_gc::client::{Client, ClientOptions};
 use kube_gc::clock::{SharedClock, TokioClock};
 use kube_gc::controllers::namespace::{NamespaceController, NamespaceHandle, NamespaceOptions};
+use kube_gc::controllers::Wiring;
 use kube_gc::events::CollectingRecorder;
 use kube_gc::runtime::controller::ControllerError;
 use kube_gc::runtime::reflector::ReflectorConfig;
@@ -96,9 +97,11 @@ async fn start(
     let sources = Sources::new(client.for_component("shared-informers", 1.0), reflector);
     let recorder = Arc::new(CollectingRecorder::new());
     let mut options = NamespaceOptions {
-        clock: Arc::clone(&clock),
-        recorder: Arc::clone(&recorder) as _,
-        ..NamespaceOptions::new(sources)
+        wiring: Wiring::default()
+            .sources(sources)
+            .clock(Arc::clone(&clock))
+            .recorder(Arc::clone(&recorder) as _),
+        ..NamespaceOptions::default()
     };
     tune(&mut options);
     let controller = NamespaceController::new(client.for_component(AGENT, 1.0), options);

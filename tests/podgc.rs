@@ -12,6 +12,7 @@ use std::time::Duration;
 use kube_gc::controllers::podgc::{
     Detached, PodFacts, PodGcController, PodGcKey, PodGcMetrics, PodGcOptions, Reason,
 };
+use kube_gc::controllers::Wiring;
 use kube_gc::runtime::cache::ObjectKey;
 use kube_gc::runtime::controller::Reconciler;
 use kube_gc::sim::faults::FaultPlan;
@@ -39,7 +40,7 @@ impl Running {
 fn run(world: &World, options: PodGcOptions) -> Running {
     let metrics = Arc::new(PodGcMetrics::default());
     let controller = PodGcController::builder(world.harness.client.clone(), options)
-        .clock(Arc::clone(&world.clock))
+        .wiring(Wiring::default().clock(Arc::clone(&world.clock)))
         .metrics(Arc::clone(&metrics))
         .build();
     let shutdown = CancellationToken::new();

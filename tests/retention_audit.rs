@@ -15,6 +15,7 @@ use kube_gc::controllers::retention::engine::{
     RetentionController, RetentionMetrics, RetentionOptions,
 };
 use kube_gc::controllers::retention::policy::PolicyId;
+use kube_gc::controllers::Wiring;
 use kube_gc::events::{CollectingRecorder, EventType};
 use kube_gc::explain::VerdictKind;
 use kube_gc::runtime::controller::ControllerError;
@@ -70,9 +71,12 @@ fn run(world: &World) -> Running {
         ..RetentionOptions::default()
     };
     let controller = RetentionController::builder(world.harness.client.clone(), options)
-        .clock(Arc::clone(&world.clock))
+        .wiring(
+            Wiring::default()
+                .clock(Arc::clone(&world.clock))
+                .recorder(Arc::clone(&recorder) as _),
+        )
         .metrics(Arc::clone(&metrics))
-        .recorder(Arc::clone(&recorder) as _)
         .build();
     let shutdown = CancellationToken::new();
     let task = tokio::spawn(controller.run(shutdown.clone()));

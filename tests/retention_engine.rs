@@ -17,6 +17,7 @@ use kube_gc::controllers::retention::engine::{
     WorkKey,
 };
 use kube_gc::controllers::retention::policy::PolicyId;
+use kube_gc::controllers::Wiring;
 use kube_gc::events::CollectingRecorder;
 use kube_gc::runtime::cache::ObjectKey;
 use kube_gc::runtime::controller::{Action, ControllerError, Reconciler};
@@ -131,9 +132,12 @@ fn run(world: &World) -> Running {
     let metrics = Arc::new(RetentionMetrics::default());
     let recorder = Arc::new(CollectingRecorder::new());
     let controller = RetentionController::builder(world.harness.client.clone(), options())
-        .clock(Arc::clone(&world.clock))
+        .wiring(
+            Wiring::default()
+                .clock(Arc::clone(&world.clock))
+                .recorder(Arc::clone(&recorder) as _),
+        )
         .metrics(Arc::clone(&metrics))
-        .recorder(Arc::clone(&recorder) as _)
         .build();
     let shutdown = CancellationToken::new();
     let task = tokio::spawn(controller.run(shutdown.clone()));

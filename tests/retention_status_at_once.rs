@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube_gc::controllers::retention::engine::{RetentionController, RetentionOptions};
+use kube_gc::controllers::Wiring;
 use kube_gc::sim::{Gvr, SimConfig, SimServer};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
@@ -81,7 +82,7 @@ async fn the_first_status_is_written_once_judged_and_counts_wait_for_the_round()
         ..RetentionOptions::default()
     };
     let controller = RetentionController::builder(world.harness.client.clone(), options)
-        .clock(Arc::clone(&world.clock))
+        .wiring(Wiring::default().clock(Arc::clone(&world.clock)))
         .build();
     let shutdown = CancellationToken::new();
     let task = tokio::spawn(controller.run(shutdown.clone()));

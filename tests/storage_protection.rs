@@ -13,6 +13,7 @@ use kube_gc::client::Client;
 use kube_gc::controllers::podgc::{PodGcController, PodGcOptions};
 use kube_gc::controllers::protection::pvc::ProtectionOptions;
 use kube_gc::controllers::protection::{PvProtection, PvcProtection};
+use kube_gc::controllers::Wiring;
 use kube_gc::runtime::reflector::ReflectorConfig;
 use kube_gc::runtime::sources::Sources;
 use kube_gc::sim::{DeleteOptions, SimServer};
@@ -31,13 +32,11 @@ fn run(world: &World, podgc: bool) -> (CancellationToken, Vec<tokio::task::JoinH
     let sources = Sources::new(client.clone(), ReflectorConfig::default());
     let shutdown = CancellationToken::new();
     let mut tasks = Vec::new();
-    let pvc = PvcProtection::new(
-        client.clone(),
-        &sources,
-        &ProtectionOptions::default(),
-        None,
-    );
-    let pv = PvProtection::new(client.clone(), &sources, false, None);
+    let wiring = Wiring::default()
+        .sources(sources)
+        .clock(world.clock.clone());
+    let pvc = PvcProtection::new(client.clone(), &wiring, &ProtectionOptions::default());
+    let pv = PvProtection::new(client.clone(), &wiring, false);
     let token = shutdown.clone();
     tasks.push(tokio::spawn(async move {
         pvc.run(token).await.expect("pvc-protection ran")
@@ -48,8 +47,7 @@ fn run(world: &World, podgc: bool) -> (CancellationToken, Vec<tokio::task::JoinH
     }));
     if podgc {
         let controller = PodGcController::builder(client, PodGcOptions::default())
-            .sources(sources)
-            .clock(world.clock.clone())
+            .wiring(wiring)
             .build();
         let token = shutdown.clone();
         tasks.push(tokio::spawn(async move {

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use kube_gc::client::{Client, ClientOptions};
 use kube_gc::controllers::garbagecollector::{GarbageCollector, GcError, GcHandle, GcOptions};
+use kube_gc::controllers::Wiring;
 use kube_gc::events::CollectingRecorder;
 use kube_gc::runtime::reflector::ReflectorConfig;
 use kube_gc::sim::faults::Verb;
@@ -62,7 +63,7 @@ pub async fn start_gc(
     let options = GcOptions {
         workers: 4,
         discovery_period,
-        recorder: Arc::clone(&recorder) as _,
+        wiring: Wiring::default().recorder(Arc::clone(&recorder) as _),
         reflector: ReflectorConfig {
             seed: Some(7),
             ..ReflectorConfig::default()

@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use kube_gc::clock::{SharedClock, TokioClock};
 use kube_gc::controllers::retention::assessment::Assessment;
 use kube_gc::controllers::ttl::{TtlController, TtlKind, TtlMetrics, TtlOptions};
+use kube_gc::controllers::Wiring;
 use kube_gc::events::CollectingRecorder;
 use kube_gc::runtime::cache::Store;
 use kube_gc::runtime::controller::{ControllerError, ReconcileCounters};
@@ -175,9 +176,12 @@ pub fn run_controller<K: TtlKind>(world: &World, options: TtlOptions) -> Running
     let metrics = Arc::new(TtlMetrics::new());
     let recorder = Arc::new(CollectingRecorder::new());
     let controller = TtlController::<K>::builder(world.harness.client.clone(), options)
-        .clock(Arc::clone(&world.clock))
+        .wiring(
+            Wiring::default()
+                .clock(Arc::clone(&world.clock))
+                .recorder(Arc::clone(&recorder) as _),
+        )
         .metrics(Arc::clone(&metrics))
-        .recorder(Arc::clone(&recorder) as _)
         .build();
     let counters = controller.counters();
     let store = Arc::clone(controller.store());

@@ -17,6 +17,8 @@
 //!
 //! What they all report on: [`deleted`], a feed of what each deleted (or would have, under an
 //! `Audit` policy), and [`pending`], what each will delete and when, read from its caches.
+//! What they all take from the process — sources, clock, Event recorder, queue metrics, the
+//! deletion feed — is one [`Wiring`], built once by whoever runs them.
 
 pub mod deleted;
 pub mod garbagecollector;
@@ -27,6 +29,9 @@ pub mod protection;
 pub mod retention;
 pub mod settled;
 pub mod ttl;
+pub mod wiring;
+
+pub use wiring::Wiring;
 
 use std::sync::Arc;
 

@@ -86,7 +86,8 @@ use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::deleted::{NoFeed, SharedFeed};
+use crate::deleted::SharedFeed;
+use crate::wiring::Wiring;
 use absent_owners::AbsentOwnerCache;
 use attempt_delete::Done;
 use builder::GraphEvent;
@@ -94,12 +95,12 @@ use graph::Graph;
 use identity::Uid;
 use kube_gc_client::availability::warn_unless_unavailable;
 use kube_gc_client::{Client, Discovery, ResourceRef};
-use kube_gc_core::clock::{SharedClock, SystemClock};
+use kube_gc_core::clock::SharedClock;
 use kube_gc_runtime::controller::server_wait::{Park, ServerWait};
-use kube_gc_runtime::events::{NoopRecorder, SharedRecorder};
+use kube_gc_runtime::events::SharedRecorder;
 use kube_gc_runtime::reflector::{ReflectorConfig, ReflectorMetrics};
-use kube_gc_runtime::sources::{Hold, Sources};
-use kube_gc_runtime::workqueue::{MetricsProvider, WorkQueue};
+use kube_gc_runtime::sources::Hold;
+use kube_gc_runtime::workqueue::WorkQueue;
 use monitors::{MonitorCounters, Monitors, SyncState};
 
 pub use errors::{GcError, WorkError};
@@ -134,21 +135,14 @@ pub struct GcOptions {
     pub defer_delay: Duration,
     /// Owners remembered as absent (500).
     pub absent_owner_cache_size: usize,
-    /// Where `OwnerRefInvalidNamespace` warnings go.
-    pub recorder: SharedRecorder,
-    /// Where the two queues report their metrics.
-    pub queue_metrics: Option<Arc<dyn MetricsProvider>>,
     /// How the monitors list and watch, when the collector has sources of its own.
     pub reflector: ReflectorConfig,
-    /// Where the monitors' lists and watches come from: the process's sources, shared with
-    /// the other controllers, whose metadata client (kube-controller-manager's
-    /// `metadata-informers`) keeps dozens of monitors starting from delaying a deletion;
-    /// `None`: sources of its own over the collector's client.
-    pub sources: Option<Sources>,
-    /// Where each deletion is told (notifications).
-    pub feed: SharedFeed,
-    /// Wall time, for what the feed is told.
-    pub clock: SharedClock,
+    /// What it shares with the process: the sources its monitors read through — the
+    /// process's, shared with the other controllers, whose metadata client
+    /// (kube-controller-manager's `metadata-informers`) keeps dozens of monitors starting from
+    /// delaying a deletion — where `OwnerRefInvalidNamespace` warnings, the two queues'
+    /// metrics and each deletion go, and the clock what the feed is told reads.
+    pub wiring: Wiring,
 }
 
 impl Default for GcOptions {
@@ -159,12 +153,8 @@ impl Default for GcOptions {
             initial_sync_timeout: Duration::from_secs(30),
             defer_delay: Duration::from_secs(1),
             absent_owner_cache_size: absent_owners::DEFAULT_CAPACITY,
-            recorder: Arc::new(NoopRecorder),
-            queue_metrics: None,
             reflector: ReflectorConfig::default(),
-            sources: None,
-            feed: Arc::new(NoFeed),
-            clock: Arc::new(SystemClock),
+            wiring: Wiring::default(),
         }
     }
 }
@@ -248,13 +238,7 @@ impl GarbageCollector {
     /// (the queues start their timer tasks).
     pub fn new(client: Client, options: GcOptions) -> GarbageCollector {
         let (tx, rx) = mpsc::unbounded_channel();
-        let queue = |name: &str| {
-            let builder = WorkQueue::builder(name);
-            match &options.queue_metrics {
-                Some(provider) => builder.metrics(Arc::clone(provider)).build(),
-                None => builder.build(),
-            }
-        };
+        let queue = |name: &str| options.wiring.queue(name).build();
         let waits = |name: &str| ServerWait::new(name, client.availability().clone());
         let (delete_waits, orphan_waits) = (
             waits(ATTEMPT_TO_DELETE_QUEUE),
@@ -273,10 +257,10 @@ impl GarbageCollector {
             delete_waits,
             orphan_waits,
             graph_changes: tx,
-            recorder: Arc::clone(&options.recorder),
+            recorder: Arc::clone(&options.wiring.recorder),
             metrics: GcMetrics::new(),
-            feed: Arc::clone(&options.feed),
-            clock: Arc::clone(&options.clock),
+            feed: Arc::clone(&options.wiring.feed),
+            clock: Arc::clone(&options.wiring.clock),
         });
         GarbageCollector {
             shared,
@@ -322,9 +306,8 @@ impl GarbageCollector {
         // it holds `shared`, and with it the queues' timer tasks.
         let _stop_builder_on_drop = builder_stop.clone().drop_guard();
         let sources = options
-            .sources
-            .clone()
-            .unwrap_or_else(|| Sources::new(shared.client.clone(), options.reflector.clone()));
+            .wiring
+            .sources_or_own(&shared.client, &options.reflector);
         let mut monitors = Monitors::new(
             sources,
             shared.graph_changes.clone(),

@@ -66,17 +66,15 @@ pub use reconcile::steps;
 pub use reconcile::{NamespaceError, NamespaceReconciler};
 pub use shared::{CachedNamespace, Shared};
 
+use crate::wiring::Wiring;
 use kube_gc_client::{Client, ItemDecoder};
-use kube_gc_core::clock::{SharedClock, SystemClock};
 use kube_gc_runtime::cache::{ObjectKey, Store};
 use kube_gc_runtime::controller::{Controller, ControllerError, ServerWait};
-use kube_gc_runtime::events::{NoopRecorder, SharedRecorder};
 use kube_gc_runtime::informer::{HandlerFns, InformerSynced, SharedInformer};
-use kube_gc_runtime::reflector::Form;
-use kube_gc_runtime::sources::{Hold, SourceKey, Sources, Subscriber};
+use kube_gc_runtime::reflector::{Form, ReflectorConfig};
+use kube_gc_runtime::sources::{Hold, SourceKey, Subscriber};
 use kube_gc_runtime::workqueue::{
-    BucketRateLimiter, ItemExponentialFailureRateLimiter, MaxOfRateLimiter, MetricsProvider,
-    WorkQueue,
+    BucketRateLimiter, ItemExponentialFailureRateLimiter, MaxOfRateLimiter, WorkQueue,
 };
 
 /// The controller's name (`--controllers`, logs, User-Agent).
@@ -109,29 +107,25 @@ pub struct NamespaceOptions {
     pub discovery_period: Duration,
     /// Decide and log, write nothing.
     pub dry_run: bool,
-    /// Where the namespaces and the content come from (shared with the other controllers).
-    pub sources: Sources,
-    /// Wall time.
-    pub clock: SharedClock,
-    /// Where Warning events go.
-    pub recorder: SharedRecorder,
-    /// Where the queue reports its metrics.
-    pub queue_metrics: Option<Arc<dyn MetricsProvider>>,
+    /// How the namespaces and the content are listed and watched, when the controller has
+    /// sources of its own.
+    pub reflector: ReflectorConfig,
+    /// What it shares with the process: the sources the namespaces and the content come from
+    /// (the process's, shared with the other controllers), clock, where Warning events and the
+    /// queue's metrics go.
+    pub wiring: Wiring,
 }
 
-impl NamespaceOptions {
-    /// The defaults, reading from `sources`.
-    pub fn new(sources: Sources) -> NamespaceOptions {
+impl Default for NamespaceOptions {
+    fn default() -> NamespaceOptions {
         NamespaceOptions {
             workers: DEFAULT_WORKERS,
             sync_period: DEFAULT_SYNC_PERIOD,
             finalize_delay: DEFAULT_FINALIZE_DELAY,
             discovery_period: DEFAULT_DISCOVERY_PERIOD,
             dry_run: false,
-            sources,
-            clock: Arc::new(SystemClock),
-            recorder: Arc::new(NoopRecorder),
-            queue_metrics: None,
+            reflector: ReflectorConfig::default(),
+            wiring: Wiring::default(),
         }
     }
 }
@@ -173,11 +167,12 @@ impl NamespaceController {
     /// A controller sending its requests through `client`. Must be called inside a Tokio
     /// runtime (the queue and the informer's handler start tasks).
     pub fn new(client: Client, options: NamespaceOptions) -> NamespaceController {
-        let mut queue = WorkQueue::builder(QUEUE).rate_limiter(rate_limiter());
-        if let Some(provider) = &options.queue_metrics {
-            queue = queue.metrics(Arc::clone(provider));
-        }
-        let queue = queue.build();
+        let queue = options
+            .wiring
+            .queue(QUEUE)
+            .rate_limiter(rate_limiter())
+            .build();
+        let sources = options.wiring.sources_or_own(&client, &options.reflector);
         let namespaces_store: Store<CachedNamespace> = Store::new();
         let subscriber = Subscriber {
             name: CONTROLLER.to_owned(),
@@ -186,11 +181,7 @@ impl NamespaceController {
             on_error: None,
         };
         let informer = SharedInformer::builder("namespaces", namespaces_store)
-            .source(
-                &options.sources,
-                SourceKey::all(requests::namespaces()),
-                subscriber,
-            )
+            .source(&sources, SourceKey::all(requests::namespaces()), subscriber)
             .resync_every(options.sync_period)
             .build();
         let namespaces = Arc::clone(informer.store());
@@ -199,14 +190,14 @@ impl NamespaceController {
             client.clone(),
             namespaces,
             Arc::clone(&index),
-            options.clock,
-            options.recorder,
+            Arc::clone(&options.wiring.clock),
+            Arc::clone(&options.wiring.recorder),
             NamespaceMetrics::new(),
             options.finalize_delay,
             options.dry_run,
         ));
         register_handlers(&informer, &queue, &shared);
-        let monitors = ContentMonitors::new(options.sources, index);
+        let monitors = ContentMonitors::new(sources, index);
         let synced = informer.synced();
         let controller = Controller::new(
             CONTROLLER,

@@ -34,14 +34,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube_gc_client::{Api, Client, ResourceRef};
-use kube_gc_core::clock::{SharedClock, SystemClock};
+use kube_gc_core::clock::SharedClock;
 use kube_gc_runtime::cache::{ObjectKey, Store};
 use kube_gc_runtime::controller::{Controller, ControllerError, ServerWait};
 use kube_gc_runtime::events::{NoopRecorder, SharedRecorder};
 use kube_gc_runtime::informer::{InformerSynced, SharedInformer};
 use kube_gc_runtime::reflector::{Form, ReflectorConfig, ReflectorMetrics};
-use kube_gc_runtime::sources::{SourceKey, Sources, Subscriber};
-use kube_gc_runtime::workqueue::{MetricsProvider, WorkQueue};
+use kube_gc_runtime::sources::{SourceKey, Subscriber};
+use kube_gc_runtime::workqueue::WorkQueue;
 
 pub use decide::{Reason, Verdict, DEFAULT_TERMINATED_POD_THRESHOLD, QUARANTINE};
 pub use facts::{NodeFacts, PodFacts, PodPhase};
@@ -49,8 +49,9 @@ pub use handlers::Quarantines;
 pub use metrics::PodGcMetrics;
 pub use reconcile::{PodGcError, PodGcReconciler};
 
-use crate::deleted::{NoFeed, SharedFeed};
+use crate::deleted::NoFeed;
 use crate::settled::Settled;
+use crate::wiring::Wiring;
 use handlers::{OnNodes, OnPods, Watching};
 
 /// The controller's name, as `--controllers` selects it.
@@ -123,30 +124,15 @@ pub struct PodGcController {
 pub struct PodGcBuilder {
     client: Client,
     options: PodGcOptions,
-    sources: Option<Sources>,
-    clock: SharedClock,
+    wiring: Wiring,
     metrics: Arc<PodGcMetrics>,
-    recorder: SharedRecorder,
-    queue_metrics: Option<Arc<dyn MetricsProvider>>,
-    feed: SharedFeed,
 }
 
 impl PodGcBuilder {
-    /// Where each force deletion is told (default: nowhere).
-    pub fn feed(mut self, feed: SharedFeed) -> Self {
-        self.feed = feed;
-        self
-    }
-
-    /// The process's shared sources (default: sources of its own over its client).
-    pub fn sources(mut self, sources: Sources) -> Self {
-        self.sources = Some(sources);
-        self
-    }
-
-    /// Where wall time is read (default: the system clock).
-    pub fn clock(mut self, clock: SharedClock) -> Self {
-        self.clock = clock;
+    /// What it shares with the process: sources, clock, where Warning events, queue metrics
+    /// and each force deletion go (default: [`Wiring::default`], a controller on its own).
+    pub fn wiring(mut self, wiring: Wiring) -> Self {
+        self.wiring = wiring;
         self
     }
 
@@ -156,32 +142,16 @@ impl PodGcBuilder {
         self
     }
 
-    /// Where Warning events go (default: dropped).
-    pub fn recorder(mut self, recorder: SharedRecorder) -> Self {
-        self.recorder = recorder;
-        self
-    }
-
-    /// The workqueue's metrics provider (default: none).
-    pub fn queue_metrics(mut self, provider: Option<Arc<dyn MetricsProvider>>) -> Self {
-        self.queue_metrics = provider;
-        self
-    }
-
     /// Wires informers, handlers, queue and workers; starts nothing.
     ///
     /// # Panics
     ///
     /// Outside a Tokio runtime (registering a handler spawns its task).
     pub fn build(self) -> PodGcController {
-        let mut queue = WorkQueue::builder(QUEUE);
-        if let Some(provider) = self.queue_metrics {
-            queue = queue.metrics(provider);
-        }
-        let queue = queue.build();
+        let queue = self.wiring.queue(QUEUE).build();
         let sources = self
-            .sources
-            .unwrap_or_else(|| Sources::new(self.client.clone(), self.options.reflector.clone()));
+            .wiring
+            .sources_or_own(&self.client, &self.options.reflector);
         let pod_store = Store::builder().index(BY_NODE, node_of).build();
         // Each informer holds the sources until it has subscribed: the controllers built beside
         // this one read the same resources, and the first list is to serve them all.
@@ -205,13 +175,13 @@ impl PodGcBuilder {
             pods: Arc::clone(pods.store()),
             nodes: Arc::clone(nodes.store()),
             queue: queue.clone(),
-            clock: self.clock,
+            clock: Arc::clone(&self.wiring.clock),
             quarantines: Arc::new(Quarantines::default()),
             quarantine: self.options.quarantine,
             terminated: Arc::new(AtomicUsize::new(0)),
             threshold: self.options.terminated_threshold,
             forced: Settled::default(),
-            feed: self.feed,
+            feed: Arc::clone(&self.wiring.feed),
         });
         pods.add_handler(OnPods(Arc::clone(&watching)));
         nodes.add_handler(OnNodes(Arc::clone(&watching)));
@@ -219,7 +189,7 @@ impl PodGcBuilder {
             &self.client,
             Arc::clone(&watching),
             self.metrics,
-            self.recorder,
+            Arc::clone(&self.wiring.recorder),
             &self.options,
         );
         let reflectors = [
@@ -344,12 +314,8 @@ impl PodGcController {
         PodGcBuilder {
             client,
             options,
-            sources: None,
-            clock: Arc::new(SystemClock),
+            wiring: Wiring::default(),
             metrics: Arc::new(PodGcMetrics::default()),
-            recorder: Arc::new(NoopRecorder),
-            queue_metrics: None,
-            feed: Arc::new(NoFeed),
         }
     }
 

@@ -21,14 +21,15 @@ use super::{
     claim_resource, release, release_patch, volume_resource, Released, PV_CONTROLLER, PV_FINALIZER,
 };
 use crate::settled::Settled;
+use crate::wiring::Wiring;
 use kube_gc_api::PartialObjectMetadata;
 use kube_gc_client::{Api, Client, Error, ListParams, ResourceRef};
 use kube_gc_runtime::cache::{Deleted, ObjectKey, Store};
 use kube_gc_runtime::controller::{Action, Controller, ControllerError, Reconciler, ServerWait};
 use kube_gc_runtime::informer::{EventHandler, InformerSynced, SharedInformer};
-use kube_gc_runtime::reflector::ReflectorMetrics;
-use kube_gc_runtime::sources::{SourceKey, Sources};
-use kube_gc_runtime::workqueue::{MetricsProvider, WorkQueue};
+use kube_gc_runtime::reflector::{ReflectorConfig, ReflectorMetrics};
+use kube_gc_runtime::sources::SourceKey;
+use kube_gc_runtime::workqueue::WorkQueue;
 
 /// The workqueue's name, as upstream's.
 pub const QUEUE: &str = "pvprotection";
@@ -58,23 +59,15 @@ pub struct PvProtection {
 }
 
 impl PvProtection {
-    /// Wires the controller over `client` (its own), reading through `sources`; `dry_run`
-    /// writes nothing.
+    /// Wires the controller over `client` (its own), reading through the wiring's sources, its
+    /// queue reporting where the wiring says; `dry_run` writes nothing.
     ///
     /// # Panics
     ///
     /// Outside a Tokio runtime (registering a handler spawns its task).
-    pub fn new(
-        client: Client,
-        sources: &Sources,
-        dry_run: bool,
-        queue_metrics: Option<Arc<dyn MetricsProvider>>,
-    ) -> PvProtection {
-        let mut queue = WorkQueue::builder(QUEUE);
-        if let Some(provider) = queue_metrics {
-            queue = queue.metrics(provider);
-        }
-        let queue = queue.build();
+    pub fn new(client: Client, wiring: &Wiring, dry_run: bool) -> PvProtection {
+        let queue = wiring.queue(QUEUE).build();
+        let sources = &wiring.sources_or_own(&client, &ReflectorConfig::default());
         // Each informer holds the sources until it has subscribed: the controllers built beside
         // this one read the same resources, and the first list is to serve them all.
         let volumes = SharedInformer::builder("persistentvolumes", Store::new())

@@ -20,14 +20,15 @@ use super::facts::{ClaimFacts, PodClaims};
 use super::{claim_resource, release, release_patch, Released, PVC_CONTROLLER, PVC_FINALIZER};
 use crate::podgc::pod_resource;
 use crate::settled::Settled;
+use crate::wiring::Wiring;
 use kube_gc_api::PartialObjectMetadata;
 use kube_gc_client::{Api, Client, Error, ItemDecoder, ListParams, ResourceRef};
 use kube_gc_runtime::cache::{Cacheable, Deleted, ObjectKey, Store};
 use kube_gc_runtime::controller::{Action, Controller, ControllerError, Reconciler, ServerWait};
 use kube_gc_runtime::informer::{EventHandler, InformerSynced, SharedInformer};
-use kube_gc_runtime::reflector::{Form, ReflectorMetrics};
-use kube_gc_runtime::sources::{SourceKey, Sources, Subscriber};
-use kube_gc_runtime::workqueue::{MetricsProvider, WorkQueue};
+use kube_gc_runtime::reflector::{Form, ReflectorConfig, ReflectorMetrics};
+use kube_gc_runtime::sources::{SourceKey, Subscriber};
+use kube_gc_runtime::workqueue::WorkQueue;
 
 /// The workqueue's name, as upstream's.
 pub const QUEUE: &str = "pvcprotection";
@@ -66,22 +67,15 @@ pub struct PvcProtection {
 }
 
 impl PvcProtection {
-    /// Wires the controller over `client` (its own), reading through `sources`.
+    /// Wires the controller over `client` (its own), reading through the wiring's sources, its
+    /// queue reporting where the wiring says.
     ///
     /// # Panics
     ///
     /// Outside a Tokio runtime (registering a handler spawns its task).
-    pub fn new(
-        client: Client,
-        sources: &Sources,
-        options: &ProtectionOptions,
-        queue_metrics: Option<Arc<dyn MetricsProvider>>,
-    ) -> PvcProtection {
-        let mut queue = WorkQueue::builder(QUEUE);
-        if let Some(provider) = queue_metrics {
-            queue = queue.metrics(provider);
-        }
-        let queue = queue.build();
+    pub fn new(client: Client, wiring: &Wiring, options: &ProtectionOptions) -> PvcProtection {
+        let queue = wiring.queue(QUEUE).build();
+        let sources = &wiring.sources_or_own(&client, &ReflectorConfig::default());
         let scope = |resource| SourceKey {
             resource,
             namespace: options.namespace.clone(),

@@ -17,7 +17,6 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 
-use crate::deleted::{NoFeed, SharedFeed};
 use crate::retention::assessment::Assessment;
 use crate::retention::engine::{
     ReconcileSettings, ResourceWatch, RetentionReconciler, WatchContext, WatchMap, WatchPlan,
@@ -25,15 +24,15 @@ use crate::retention::engine::{
 };
 use crate::retention::policy::Target;
 use crate::retention::verdict::{decide, Verdict as FactsVerdict};
+use crate::wiring::Wiring;
 use crate::{Progress, ProgressProbe};
 use kube_gc_client::{Client, ResourceRef};
-use kube_gc_core::clock::{SharedClock, SystemClock};
+use kube_gc_core::clock::SharedClock;
 use kube_gc_runtime::cache::{ObjectKey, Store};
 use kube_gc_runtime::controller::{Controller, ControllerError, ReconcileCounters, ServerWait};
-use kube_gc_runtime::events::{NoopRecorder, SharedRecorder};
+use kube_gc_runtime::events::SharedRecorder;
 use kube_gc_runtime::informer::{HandlerFns, InformerSynced};
-use kube_gc_runtime::sources::Sources;
-use kube_gc_runtime::workqueue::{MetricsProvider, WorkQueue};
+use kube_gc_runtime::workqueue::WorkQueue;
 
 use super::kind::TtlKind;
 use super::metrics::{KindTally, TtlMetrics};
@@ -54,26 +53,20 @@ pub struct TtlController<K: TtlKind> {
 /// Configures a [`TtlController`]: what it shares with the rest of the process.
 pub struct TtlControllerBuilder<K: TtlKind> {
     client: Client,
-    sources: Option<Sources>,
     options: TtlOptions,
-    clock: SharedClock,
+    wiring: Wiring,
     metrics: Arc<TtlMetrics>,
-    queue_metrics: Option<Arc<dyn MetricsProvider>>,
-    recorder: SharedRecorder,
-    feed: SharedFeed,
     _kind: PhantomData<fn() -> K>,
 }
 
 impl<K: TtlKind> TtlControllerBuilder<K> {
-    /// Where each deletion is told (default: nowhere).
-    pub fn feed(mut self, feed: SharedFeed) -> Self {
-        self.feed = feed;
-        self
-    }
-
-    /// Where wall time is read from (default: the system clock).
-    pub fn clock(mut self, clock: SharedClock) -> Self {
-        self.clock = clock;
+    /// What it shares with the process (default: [`Wiring::default`], a controller on its
+    /// own). With the process's [`Sources`], the informer's list and watch are shared with
+    /// every other controller reading the resource, whose clients (kube-controller-manager's
+    /// `shared-informers`) then carry them; the controller's own client carries only its reads
+    /// and deletions.
+    pub fn wiring(mut self, wiring: Wiring) -> Self {
+        self.wiring = wiring;
         self
     }
 
@@ -83,47 +76,22 @@ impl<K: TtlKind> TtlControllerBuilder<K> {
         self
     }
 
-    /// The workqueue's metrics provider (default: none).
-    pub fn queue_metrics(mut self, provider: Option<Arc<dyn MetricsProvider>>) -> Self {
-        self.queue_metrics = provider;
-        self
-    }
-
-    /// Where the informer's list and watch come from: the process's [`Sources`], shared with
-    /// every other controller reading the resource, whose clients (kube-controller-manager's
-    /// `shared-informers`) then carry them; the controller's own client carries only its reads
-    /// and deletions (default: sources of its own over the controller's client).
-    pub fn sources(mut self, sources: Sources) -> Self {
-        self.sources = Some(sources);
-        self
-    }
-
-    /// Where Warning events go (default: dropped).
-    pub fn recorder(mut self, recorder: SharedRecorder) -> Self {
-        self.recorder = recorder;
-        self
-    }
-
     /// Wires the watch, queue and workers; starts nothing.
     ///
     /// # Panics
     ///
     /// Outside a Tokio runtime (registering a handler spawns its task).
     pub fn build(self) -> TtlController<K> {
-        let mut queue = WorkQueue::builder(K::QUEUE);
-        if let Some(provider) = self.queue_metrics {
-            queue = queue.metrics(provider);
-        }
-        let queue = queue.build();
+        let queue = self.wiring.queue(K::QUEUE).build();
         let availability = self.client.availability().clone();
         let context = WatchContext {
             controller: K::CONTROLLER,
-            sources: self.sources.unwrap_or_else(|| {
-                Sources::new(self.client.clone(), self.options.reflector.clone())
-            }),
+            sources: self
+                .wiring
+                .sources_or_own(&self.client, &self.options.reflector),
             client: self.client,
             queue: queue.clone(),
-            clock: Arc::clone(&self.clock),
+            clock: Arc::clone(&self.wiring.clock),
             namespace: self.options.namespace.clone(),
             on_error: None,
         };
@@ -133,14 +101,14 @@ impl<K: TtlKind> TtlControllerBuilder<K> {
         informer.add_handler(HandlerFns::new().on_add(move |_| {
             adds.fetch_add(1, Ordering::Relaxed);
         }));
-        let reconciler = reconciler::<K>(
-            &watch,
-            &self.options,
-            self.clock,
-            self.metrics,
-            self.recorder,
-        )
-        .with_feed(self.feed);
+        let Wiring {
+            clock,
+            recorder,
+            feed,
+            ..
+        } = self.wiring;
+        let reconciler =
+            reconciler::<K>(&watch, &self.options, clock, self.metrics, recorder).with_feed(feed);
         let controller = Controller::new(K::CONTROLLER, queue.clone(), reconciler)
             .workers(self.options.workers)
             .wait_for_server(availability)
@@ -227,13 +195,9 @@ impl<K: TtlKind> TtlController<K> {
     pub fn builder(client: Client, options: TtlOptions) -> TtlControllerBuilder<K> {
         TtlControllerBuilder {
             client,
-            sources: None,
             options,
-            clock: Arc::new(SystemClock),
+            wiring: Wiring::default(),
             metrics: Arc::new(TtlMetrics::new()),
-            queue_metrics: None,
-            recorder: Arc::new(NoopRecorder),
-            feed: Arc::new(NoFeed),
             _kind: PhantomData,
         }
     }

@@ -37,12 +37,8 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<Init, BoxError> {
         workers: options.gc_workers,
         discovery_period: options.gc_discovery_period,
         initial_sync_timeout: options.gc_initial_sync_timeout,
-        recorder: Arc::clone(context.recorder),
-        queue_metrics: context.queue_metrics.cloned(),
         reflector: options.reflector.clone(),
-        sources: Some(context.sources.clone()),
-        feed: Arc::clone(context.feed),
-        clock: Arc::clone(context.clock),
+        wiring: context.wiring(),
         ..GcOptions::default()
     };
     // Twice the rate, as upstream's: each deletion takes two calls.

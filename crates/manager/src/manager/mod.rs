@@ -68,6 +68,7 @@ use kube_gc_controllers::ttl::{
     BatchJob, FreshRead, TtlController, TtlKind, TtlMetrics, TtlOptions, VolcanoJobs,
     DEFAULT_JOB_WORKERS, DEFAULT_VOLCANO_WORKERS,
 };
+use kube_gc_controllers::Wiring;
 use kube_gc_core::clock::{SharedClock, SystemClock};
 use kube_gc_runtime::events::{NoopRecorder, SharedRecorder};
 use kube_gc_runtime::reflector::ReflectorConfig;
@@ -191,6 +192,17 @@ pub struct ControllerContext<'a> {
 }
 
 impl ControllerContext<'_> {
+    /// What every controller shares with the process: these sources, clock, recorder, queue
+    /// metrics and deletion feed.
+    pub fn wiring(&self) -> Wiring {
+        Wiring::default()
+            .sources(self.sources.clone())
+            .clock(Arc::clone(self.clock))
+            .recorder(Arc::clone(self.recorder))
+            .queue_metrics(self.queue_metrics.cloned())
+            .feed(Arc::clone(self.feed))
+    }
+
     /// Whether the server serves `resource` with the verbs a controller needs to list, watch
     /// and delete it.
     pub fn serves(&self, resource: &ResourceRef) -> bool {
@@ -551,12 +563,8 @@ fn init_ttl<K: TtlKind>(context: &ControllerContext<'_>) -> Result<Init, BoxErro
     };
     let client = context.client.for_component(K::CONTROLLER, 1.0);
     let controller = TtlController::<K>::builder(client, ttl_options)
-        .sources(context.sources.clone())
-        .clock(Arc::clone(context.clock))
+        .wiring(context.wiring())
         .metrics(Arc::clone(context.ttl_metrics))
-        .queue_metrics(context.queue_metrics.cloned())
-        .recorder(Arc::clone(context.recorder))
-        .feed(Arc::clone(context.feed))
         .build();
     context
         .pending

@@ -34,10 +34,8 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<Init, BoxError> {
         finalize_delay: options.namespace_deletion_grace_period,
         discovery_period: options.gc_discovery_period,
         dry_run: options.dry_run,
-        clock: Arc::clone(context.clock),
-        recorder: Arc::clone(context.recorder),
-        queue_metrics: context.queue_metrics.cloned(),
-        ..NamespaceOptions::new(context.sources.clone())
+        reflector: options.reflector.clone(),
+        wiring: context.wiring(),
     };
     let client = context.client.for_component(USER_AGENT, RATE_FACTOR);
     // The sources wait for the first content monitors, so that a resource the garbage

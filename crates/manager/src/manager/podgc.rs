@@ -43,12 +43,8 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<Init, BoxError> {
     };
     let client = context.client.for_component(COMPONENT, 1.0);
     let controller = PodGcController::builder(client, podgc_options)
-        .sources(context.sources.clone())
-        .clock(Arc::clone(context.clock))
+        .wiring(context.wiring())
         .metrics(Arc::clone(&metrics))
-        .recorder(Arc::clone(context.recorder))
-        .queue_metrics(context.queue_metrics.cloned())
-        .feed(Arc::clone(context.feed))
         .build();
     if let Some(explainer) = context.explainer {
         explainer.register(Arc::new(PodGcView::new(

@@ -62,12 +62,8 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<Init, BoxError> {
     let metrics = Arc::new(RetentionMetrics::default());
     let client = context.client.for_component(RETENTION, 1.0);
     let controller = RetentionController::builder(client.clone(), retention_options)
-        .sources(context.sources.clone())
-        .clock(Arc::clone(context.clock))
+        .wiring(context.wiring())
         .metrics(Arc::clone(&metrics))
-        .recorder(Arc::clone(context.recorder))
-        .queue_metrics(context.queue_metrics.cloned())
-        .feed(Arc::clone(context.feed))
         .build();
     if let Some(endpoints) = context.endpoints {
         endpoints

@@ -50,19 +50,20 @@ use parking_lot::{Mutex, RwLock};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::deleted::{NoFeed, SharedFeed};
+use crate::deleted::SharedFeed;
 use crate::pending::{Pending, PendingQuery, PendingSource};
+use crate::wiring::Wiring;
 use kube_gc_api::PartialObjectMetadata;
 use kube_gc_client::{Client, ResourceRef};
-use kube_gc_core::clock::{SharedClock, SystemClock};
+use kube_gc_core::clock::SharedClock;
 use kube_gc_runtime::cache::{ObjectKey, Store};
 use kube_gc_runtime::controller::{Controller, ControllerError, ServerWait};
-use kube_gc_runtime::events::{NoopRecorder, SharedRecorder};
+use kube_gc_runtime::events::SharedRecorder;
 use kube_gc_runtime::informer::{HandlerFns, InformerSynced, SharedInformer};
 use kube_gc_runtime::reflector::Form;
 use kube_gc_runtime::reflector::{ReflectorConfig, ReflectorMetrics};
-use kube_gc_runtime::sources::{SourceKey, Sources, Subscriber};
-use kube_gc_runtime::workqueue::{MetricsProvider, WorkQueue};
+use kube_gc_runtime::sources::{SourceKey, Subscriber};
+use kube_gc_runtime::workqueue::WorkQueue;
 
 pub use fresh_read::{FreshRead, UnknownFreshRead};
 pub use groups::{GroupIndex, GroupKey};
@@ -207,33 +208,17 @@ pub struct RetentionController {
 /// Configures a [`RetentionController`].
 pub struct RetentionControllerBuilder {
     client: Client,
-    sources: Option<Sources>,
     options: RetentionOptions,
-    clock: SharedClock,
+    wiring: Wiring,
     metrics: Arc<RetentionMetrics>,
-    recorder: SharedRecorder,
-    queue_metrics: Option<Arc<dyn MetricsProvider>>,
-    feed: SharedFeed,
 }
 
 impl RetentionControllerBuilder {
-    /// Where deletions (and those an `Audit` policy would make) are told (default: nowhere).
-    pub fn feed(mut self, feed: SharedFeed) -> Self {
-        self.feed = feed;
-        self
-    }
-
-    /// Where its informers' lists and watches come from: the process's [`Sources`], shared
-    /// with every other controller reading a resource (default: sources of its own over the
-    /// controller's client).
-    pub fn sources(mut self, sources: Sources) -> Self {
-        self.sources = Some(sources);
-        self
-    }
-
-    /// Where wall time is read (default: the system clock).
-    pub fn clock(mut self, clock: SharedClock) -> Self {
-        self.clock = clock;
+    /// What it shares with the process: the [`Sources`] its informers and watches read
+    /// through, clock, where Events, queue metrics and deletions (and those an `Audit` policy
+    /// would make) go (default: [`Wiring::default`], a controller on its own).
+    pub fn wiring(mut self, wiring: Wiring) -> Self {
+        self.wiring = wiring;
         self
     }
 
@@ -243,28 +228,15 @@ impl RetentionControllerBuilder {
         self
     }
 
-    /// Where Events go (default: dropped).
-    pub fn recorder(mut self, recorder: SharedRecorder) -> Self {
-        self.recorder = recorder;
-        self
-    }
-
-    /// The workqueue's metrics provider.
-    pub fn queue_metrics(mut self, provider: Option<Arc<dyn MetricsProvider>>) -> Self {
-        self.queue_metrics = provider;
-        self
-    }
-
     /// Wires everything; starts nothing.
     ///
     /// # Panics
     ///
     /// Outside a Tokio runtime (registering handlers spawns their tasks).
     pub fn build(self) -> RetentionController {
-        let reflector = self.options.reflector.clone();
         let sources = self
-            .sources
-            .unwrap_or_else(|| Sources::new(self.client.clone(), reflector));
+            .wiring
+            .sources_or_own(&self.client, &self.options.reflector);
         let policies = |resource: ResourceRef| {
             let key = SourceKey::all(resource.clone());
             let subscriber = Subscriber::<RetentionPolicyObject>::serde(CONTROLLER, Form::Objects);
@@ -281,11 +253,7 @@ impl RetentionControllerBuilder {
                 Subscriber::<PartialObjectMetadata>::serde(CONTROLLER, Form::Metadata),
             )
             .build();
-        let mut queue = WorkQueue::builder("retention");
-        if let Some(provider) = self.queue_metrics {
-            queue = queue.metrics(provider);
-        }
-        let queue = queue.build();
+        let queue = self.wiring.queue("retention").build();
         let watches: WatchMap = Arc::default();
         let refusals = Arc::new(Refusals::default());
         let shared = Arc::new_cyclic(|weak| Shared {
@@ -294,7 +262,7 @@ impl RetentionControllerBuilder {
                 sources,
                 client: self.client.clone(),
                 queue: queue.clone(),
-                clock: Arc::clone(&self.clock),
+                clock: Arc::clone(&self.wiring.clock),
                 namespace: None,
                 on_error: Some(on_watch_error(weak.clone(), Arc::clone(&refusals))),
             },
@@ -302,8 +270,8 @@ impl RetentionControllerBuilder {
             watches: Arc::clone(&watches),
             states: Mutex::new(BTreeMap::new()),
             metrics: Arc::clone(&self.metrics),
-            recorder: Arc::clone(&self.recorder),
-            clock: Arc::clone(&self.clock),
+            recorder: Arc::clone(&self.wiring.recorder),
+            clock: Arc::clone(&self.wiring.clock),
             options: self.options.clone(),
             namespaced,
             cluster,
@@ -312,7 +280,7 @@ impl RetentionControllerBuilder {
             judged: Notify::new(),
             rediscover: AtomicBool::new(false),
             refusals: Arc::clone(&refusals),
-            feed: Arc::clone(&self.feed),
+            feed: Arc::clone(&self.wiring.feed),
         });
         for informer in [&shared.namespaced, &shared.cluster] {
             informer.add_handler(replan_on_change(&shared));
@@ -322,10 +290,16 @@ impl RetentionControllerBuilder {
             dry_run: self.options.dry_run,
             ..ReconcileSettings::default()
         };
-        let reconciler = RetentionReconciler::new(watches, self.clock, self.metrics, self.recorder)
+        let Wiring {
+            clock,
+            recorder,
+            feed,
+            ..
+        } = self.wiring;
+        let reconciler = RetentionReconciler::new(watches, clock, self.metrics, recorder)
             .with_settings(settings)
             .with_refusals(refusals)
-            .with_feed(self.feed);
+            .with_feed(feed);
         let controller = Controller::new(CONTROLLER, queue, reconciler)
             .workers(self.options.workers)
             .wait_for_server(shared.client.availability().clone())
@@ -389,13 +363,9 @@ impl RetentionController {
     pub fn builder(client: Client, options: RetentionOptions) -> RetentionControllerBuilder {
         RetentionControllerBuilder {
             client,
-            sources: None,
             options,
-            clock: Arc::new(SystemClock),
+            wiring: Wiring::default(),
             metrics: Arc::new(RetentionMetrics::default()),
-            recorder: Arc::new(NoopRecorder),
-            queue_metrics: None,
-            feed: Arc::new(NoFeed),
         }
     }
 
