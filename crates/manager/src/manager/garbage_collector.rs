@@ -38,7 +38,7 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<Init, BoxError> {
         discovery_period: options.gc_discovery_period,
         initial_sync_timeout: options.gc_initial_sync_timeout,
         reflector: options.reflector.clone(),
-        wiring: context.wiring(),
+        wiring: context.wiring.clone(),
         ..GcOptions::default()
     };
     // Twice the rate, as upstream's: each deletion takes two calls.
@@ -52,7 +52,7 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<Init, BoxError> {
     }
     context
         .pending
-        .add(handle.pending_source(), Arc::clone(context.clock));
+        .add(handle.pending_source(), Arc::clone(&context.wiring.clock));
     if let Some(explainer) = context.explainer {
         explainer.register(Arc::new(GcView::new(handle.clone())));
     }

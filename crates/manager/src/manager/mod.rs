@@ -169,40 +169,25 @@ pub struct ControllerContext<'a> {
     /// controllers read it. Whole objects go through the `shared-informers` client, metadata
     /// (the garbage collector's monitors) through `metadata-informers`.
     pub sources: &'a Sources,
+    /// What every controller takes from the process: those sources, the wall clock, where
+    /// Warning events go, the workqueue metrics provider (if metrics are served), and where
+    /// each deletion (and those an `Audit` policy would make) is told.
+    pub wiring: Wiring,
     /// What the server serves.
     pub discovery: &'a Discovery,
     /// The command line's decisions.
     pub options: &'a ManagerOptions,
-    /// Wall time.
-    pub clock: &'a SharedClock,
-    /// Where Warning events go.
-    pub recorder: &'a SharedRecorder,
-    /// The workqueue metrics provider, if metrics are served.
-    pub queue_metrics: Option<&'a Arc<dyn MetricsProvider>>,
     /// The TTL controllers' metrics.
     pub ttl_metrics: &'a Arc<TtlMetrics>,
     /// Where controllers publish their metrics, queues and debug pages, if anywhere.
     pub endpoints: Option<&'a Endpoints>,
     /// Where controllers register their caches for `/debug/explain` (with `endpoints`).
     pub explainer: Option<&'a LiveExplainer>,
-    /// Where controllers tell each deletion (and those an `Audit` policy would make).
-    pub feed: &'a SharedFeed,
     /// Where controllers register what they will delete (`/metrics`, notifications).
     pub pending: &'a PendingCollector,
 }
 
 impl ControllerContext<'_> {
-    /// What every controller shares with the process: these sources, clock, recorder, queue
-    /// metrics and deletion feed.
-    pub fn wiring(&self) -> Wiring {
-        Wiring::default()
-            .sources(self.sources.clone())
-            .clock(Arc::clone(self.clock))
-            .recorder(Arc::clone(self.recorder))
-            .queue_metrics(self.queue_metrics.cloned())
-            .feed(Arc::clone(self.feed))
-    }
-
     /// Whether the server serves `resource` with the verbs a controller needs to list, watch
     /// and delete it.
     pub fn serves(&self, resource: &ResourceRef) -> bool {
@@ -353,18 +338,21 @@ impl Manager {
         let feed = notifier
             .as_ref()
             .map_or_else(|| Arc::new(NoFeed) as SharedFeed, Notifier::feed);
+        let wiring = Wiring::default()
+            .sources(sources.clone())
+            .clock(Arc::clone(&self.clock))
+            .recorder(Arc::clone(&self.recorder))
+            .queue_metrics(self.queue_metrics.clone())
+            .feed(feed);
         let context = ControllerContext {
             client: &self.client,
             sources: &sources,
+            wiring,
             discovery: &discovery,
             options: &self.options,
-            clock: &self.clock,
-            recorder: &self.recorder,
-            queue_metrics: self.queue_metrics.as_ref(),
             ttl_metrics: &self.ttl_metrics,
             endpoints: self.endpoints.as_ref(),
             explainer: explainer.as_ref(),
-            feed: &feed,
             pending: &pending,
         };
         for known in KNOWN_CONTROLLERS {
@@ -563,12 +551,13 @@ fn init_ttl<K: TtlKind>(context: &ControllerContext<'_>) -> Result<Init, BoxErro
     };
     let client = context.client.for_component(K::CONTROLLER, 1.0);
     let controller = TtlController::<K>::builder(client, ttl_options)
-        .wiring(context.wiring())
+        .wiring(context.wiring.clone())
         .metrics(Arc::clone(context.ttl_metrics))
         .build();
-    context
-        .pending
-        .add(controller.pending_source(), Arc::clone(context.clock));
+    context.pending.add(
+        controller.pending_source(),
+        Arc::clone(&context.wiring.clock),
+    );
     if let Some(endpoints) = context.endpoints {
         endpoints
             .queues
@@ -588,7 +577,7 @@ fn init_ttl<K: TtlKind>(context: &ControllerContext<'_>) -> Result<Init, BoxErro
         explainer.register(Arc::new(TtlView::<K>::new(watch, controller.synced())));
     }
     let caches = vec![controller.synced()];
-    let probe = controller.progress_probe(Arc::clone(context.clock));
+    let probe = controller.progress_probe(Arc::clone(&context.wiring.clock));
     let managed = ManagedController::new(K::CONTROLLER, caches, move |shutdown| {
         controller.run(shutdown)
     });

@@ -35,7 +35,7 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<Init, BoxError> {
         discovery_period: options.gc_discovery_period,
         dry_run: options.dry_run,
         reflector: options.reflector.clone(),
-        wiring: context.wiring(),
+        wiring: context.wiring.clone(),
     };
     let client = context.client.for_component(USER_AGENT, RATE_FACTOR);
     // The sources wait for the first content monitors, so that a resource the garbage

@@ -43,7 +43,7 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<Init, BoxError> {
     };
     let client = context.client.for_component(COMPONENT, 1.0);
     let controller = PodGcController::builder(client, podgc_options)
-        .wiring(context.wiring())
+        .wiring(context.wiring.clone())
         .metrics(Arc::clone(&metrics))
         .build();
     if let Some(explainer) = context.explainer {
@@ -74,9 +74,10 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<Init, BoxError> {
                 .add(PODGC, &resource.path_name(), Arc::clone(reflector));
         }
     }
-    context
-        .pending
-        .add(controller.pending_source(), Arc::clone(context.clock));
+    context.pending.add(
+        controller.pending_source(),
+        Arc::clone(&context.wiring.clock),
+    );
     let caches = controller.synced();
     Ok(Init::Run(ManagedController::new(
         PODGC,

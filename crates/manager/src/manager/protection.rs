@@ -35,7 +35,7 @@ pub(super) fn init_pvc(context: &ControllerContext<'_>) -> Result<Init, BoxError
         dry_run: context.options.dry_run,
     };
     let client = context.client.for_component(PVC_COMPONENT, 1.0);
-    let controller = PvcProtection::new(client, &context.wiring(), &options);
+    let controller = PvcProtection::new(client, &context.wiring, &options);
     publish(context, controller.queue(), controller.server_wait());
     publish_reflectors(context, PVC_PROTECTION, controller.reflector_metrics());
     if let Some(explainer) = context.explainer {
@@ -64,7 +64,7 @@ pub(super) fn init_pv(context: &ControllerContext<'_>) -> Result<Init, BoxError>
         return Ok(Init::Skip(reason));
     }
     let client = context.client.for_component(PV_COMPONENT, 1.0);
-    let controller = PvProtection::new(client, &context.wiring(), context.options.dry_run);
+    let controller = PvProtection::new(client, &context.wiring, context.options.dry_run);
     publish(context, controller.queue(), controller.server_wait());
     publish_reflectors(context, PV_PROTECTION, controller.reflector_metrics());
     if let Some(explainer) = context.explainer {

@@ -62,7 +62,7 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<Init, BoxError> {
     let metrics = Arc::new(RetentionMetrics::default());
     let client = context.client.for_component(RETENTION, 1.0);
     let controller = RetentionController::builder(client.clone(), retention_options)
-        .wiring(context.wiring())
+        .wiring(context.wiring.clone())
         .metrics(Arc::clone(&metrics))
         .build();
     if let Some(endpoints) = context.endpoints {
@@ -83,9 +83,10 @@ pub(super) fn init(context: &ControllerContext<'_>) -> Result<Init, BoxError> {
         }
         reflectors.add_source(RETENTION, Arc::new(controller.watch_reflectors()));
     }
-    context
-        .pending
-        .add(controller.pending_source(), Arc::clone(context.clock));
+    context.pending.add(
+        controller.pending_source(),
+        Arc::clone(&context.wiring.clock),
+    );
     let view = Arc::new(RetentionView::new(controller.watches()));
     if served {
         if let Some(explainer) = context.explainer {
