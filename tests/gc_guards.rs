@@ -43,12 +43,17 @@ fn seed_pod(sim: &SimServer, steps: &Steps) -> Observed {
     steps.observe("v1", "Pod", &object).unwrap()
 }
 
-fn judged(observed: &Observed) -> Vec<OwnerReference> {
-    observed
-        .owners
-        .iter()
-        .map(OwnerLink::to_reference)
-        .collect()
+/// The worker's DELETE of `pod` in the background, on the copy and owners the graph observed.
+async fn delete_as_judged(steps: &Steps, pod: &Observed) -> Result<(), WorkError> {
+    let judged: Vec<OwnerReference> = pod.owners.iter().map(OwnerLink::to_reference).collect();
+    steps
+        .delete(
+            &pod.identity,
+            PropagationPolicy::Background,
+            &pod.resource_version,
+            &judged,
+        )
+        .await
 }
 
 fn statuses(sim: &SimServer) -> Vec<(Verb, u16)> {
@@ -69,14 +74,7 @@ async fn a_stale_copy_with_the_same_owners_is_deleted_after_one_read() {
     live["metadata"]["labels"] = json!({"touched": "yes"});
     sim.update(&pods(), live).unwrap();
     sim.journal().clear();
-    let result = steps
-        .delete(
-            &pod.identity,
-            PropagationPolicy::Background,
-            &pod.resource_version,
-            &judged(&pod),
-        )
-        .await;
+    let result = delete_as_judged(&steps, &pod).await;
     assert!(result.is_ok(), "{result:?}");
     assert!(sim.get(&pods(), Some("default"), "p").is_err());
     assert_eq!(
@@ -98,14 +96,7 @@ async fn a_stale_copy_whose_owners_changed_is_not_deleted() {
         .push(json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "new", "uid": "new-uid"}));
     sim.update(&pods(), live).unwrap();
     sim.journal().clear();
-    let result = steps
-        .delete(
-            &pod.identity,
-            PropagationPolicy::Background,
-            &pod.resource_version,
-            &judged(&pod),
-        )
-        .await;
+    let result = delete_as_judged(&steps, &pod).await;
     assert!(matches!(result, Err(WorkError::Changed(_))), "{result:?}");
     assert!(sim.get(&pods(), Some("default"), "p").is_ok());
     assert_eq!(statuses(&sim), [(Verb::Delete, 409), (Verb::Get, 200)]);
