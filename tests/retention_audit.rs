@@ -5,24 +5,18 @@
 
 mod client_support;
 mod explain_support;
+mod retention_support;
 mod ttl_support;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use kube_gc::controllers::retention::engine::{
-    RetentionController, RetentionMetrics, RetentionOptions,
-};
 use kube_gc::controllers::retention::policy::PolicyId;
-use kube_gc::controllers::Wiring;
-use kube_gc::events::{CollectingRecorder, EventType};
+use kube_gc::events::EventType;
 use kube_gc::explain::VerdictKind;
-use kube_gc::runtime::controller::ControllerError;
 use kube_gc::sim::{Gvr, SimConfig, SimServer};
+use retention_support::{run, Running};
 use serde_json::{json, Value};
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 use ttl_support::{epoch, eventually, wire_time, world_with, World};
 
 fn pods() -> Gvr {
@@ -54,38 +48,6 @@ fn exists(sim: &SimServer, name: &str) -> bool {
 fn policy(sim: &SimServer) -> Value {
     sim.get(&cluster_policies(), None, "nightly")
         .expect("the policy")
-}
-
-struct Running {
-    shutdown: CancellationToken,
-    task: JoinHandle<Result<(), ControllerError>>,
-    metrics: Arc<RetentionMetrics>,
-    recorder: Arc<CollectingRecorder>,
-}
-
-fn run(world: &World) -> Running {
-    let metrics = Arc::new(RetentionMetrics::default());
-    let recorder = Arc::new(CollectingRecorder::new());
-    let options = RetentionOptions {
-        status_interval: Duration::from_secs(1),
-        ..RetentionOptions::default()
-    };
-    let controller = RetentionController::builder(world.harness.client.clone(), options)
-        .wiring(
-            Wiring::default()
-                .clock(Arc::clone(&world.clock))
-                .recorder(Arc::clone(&recorder) as _),
-        )
-        .metrics(Arc::clone(&metrics))
-        .build();
-    let shutdown = CancellationToken::new();
-    let task = tokio::spawn(controller.run(shutdown.clone()));
-    Running {
-        shutdown,
-        task,
-        metrics,
-        recorder,
-    }
 }
 
 /// Five Pods of one CronJob under `mode`: a TTL of an hour and the two newest kept.

@@ -4,6 +4,7 @@
 //! ones never are, history limits keep the newest, and bad policies and objects are reported.
 
 mod client_support;
+mod retention_support;
 mod ttl_support;
 
 use std::sync::Arc;
@@ -13,19 +14,16 @@ use chrono::{DateTime, Utc};
 use kube_gc::clock::SharedClock;
 use kube_gc::controllers::retention::assessment::assess;
 use kube_gc::controllers::retention::engine::{
-    ResourceWatch, RetentionController, RetentionMetrics, RetentionOptions, RetentionReconciler,
-    WorkKey,
+    ResourceWatch, RetentionMetrics, RetentionReconciler, WorkKey,
 };
 use kube_gc::controllers::retention::policy::PolicyId;
-use kube_gc::controllers::Wiring;
 use kube_gc::events::CollectingRecorder;
 use kube_gc::runtime::cache::ObjectKey;
-use kube_gc::runtime::controller::{Action, ControllerError, Reconciler};
+use kube_gc::runtime::controller::{Action, Reconciler};
 use kube_gc::sim::journal::JournalEntry;
 use kube_gc::sim::{Gvr, SimConfig, SimServer};
+use retention_support::run;
 use serde_json::{json, Value};
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 use ttl_support::{eventually, wire_time, world_with, World};
 
 fn pods() -> Gvr {
@@ -101,52 +99,6 @@ fn requests_for(world: &World, namespace: &str, name: &str) -> Vec<JournalEntry>
         .into_iter()
         .filter(|e| e.path == path)
         .collect()
-}
-
-/// A running retention controller.
-struct Running {
-    shutdown: CancellationToken,
-    task: JoinHandle<Result<(), ControllerError>>,
-    metrics: Arc<RetentionMetrics>,
-    recorder: Arc<CollectingRecorder>,
-}
-
-impl Running {
-    async fn stop(self) {
-        self.shutdown.cancel();
-        self.task
-            .await
-            .expect("the controller task")
-            .expect("the controller ran");
-    }
-}
-
-fn options() -> RetentionOptions {
-    RetentionOptions {
-        status_interval: Duration::from_secs(1),
-        ..RetentionOptions::default()
-    }
-}
-
-fn run(world: &World) -> Running {
-    let metrics = Arc::new(RetentionMetrics::default());
-    let recorder = Arc::new(CollectingRecorder::new());
-    let controller = RetentionController::builder(world.harness.client.clone(), options())
-        .wiring(
-            Wiring::default()
-                .clock(Arc::clone(&world.clock))
-                .recorder(Arc::clone(&recorder) as _),
-        )
-        .metrics(Arc::clone(&metrics))
-        .build();
-    let shutdown = CancellationToken::new();
-    let task = tokio::spawn(controller.run(shutdown.clone()));
-    Running {
-        shutdown,
-        task,
-        metrics,
-        recorder,
-    }
 }
 
 #[tokio::test(start_paused = true)]
