@@ -51,3 +51,20 @@ pub struct Progress {
 
 /// Takes a [`Progress`] snapshot; must be quick and must not block.
 pub type ProgressProbe = Arc<dyn Fn() -> Progress + Send + Sync>;
+
+/// `informer`'s reflector counters (its own, or its source's) under `resource`, as a controller
+/// lists its reflectors for `/metrics`; `None` if it has no reflector.
+pub(crate) fn reflector_of<T>(
+    resource: kube_gc_client::ResourceRef,
+    informer: &kube_gc_runtime::informer::SharedInformer<T>,
+) -> Option<(
+    kube_gc_client::ResourceRef,
+    Arc<kube_gc_runtime::reflector::ReflectorMetrics>,
+)>
+where
+    T: kube_gc_runtime::cache::Cacheable + Send + Sync + 'static,
+{
+    informer
+        .reflector_metrics()
+        .map(|metrics| (resource, Arc::clone(metrics)))
+}

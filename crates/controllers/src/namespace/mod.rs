@@ -71,7 +71,7 @@ use kube_gc_client::{Client, ItemDecoder};
 use kube_gc_runtime::cache::{ObjectKey, Store};
 use kube_gc_runtime::controller::{Controller, ControllerError, ServerWait};
 use kube_gc_runtime::informer::{HandlerFns, InformerSynced, SharedInformer};
-use kube_gc_runtime::reflector::{Form, ReflectorConfig};
+use kube_gc_runtime::reflector::ReflectorConfig;
 use kube_gc_runtime::sources::{Hold, SourceKey, Subscriber};
 use kube_gc_runtime::workqueue::{
     BucketRateLimiter, ItemExponentialFailureRateLimiter, MaxOfRateLimiter, WorkQueue,
@@ -174,12 +174,8 @@ impl NamespaceController {
             .build();
         let sources = options.wiring.sources_or_own(&client, &options.reflector);
         let namespaces_store: Store<CachedNamespace> = Store::new();
-        let subscriber = Subscriber {
-            name: CONTROLLER.to_owned(),
-            form: Form::Objects,
-            decoder: Arc::new(CachedNamespace::decode) as ItemDecoder<CachedNamespace>,
-            on_error: None,
-        };
+        let decoder = Arc::new(CachedNamespace::decode) as ItemDecoder<CachedNamespace>;
+        let subscriber = Subscriber::objects(CONTROLLER, decoder);
         let informer = SharedInformer::builder("namespaces", namespaces_store)
             .source(&sources, SourceKey::all(requests::namespaces()), subscriber)
             .resync_every(options.sync_period)

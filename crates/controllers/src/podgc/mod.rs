@@ -39,7 +39,7 @@ use kube_gc_runtime::cache::{ObjectKey, Store};
 use kube_gc_runtime::controller::{Controller, ControllerError, ServerWait};
 use kube_gc_runtime::events::{NoopRecorder, SharedRecorder};
 use kube_gc_runtime::informer::{InformerSynced, SharedInformer};
-use kube_gc_runtime::reflector::{Form, ReflectorConfig, ReflectorMetrics};
+use kube_gc_runtime::reflector::{ReflectorConfig, ReflectorMetrics};
 use kube_gc_runtime::sources::{SourceKey, Subscriber};
 use kube_gc_runtime::workqueue::WorkQueue;
 
@@ -159,7 +159,7 @@ impl PodGcBuilder {
             .source_holding(
                 &sources,
                 SourceKey::all(pod_resource()),
-                subscriber(PodFacts::decoder()),
+                Subscriber::objects(CONTROLLER, PodFacts::decoder()),
                 Some(sources.hold()),
             )
             .build();
@@ -167,7 +167,7 @@ impl PodGcBuilder {
             .source_holding(
                 &sources,
                 SourceKey::all(node_resource()),
-                subscriber(NodeFacts::decoder()),
+                Subscriber::objects(CONTROLLER, NodeFacts::decoder()),
                 Some(sources.hold()),
             )
             .build();
@@ -193,8 +193,8 @@ impl PodGcBuilder {
             &self.options,
         );
         let reflectors = [
-            reflector_of(pod_resource(), &pods),
-            reflector_of(node_resource(), &nodes),
+            crate::reflector_of(pod_resource(), &pods),
+            crate::reflector_of(node_resource(), &nodes),
         ]
         .into_iter()
         .flatten()
@@ -274,27 +274,6 @@ fn reconciler(
         metrics,
         recorder,
         dry_run: options.dry_run,
-    }
-}
-
-fn reflector_of<T>(
-    resource: ResourceRef,
-    informer: &SharedInformer<T>,
-) -> Option<(ResourceRef, Arc<ReflectorMetrics>)>
-where
-    T: kube_gc_runtime::cache::Cacheable + Send + Sync + 'static,
-{
-    informer
-        .reflector_metrics()
-        .map(|metrics| (resource, Arc::clone(metrics)))
-}
-
-fn subscriber<T>(decoder: kube_gc_client::ItemDecoder<T>) -> Subscriber<T> {
-    Subscriber {
-        name: CONTROLLER.to_owned(),
-        form: Form::Objects,
-        decoder,
-        on_error: None,
     }
 }
 

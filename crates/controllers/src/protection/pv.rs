@@ -106,12 +106,8 @@ impl PvProtection {
         };
         let synced = vec![volumes.synced(), claims.synced()];
         let reflectors = [
-            volumes
-                .reflector_metrics()
-                .map(|m| (volume_resource(), Arc::clone(m))),
-            claims
-                .reflector_metrics()
-                .map(|m| (claim_resource(), Arc::clone(m))),
+            crate::reflector_of(volume_resource(), &volumes),
+            crate::reflector_of(claim_resource(), &claims),
         ]
         .into_iter()
         .flatten()

@@ -26,7 +26,7 @@ use kube_gc_client::{Api, Client, Error, ItemDecoder, ListParams, ResourceRef};
 use kube_gc_runtime::cache::{Cacheable, Deleted, ObjectKey, Store};
 use kube_gc_runtime::controller::{Action, Controller, ControllerError, Reconciler, ServerWait};
 use kube_gc_runtime::informer::{EventHandler, InformerSynced, SharedInformer};
-use kube_gc_runtime::reflector::{Form, ReflectorConfig, ReflectorMetrics};
+use kube_gc_runtime::reflector::{ReflectorConfig, ReflectorMetrics};
 use kube_gc_runtime::sources::{SourceKey, Subscriber};
 use kube_gc_runtime::workqueue::WorkQueue;
 
@@ -118,11 +118,8 @@ impl PvcProtection {
         };
         let synced = vec![claims.synced(), pods.synced()];
         let reflectors = [
-            claims
-                .reflector_metrics()
-                .map(|m| (claim_resource(), Arc::clone(m))),
-            pods.reflector_metrics()
-                .map(|m| (pod_resource(), Arc::clone(m))),
+            crate::reflector_of(claim_resource(), &claims),
+            crate::reflector_of(pod_resource(), &pods),
         ]
         .into_iter()
         .flatten()
@@ -184,13 +181,9 @@ impl PvcProtection {
     }
 }
 
+/// The two protection controllers' subscriber, whole objects decoded by `decoder`.
 pub(super) fn subscriber<T>(decoder: ItemDecoder<T>) -> Subscriber<T> {
-    Subscriber {
-        name: "storage-protection".to_owned(),
-        form: Form::Objects,
-        decoder,
-        on_error: None,
-    }
+    Subscriber::objects("storage-protection", decoder)
 }
 
 /// The index function of the Pod cache.

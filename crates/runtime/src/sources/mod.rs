@@ -100,6 +100,19 @@ pub struct Subscriber<T> {
     pub on_error: Option<WatchErrorHandler>,
 }
 
+impl<T> Subscriber<T> {
+    /// A subscriber of whole objects keeping what `decoder` makes of each, told of no
+    /// failures.
+    pub fn objects(name: impl Into<String>, decoder: ItemDecoder<T>) -> Subscriber<T> {
+        Subscriber {
+            name: name.into(),
+            form: Form::Objects,
+            decoder,
+            on_error: None,
+        }
+    }
+}
+
 impl<T: serde::de::DeserializeOwned + Send + Sync + 'static> Subscriber<T> {
     /// A subscriber keeping each object as the `T` serde makes of its text (of the whole
     /// object, or of its metadata as `form` says), told of no failures. With

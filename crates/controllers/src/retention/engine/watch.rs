@@ -30,7 +30,7 @@ use kube_gc_client::{Api, Client, DecodeItem, ItemDecoder, ResourceRef};
 use kube_gc_core::clock::SharedClock;
 use kube_gc_runtime::cache::{Cacheable, Store};
 use kube_gc_runtime::informer::{HandlerFns, InformerSynced, SharedInformer};
-use kube_gc_runtime::reflector::{Form, ReflectorMetrics, WatchErrorHandler};
+use kube_gc_runtime::reflector::{ReflectorMetrics, WatchErrorHandler};
 use kube_gc_runtime::sources::{SourceKey, Sources, Subscriber};
 use kube_gc_runtime::workqueue::WorkQueue;
 
@@ -124,10 +124,8 @@ impl ResourceWatch {
             WatchErrorHandler::new(move |error| handler(&target, error))
         });
         let subscriber = Subscriber {
-            name: context.controller.to_owned(),
-            form: Form::Objects,
-            decoder,
             on_error,
+            ..Subscriber::objects(context.controller, decoder)
         };
         let informer =
             SharedInformer::builder(format!("{} {target}", context.controller), Store::new())
