@@ -20,8 +20,9 @@ use serde::Deserialize;
 
 use kube_gc_api::Time;
 use kube_gc_client::protobuf::Selection;
-use kube_gc_client::{DecodeItem, ItemDecoder};
+use kube_gc_client::ItemDecoder;
 use kube_gc_runtime::cache::{Cacheable, ObjectKey};
+use kube_gc_runtime::sources::serde_decoder;
 
 /// The taint an operator puts on a shut-down node whose Pods may be force-deleted.
 pub const OUT_OF_SERVICE_TAINT: &str = "node.kubernetes.io/out-of-service";
@@ -119,7 +120,7 @@ impl PodFacts {
 
     /// The item decoder of an informer (or a list) of these facts.
     pub fn decoder() -> ItemDecoder<PodFacts> {
-        Arc::new(PodDecoder)
+        serde_decoder(Some(PodFacts::reads()))
     }
 }
 
@@ -166,18 +167,6 @@ impl Cacheable for PodFacts {
     }
     fn uid(&self) -> &str {
         &self.uid
-    }
-}
-
-struct PodDecoder;
-
-impl DecodeItem<PodFacts> for PodDecoder {
-    fn decode(&self, bytes: &[u8]) -> Result<PodFacts, serde_json::Error> {
-        serde_json::from_slice(bytes)
-    }
-
-    fn reads(&self) -> Option<Selection> {
-        Some(PodFacts::reads())
     }
 }
 

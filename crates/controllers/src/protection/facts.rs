@@ -17,8 +17,9 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use kube_gc_client::protobuf::Selection;
-use kube_gc_client::{DecodeItem, ItemDecoder};
+use kube_gc_client::ItemDecoder;
 use kube_gc_runtime::cache::{Cacheable, ObjectKey};
+use kube_gc_runtime::sources::serde_decoder;
 
 /// The metadata the projections read.
 #[derive(Deserialize, Default)]
@@ -238,7 +239,7 @@ impl PodClaims {
 
     /// The item decoder of an informer (or list) of Pods.
     pub fn decoder() -> ItemDecoder<PodClaims> {
-        Arc::new(PodClaimsDecoder)
+        serde_decoder(Some(PodClaims::reads()))
     }
 
     /// Every claim it uses, either way.
@@ -259,18 +260,6 @@ impl Cacheable for PodClaims {
     }
     fn uid(&self) -> &str {
         &self.uid
-    }
-}
-
-struct PodClaimsDecoder;
-
-impl DecodeItem<PodClaims> for PodClaimsDecoder {
-    fn decode(&self, bytes: &[u8]) -> Result<PodClaims, serde_json::Error> {
-        serde_json::from_slice(bytes)
-    }
-
-    fn reads(&self) -> Option<Selection> {
-        Some(PodClaims::reads())
     }
 }
 

@@ -126,13 +126,22 @@ impl<T: serde::de::DeserializeOwned + Send + Sync + 'static> Subscriber<T> {
         Subscriber {
             name: name.into(),
             form,
-            decoder: Arc::new(SerdeDecoder::<T> {
-                reads,
-                _type: std::marker::PhantomData,
-            }),
+            decoder: serde_decoder(reads),
             on_error: None,
         }
     }
+}
+
+/// A decoder keeping each object as the `T` serde makes of its text, which says it reads only
+/// `reads` (`None`: everything), so that a protobuf source transcodes no more than that.
+pub fn serde_decoder<T>(reads: Option<Selection>) -> ItemDecoder<T>
+where
+    T: serde::de::DeserializeOwned + Send + Sync + 'static,
+{
+    Arc::new(SerdeDecoder::<T> {
+        reads,
+        _type: std::marker::PhantomData,
+    })
 }
 
 /// Decodes with serde, reading what it says it reads.
