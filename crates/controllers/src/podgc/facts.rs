@@ -13,8 +13,6 @@
 //! - Both are [`Cacheable`]; both tolerate `null` and missing members (a missing phase is
 //!   [`PodPhase::Other`], never a terminal one).
 
-use std::sync::Arc;
-
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
@@ -237,7 +235,7 @@ impl NodeFacts {
     /// The item decoder of an informer of Nodes (JSON: the client has no protobuf tables for
     /// Nodes).
     pub fn decoder() -> ItemDecoder<NodeFacts> {
-        Arc::new(|bytes: &[u8]| serde_json::from_slice::<NodeFacts>(bytes))
+        serde_decoder(None)
     }
 }
 

@@ -12,8 +12,6 @@
 //!   nothing else of a Pod is read ([`PodClaims::reads`]).
 //! - All tolerate `null` and missing members.
 
-use std::sync::Arc;
-
 use serde::Deserialize;
 
 use kube_gc_client::protobuf::Selection;
@@ -66,7 +64,7 @@ impl ClaimFacts {
     /// The item decoder of an informer (or list) of claims (JSON: the client has no protobuf
     /// tables for claims).
     pub fn decoder() -> ItemDecoder<ClaimFacts> {
-        Arc::new(|bytes: &[u8]| serde_json::from_slice::<ClaimFacts>(bytes))
+        serde_decoder(None)
     }
 }
 
@@ -147,7 +145,7 @@ pub struct VolumeFacts {
 impl VolumeFacts {
     /// The item decoder of an informer of volumes (JSON).
     pub fn decoder() -> ItemDecoder<VolumeFacts> {
-        Arc::new(|bytes: &[u8]| serde_json::from_slice::<VolumeFacts>(bytes))
+        serde_decoder(None)
     }
 }
 
